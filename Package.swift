@@ -1,0 +1,51 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// One settings array for every target: Swift 6 language mode everywhere.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Nimbus",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "nimbus", targets: ["nimbus"]),
+    ],
+    dependencies: [],
+    targets: [
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .target(name: "NimbusSupport", swiftSettings: swiftSettings),
+        // Linux epoll/eventfd headers, which the Glibc module does not export (libc only, no package).
+        .systemLibrary(name: "CEpoll"),
+        .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CEpoll"], swiftSettings: swiftSettings),
+        .target(name: "NimbusPostgres", dependencies: ["NimbusSupport", "CLibPQ", "CEpoll"], swiftSettings: swiftSettings),
+        .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
+        .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
+        .target(
+            name: "NimbusAPI",
+            dependencies: ["NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "nimbus",
+            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "NimbusSupportTests", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusStoreTests", dependencies: ["NimbusStore", "NimbusPostgres"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "NimbusAPITests",
+            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusSupport"],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

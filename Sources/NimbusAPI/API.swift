@@ -1,0 +1,86 @@
+import Foundation
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+import NimbusSupport
+
+/// The routes of the service and the glue between HTTP and the store: it turns requests into
+/// store calls and results or errors into responses, counting every answer in `metrics`.
+package final class API: Sendable {
+    package let store: Store
+    package let limits: Limits
+    package let metrics: Metrics
+    let logger = Logger(subsystem: "api")
+    private let router: HTTPRouter
+
+    package init(store: Store, limits: Limits, metrics: Metrics = Metrics()) {
+        self.store = store
+        self.limits = limits
+        self.metrics = metrics
+        var router = HTTPRouter()
+        SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: Self.routeBuilder(metrics))
+        self.router = router
+    }
+
+    /// The handler to give the HTTP server.
+    package var handler: HTTPServer.Handler {
+        let router = router, metrics = metrics
+        return { request, writer in
+            let start = monotonicNanoseconds()
+            switch router.match(method: request.method, path: request.path) {
+            case .found(let route, let parameters):
+                var request = request
+                request.pathParameters = parameters
+                route.handler(request, writer)
+            case .methodNotAllowed(let allowed):
+                var response = ErrorResponse.make(SyncError(.badRequest, "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", ")).")
+                )
+                response.status = .methodNotAllowed
+                response.headers.add(name: "Allow", value: allowed.joined(separator: ", "))
+                metrics.record(route: "(unrouted)", method: request.method, status: 405, start: start)
+                writer.respond(response)
+            case .notFound:
+                let response = ErrorResponse.make(SyncError(.notFound, "There is nothing at \(request.path)."))
+                metrics.record(route: "(unrouted)", method: request.method, status: 404, start: start)
+                writer.respond(response)
+            }
+        }
+    }
+
+    /// Wraps route bodies into server handlers that time and count their answers.
+    struct RouteBuilder: Sendable {
+        let metrics: Metrics
+        let logger = Logger(subsystem: "api")
+
+        /// A route answered on the event loop thread: for cheap, non-blocking work only.
+        func immediate(_ pattern: String, _ body: @escaping @Sendable (HTTPRequest) -> HTTPResponse) -> HTTPServer.Handler {
+            let metrics = metrics
+            return { request, writer in
+                let start = monotonicNanoseconds()
+                let response = body(request)
+                metrics.record(route: pattern, method: request.method, status: response.status.code, start: start)
+                writer.respond(response)
+            }
+        }
+
+        /// A route answered from a task (database work); thrown errors become API errors.
+        func task(_ pattern: String, _ body: @escaping @Sendable (HTTPRequest) async throws -> HTTPResponse) -> HTTPServer.Handler {
+            let metrics = metrics, logger = logger
+            return { request, writer in
+                let start = monotonicNanoseconds()
+                Task {
+                    let response: HTTPResponse
+                    do {
+                        response = try await body(request)
+                    } catch {
+                        response = ErrorResponse.make(for: error, logger: logger)
+                    }
+                    metrics.record(route: pattern, method: request.method, status: response.status.code, start: start)
+                    writer.respond(response)
+                }
+            }
+        }
+    }
+
+    static func routeBuilder(_ metrics: Metrics) -> RouteBuilder { RouteBuilder(metrics: metrics) }
+}

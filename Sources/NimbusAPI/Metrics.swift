@@ -1,0 +1,82 @@
+import Foundation
+import NimbusSupport
+import Synchronization
+
+/// Request counters and a latency histogram, rendered as Prometheus text (`GET /metrics`).
+package final class Metrics: Sendable {
+    /// Upper bounds of the latency histogram buckets, in seconds.
+    static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+
+    private struct Series: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    private struct Histogram {
+        var buckets = [Int](repeating: 0, count: Metrics.bucketBounds.count)
+        var count = 0
+        var sum = 0.0
+    }
+
+    private struct State {
+        var requests: [Series: Int] = [:]
+        var latency: [String: Histogram] = [:]
+    }
+
+    private let state = Mutex(State())
+    /// Gauges read at scrape time: (name, help, value).
+    private let gauges = Mutex<[(name: String, help: String, read: @Sendable () -> Double)]>([])
+
+    package init() {}
+
+    /// Counts one answered request and its latency (from `start`, a monotonic timestamp).
+    package func record(route: String, method: String, status: Int, start: UInt64) {
+        let seconds = Double(monotonicNanoseconds() &- start) / 1e9
+        state.withLock { state in
+            state.requests[Series(route: route, method: method, status: status), default: 0] += 1
+            var histogram = state.latency[route] ?? Histogram()
+            if let bucket = Metrics.bucketBounds.firstIndex(where: { seconds <= $0 }) {
+                histogram.buckets[bucket] += 1
+            }
+            histogram.count += 1
+            histogram.sum += seconds
+            state.latency[route] = histogram
+        }
+    }
+
+    /// Adds a gauge whose value is read at each scrape.
+    package func addGauge(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
+        gauges.withLock { $0.append((name, help, read)) }
+    }
+
+    /// The Prometheus text exposition (version 0.0.4).
+    package func render() -> String {
+        let snapshot = state.withLock { $0 }
+        var text = "# HELP nimbus_http_requests_total Requests answered, by route pattern, method and status.\n"
+        text += "# TYPE nimbus_http_requests_total counter\n"
+        for (series, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+            text += "nimbus_http_requests_total{route=\"\(series.route)\",method=\"\(series.method)\",status=\"\(series.status)\"} \(count)\n"
+        }
+        text += "# HELP nimbus_http_request_duration_seconds Time from a complete request to its answer.\n"
+        text += "# TYPE nimbus_http_request_duration_seconds histogram\n"
+        for (route, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+            var cumulative = 0
+            for (index, bound) in Metrics.bucketBounds.enumerated() {
+                cumulative += histogram.buckets[index]
+                text += "nimbus_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"\(bound)\"} \(cumulative)\n"
+            }
+            text += "nimbus_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(histogram.count)\n"
+            text += "nimbus_http_request_duration_seconds_sum{route=\"\(route)\"} \(histogram.sum)\n"
+            text += "nimbus_http_request_duration_seconds_count{route=\"\(route)\"} \(histogram.count)\n"
+        }
+        for gauge in gauges.withLock({ $0 }) {
+            text += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(Self.format(gauge.read()))\n"
+        }
+        return text
+    }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+import NimbusSupport
+
+/// Unauthenticated operational routes: `/healthz`, `/metrics`, `/limits`.
+struct SystemRoutes: Sendable {
+    let store: Store
+    let limits: Limits
+    let metrics: Metrics
+
+    func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
+        let store = store, metrics = metrics
+        // The limits never change while running: encode them once.
+        let limitsBody = JSON.encode(Dictionary(uniqueKeysWithValues: limits.namedValues.map { ($0.name, $0.value) }))
+        router.add("GET", "/limits", api.immediate("/limits") { _ in
+            HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: limitsBody)
+        })
+        router.add("GET", "/healthz", api.task("/healthz") { _ in
+            do {
+                let seconds = try await store.ping()
+                let body: [String: Any] = ["status": "ok", "database": ["roundTripMs": (seconds * 1e6).rounded() / 1e3]]
+                return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: JSON.encode(body),
+                                    headers: ["Cache-Control": "no-store"])
+            } catch {
+                return ErrorResponse.make(SyncError(.tryAgainLater, "The database is unreachable: \(Self.describe(error))", retryAfter: 1))
+            }
+        })
+        router.add("GET", "/metrics", api.immediate("/metrics") { _ in
+            HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(metrics.render().utf8))
+        })
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        let text = "\(error)"
+        return text.count > 200 ? String(text.prefix(200)) + "…" : text
+    }
+}

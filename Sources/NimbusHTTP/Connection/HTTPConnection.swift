@@ -1,0 +1,395 @@
+import CEpoll
+import Glibc
+import NimbusSupport
+
+/// One client connection on its event loop: reads and parses requests, hands each complete
+/// request to the handler, writes the answer, and keeps the connection's timers.
+///
+/// Requests are answered strictly in order: while one is being answered the connection stops
+/// reading (pipelined bytes wait in the kernel or in `pending`), and watches only for the peer
+/// going away so that a parked long-poll is cancelled at once.
+final class HTTPConnection: @unchecked Sendable {
+    // @unchecked: every member is touched only on the owning loop thread; other threads reach a
+    // connection solely through `EventLoop.execute` (see HTTPResponseWriter).
+    enum State {
+        /// Waiting for the first byte of a request (keep-alive idle).
+        case idle
+        case readingHead
+        case readingBody
+        /// The handler has the request; no reading, no timers.
+        case responding
+        case closed
+    }
+
+    let descriptor: Int32
+    unowned let loop: EventLoop
+    private(set) var state: State = .idle
+    private var parser: HTTPParser
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    /// Input read but not yet parsed, kept while a request is being answered.
+    private var pending: [UInt8] = []
+    private var outbound: [UInt8] = []
+    private var outboundOffset = 0
+    private var interest: UInt32
+    /// Monotonic deadline in ns for the current timer, 0 when none runs.
+    private(set) var deadline: UInt64 = 0
+    private var deadlineAnswers408 = false
+
+    // The request being answered.
+    private(set) var requestID: UInt64 = 0
+    private var keepAlive = true
+    private var isHeadRequest = false
+    private var requestVersion: HTTPVersion = .http1_1
+    private var responseStarted = false
+    private var responseComplete = false
+    private var streaming = false
+    private var closeAfterResponse = false
+    private var cancelHandler: (@Sendable () -> Void)?
+
+    init(descriptor: Int32, loop: EventLoop) {
+        self.descriptor = descriptor
+        self.loop = loop
+        parser = HTTPParser(limits: loop.server.configuration.parserLimits)
+        interest = EventLoop.epollIn | EventLoop.epollRDHUP
+    }
+
+    var configuration: HTTPServer.Configuration { loop.server.configuration }
+
+    func start() {
+        // The first request must begin within the header timeout (slow-loris protection).
+        setDeadline(seconds: configuration.headerTimeoutSeconds, answers408: false)
+    }
+
+    // MARK: - Events
+
+    func handle(events: UInt32) {
+        if events & (EventLoop.epollHUP | EventLoop.epollErr) != 0 {
+            close()
+            return
+        }
+        if events & EventLoop.epollOut != 0 {
+            flush()
+            if state == .closed { return }
+        }
+        if events & EventLoop.epollIn != 0, state != .responding {
+            readAvailable()
+            if state == .closed { return }
+        }
+        if events & EventLoop.epollRDHUP != 0 {
+            peerClosedInput()
+        }
+    }
+
+    /// The peer shut down its sending side. Idle: nothing more will come, close. Answering:
+    /// cancel the handler (a parked long-poll frees its waiter) but still write what it sends.
+    private func peerClosedInput() {
+        switch state {
+        case .idle, .readingHead, .readingBody:
+            if state == .idle || !pendingInputIsComplete() { close() }
+        case .responding:
+            closeAfterResponse = true
+            fireCancel()
+            setInterest(outboundOffset < outbound.count ? EventLoop.epollOut : 0)
+        case .closed:
+            break
+        }
+    }
+
+    private func pendingInputIsComplete() -> Bool { false }
+
+    private func readAvailable() {
+        let buffer = loop.readBuffer
+        // Bounded: at most a few buffers per wake-up keeps the loop fair between connections.
+        for _ in 0..<4 {
+            switch Socket.read(descriptor, into: buffer) {
+            case .bytes(let count):
+                process(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                if state == .responding || state == .closed { return }
+                if count < buffer.count { return }
+            case .wouldBlock:
+                return
+            case .closed, .failed:
+                close()
+                return
+            }
+        }
+    }
+
+    /// Resumes parsing input that arrived while the previous request was answered.
+    func resume() {
+        guard state == .idle, !pending.isEmpty else { return }
+        let input = pending
+        pending = []
+        input.withUnsafeBytes { process($0) }
+    }
+
+    /// Feeds bytes to the parser until it needs more, a request is complete, or input is bad.
+    private func process(_ input: UnsafeRawBufferPointer) {
+        var offset = 0
+        if state == .idle, !input.isEmpty {
+            state = .readingHead
+            setDeadline(seconds: configuration.headerTimeoutSeconds, answers408: true)
+        }
+        while true {
+            let (consumed, event) = parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...]))
+            let sliceStart = offset
+            offset += consumed
+            switch event {
+            case .needMore:
+                if state == .readingBody {
+                    setDeadline(seconds: configuration.bodyTimeoutSeconds, answers408: true)
+                }
+                return
+            case .head(let parsedHead):
+                head = parsedHead
+                body = []
+                state = .readingBody
+                setDeadline(seconds: configuration.bodyTimeoutSeconds, answers408: true)
+                if parsedHead.expectsContinue, parsedHead.version == .http1_1 {
+                    sendContinueIfBodyFits(parsedHead)
+                }
+            case .body(let range):
+                let absolute = UnsafeRawBufferPointer(rebasing: input[(sliceStart + range.lowerBound)..<(sliceStart + range.upperBound)])
+                body.append(contentsOf: absolute)
+            case .messageEnd:
+                if offset < input.count {
+                    pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[offset...]))
+                }
+                dispatch()
+                return
+            case .error(let error):
+                respondWithError(status: error.status, reason: error.reason)
+                return
+            }
+        }
+    }
+
+    /// RFC 9110 §10.1.1: answer `100-continue` unless we already know the body will be refused.
+    private func sendContinueIfBodyFits(_ head: HTTPRequestHead) {
+        if case .length(let length) = head.framing, length > parser.maxBodyBytes { return }
+        if case .none = head.framing { return }
+        outbound.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
+        flush()
+    }
+
+    // MARK: - Answering
+
+    private func dispatch() {
+        guard let head else { return }
+        state = .responding
+        deadline = 0
+        requestID &+= 1
+        keepAlive = head.keepAlive && !loop.draining
+        closeAfterResponse = false
+        isHeadRequest = head.method == "HEAD"
+        requestVersion = head.version
+        responseStarted = false
+        responseComplete = false
+        streaming = false
+        cancelHandler = nil
+        let request = HTTPRequest(head: head, body: body)
+        self.head = nil
+        body = []
+        setInterest(EventLoop.epollRDHUP | (outboundOffset < outbound.count ? EventLoop.epollOut : 0))
+        let writer = HTTPResponseWriter(connection: self, requestID: requestID)
+        loop.server.handle(request, writer)
+    }
+
+    func setCancelHandler(_ handler: @escaping @Sendable () -> Void, requestID: UInt64) {
+        guard requestID == self.requestID, state == .responding, !responseComplete else { return }
+        cancelHandler = handler
+    }
+
+    func respond(_ response: HTTPResponse, requestID: UInt64) {
+        guard requestID == self.requestID, state == .responding, !responseStarted else { return }
+        responseStarted = true
+        responseComplete = true
+        cancelHandler = nil
+        var head = serializeHead(response.status, response.headers, contentLength: response.body.count)
+        let bodyAllowed = !isHeadRequest && response.status != .notModified && response.status.code >= 200 && response.status.code != 204
+        if bodyAllowed { head.append(contentsOf: response.body) }
+        outbound.append(contentsOf: head)
+        flush()
+    }
+
+    func startStreaming(status: HTTPStatus, headers: HTTPHeaders, requestID: UInt64) {
+        guard requestID == self.requestID, state == .responding, !responseStarted else { return }
+        responseStarted = true
+        streaming = true
+        // HTTP/1.0 has no chunked coding: the body ends when the connection closes.
+        if requestVersion == .http1_0 { keepAlive = false }
+        outbound.append(contentsOf: serializeHead(status, headers, contentLength: nil))
+        flush()
+    }
+
+    func writeChunk(_ bytes: [UInt8], requestID: UInt64) {
+        guard requestID == self.requestID, state == .responding, streaming, !responseComplete, !bytes.isEmpty, !isHeadRequest else { return }
+        if requestVersion == .http1_1 {
+            outbound.append(contentsOf: String(bytes.count, radix: 16).utf8)
+            outbound.append(contentsOf: [13, 10])
+            outbound.append(contentsOf: bytes)
+            outbound.append(contentsOf: [13, 10])
+        } else {
+            outbound.append(contentsOf: bytes)
+        }
+        flush()
+    }
+
+    func finishStreaming(requestID: UInt64) {
+        guard requestID == self.requestID, state == .responding, streaming, !responseComplete else { return }
+        responseComplete = true
+        cancelHandler = nil
+        if requestVersion == .http1_1, !isHeadRequest {
+            outbound.append(contentsOf: "0\r\n\r\n".utf8)
+        }
+        flush()
+    }
+
+    /// Answers a protocol error (parse error, timeout) and closes after writing it.
+    private func respondWithError(status: HTTPStatus, reason: String) {
+        state = .responding
+        deadline = 0
+        requestID &+= 1
+        keepAlive = false
+        isHeadRequest = false
+        requestVersion = .http1_1
+        responseStarted = false
+        streaming = false
+        pending = []
+        respond(configuration.errorResponse(status, reason), requestID: requestID)
+    }
+
+    private func serializeHead(_ status: HTTPStatus, _ headers: HTTPHeaders, contentLength: Int?) -> [UInt8] {
+        var text = "\(requestVersion == .http1_0 ? "HTTP/1.0" : "HTTP/1.1") \(status.code) \(status.reasonPhrase)\r\n"
+        text += "Date: \(loop.cachedDateHeader)\r\n"
+        var closeRequested = false
+        for field in headers {
+            if field.name.equalsIgnoringASCIICase("Connection") {
+                closeRequested = field.value.lowercased().contains("close")
+                continue
+            }
+            if field.name.equalsIgnoringASCIICase("Content-Length") || field.name.equalsIgnoringASCIICase("Transfer-Encoding") {
+                continue
+            }
+            text += "\(field.name): \(field.value)\r\n"
+        }
+        if closeRequested || closeAfterResponse || loop.draining { keepAlive = false }
+        if let contentLength {
+            if status.code >= 200, status.code != 204 {
+                text += "Content-Length: \(contentLength)\r\n"
+            }
+        } else if requestVersion == .http1_1 {
+            text += "Transfer-Encoding: chunked\r\n"
+        }
+        if !keepAlive {
+            text += "Connection: close\r\n"
+        } else if requestVersion == .http1_0 {
+            text += "Connection: keep-alive\r\n"
+        }
+        text += "\r\n"
+        return Array(text.utf8)
+    }
+
+    /// Writes what it can; waits for EPOLLOUT when the socket is full.
+    private func flush() {
+        while outboundOffset < outbound.count {
+            let result = outbound.withUnsafeBytes { buffer in
+                Socket.send(descriptor, UnsafeRawBufferPointer(rebasing: buffer[outboundOffset...]))
+            }
+            switch result {
+            case .bytes(let count):
+                outboundOffset += count
+            case .wouldBlock:
+                setInterest(interest | EventLoop.epollOut)
+                return
+            case .closed, .failed:
+                close()
+                return
+            }
+        }
+        outbound.removeAll(keepingCapacity: outbound.count <= 4096)
+        outboundOffset = 0
+        if interest & EventLoop.epollOut != 0 { setInterest(interest & ~EventLoop.epollOut) }
+        if state == .responding, responseComplete {
+            finishExchange()
+        }
+    }
+
+    /// The answer is on the wire: close, or go back to reading the next request.
+    private func finishExchange() {
+        if !keepAlive || closeAfterResponse || loop.draining {
+            close()
+            return
+        }
+        state = .idle
+        cancelHandler = nil
+        setDeadline(seconds: configuration.keepAliveTimeoutSeconds, answers408: false)
+        setInterest(EventLoop.epollIn | EventLoop.epollRDHUP)
+        if !pending.isEmpty { loop.scheduleResume(self) }
+    }
+
+    // MARK: - Timers, draining, closing
+
+    private func setDeadline(seconds: Double, answers408: Bool) {
+        deadline = monotonicNanoseconds() + UInt64(max(seconds, 0) * 1_000_000_000)
+        deadlineAnswers408 = answers408
+    }
+
+    /// A header, body or keep-alive timer ran out. Never called while answering (no timer then).
+    func deadlineExpired() {
+        deadline = 0
+        switch state {
+        case .readingHead, .readingBody:
+            if deadlineAnswers408 {
+                respondWithError(status: .requestTimeout, reason: state == .readingHead
+                    ? "The request head was not received within \(Self.format(configuration.headerTimeoutSeconds)) seconds."
+                    : "The request body stalled for more than \(Self.format(configuration.bodyTimeoutSeconds)) seconds.")
+            } else {
+                close()
+            }
+        case .idle:
+            close()
+        case .responding, .closed:
+            break
+        }
+    }
+
+    /// Server shutdown: idle connections close now, busy ones after their answer.
+    func drain() {
+        switch state {
+        case .idle: close()
+        case .readingHead, .readingBody, .responding: closeAfterResponse = true
+        case .closed: break
+        }
+    }
+
+    func close() {
+        guard state != .closed else { return }
+        let wasAnswering = state == .responding && !responseComplete
+        state = .closed
+        loop.unregister(self)
+        Glibc.close(descriptor)
+        loop.server.releaseConnectionSlot()
+        outbound = []
+        pending = []
+        body = []
+        if wasAnswering { fireCancel() }
+    }
+
+    private func fireCancel() {
+        let handler = cancelHandler
+        cancelHandler = nil
+        handler?()
+    }
+
+    private func setInterest(_ events: UInt32) {
+        guard events != interest, state != .closed else { return }
+        interest = events
+        loop.updateInterest(self, events: events)
+    }
+
+    private static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+}

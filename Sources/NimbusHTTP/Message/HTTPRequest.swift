@@ -1,0 +1,52 @@
+/// A complete request as handlers see it: the parsed head and the whole body.
+package struct HTTPRequest: Sendable {
+    package var head: HTTPRequestHead
+    package var body: [UInt8]
+    /// Values of `:name` segments of the matched route pattern.
+    package var pathParameters: [String: String] = [:]
+
+    package init(head: HTTPRequestHead, body: [UInt8] = []) {
+        self.head = head
+        self.body = body
+    }
+
+    package var method: String { head.method }
+    package var path: String { head.path }
+    package var headers: HTTPHeaders { head.headers }
+
+    /// The decoded value of a query parameter (`?since=...&wait=5`); nil when absent.
+    package func queryParameter(_ name: String) -> String? {
+        guard let query = head.query else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts[0] == name {
+                return parts.count > 1 ? String(parts[1]).removingPercentEncodingForQuery() : ""
+            }
+        }
+        return nil
+    }
+}
+
+extension String {
+    /// Percent-decoding for query values (`+` is a space); invalid escapes are kept as written.
+    func removingPercentEncodingForQuery() -> String {
+        var bytes: [UInt8] = []
+        var iterator = Array(utf8).makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                let high = iterator.next(), low = iterator.next()
+                if let high, let low, let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) {
+                    bytes.append(value)
+                } else {
+                    bytes.append(byte)
+                    if let high { bytes.append(high) }
+                    if let low { bytes.append(low) }
+                }
+            default: bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

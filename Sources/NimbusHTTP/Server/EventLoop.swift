@@ -1,0 +1,250 @@
+import Foundation
+import CEpoll
+import Glibc
+import NimbusSupport
+import Synchronization
+
+/// One epoll event loop on its own thread, owning the connections it accepted.
+///
+/// Connections are touched only on their loop's thread; other threads reach them by `execute`,
+/// which queues a task and wakes the loop through an eventfd. Handlers run on the loop thread and
+/// either answer at once (cheap routes) or hop to their own executor and answer later.
+final class EventLoop: @unchecked Sendable {
+    // @unchecked: everything but `inbox` is confined to the loop thread (`run` and the tasks it
+    // executes); `inbox` is a Mutex, the descriptors are immutable after init.
+
+    let index: Int
+    let server: HTTPServer
+    private let epollDescriptor: Int32
+    private let wakeDescriptor: Int32
+    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private var threadID: pthread_t?
+    private let stopped = DispatchSemaphore(value: 0)
+
+    // Loop-thread state.
+    private var connections: [Int32: HTTPConnection] = [:]
+    private var deferred: [HTTPConnection] = []
+    private var listener: Int32 = -1
+    private var running = true
+    private(set) var draining = false
+    let readBuffer: UnsafeMutableRawBufferPointer
+    private var nextTimerScan: UInt64 = 0
+    private(set) var cachedDateHeader: String = ""
+    private var cachedDateSecond: Int = -1
+
+    static let epollIn = UInt32(EPOLLIN.rawValue)
+    static let epollOut = UInt32(EPOLLOUT.rawValue)
+    static let epollRDHUP = UInt32(EPOLLRDHUP.rawValue)
+    static let epollHUP = UInt32(EPOLLHUP.rawValue)
+    static let epollErr = UInt32(EPOLLERR.rawValue)
+    static let epollExclusive = UInt32(1) << 28
+
+    init(index: Int, server: HTTPServer) throws {
+        self.index = index
+        self.server = server
+        epollDescriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeDescriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard epollDescriptor >= 0, wakeDescriptor >= 0 else {
+            throw Socket.Failure(call: "epoll_create1/eventfd", errorNumber: errno)
+        }
+        readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
+        var event = epoll_event()
+        event.events = Self.epollIn
+        event.data.fd = wakeDescriptor
+        epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, wakeDescriptor, &event)
+    }
+
+    deinit {
+        close(epollDescriptor)
+        close(wakeDescriptor)
+        readBuffer.deallocate()
+    }
+
+    /// Starts the loop thread, accepting from `listener`.
+    func start(listener: Int32) {
+        self.listener = listener
+        var event = epoll_event()
+        // EPOLLEXCLUSIVE: one waiting loop is woken per new connection, not all of them.
+        event.events = Self.epollIn | Self.epollExclusive
+        event.data.fd = listener
+        epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, listener, &event)
+        let thread = Thread { [self] in run() }
+        thread.name = "nimbus-http-\(index)"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Runs `task` on the loop thread (inline when already on it).
+    func execute(_ task: @escaping @Sendable () -> Void) {
+        if isInLoop {
+            task()
+            return
+        }
+        let wasEmpty = inbox.withLock { tasks in
+            tasks.append(task)
+            return tasks.count == 1
+        }
+        if wasEmpty { wake() }
+    }
+
+    var isInLoop: Bool {
+        guard let threadID else { return false }
+        return pthread_equal(pthread_self(), threadID) != 0
+    }
+
+    /// Stops the thread after the current iteration; blocks until it has.
+    func stop() {
+        execute { [self] in running = false }
+        stopped.wait()
+    }
+
+    // MARK: - Loop-thread API for connections
+
+    func register(_ connection: HTTPConnection, events: UInt32) {
+        var event = epoll_event()
+        event.events = events
+        event.data.fd = connection.descriptor
+        epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, connection.descriptor, &event)
+        connections[connection.descriptor] = connection
+    }
+
+    func updateInterest(_ connection: HTTPConnection, events: UInt32) {
+        var event = epoll_event()
+        event.events = events
+        event.data.fd = connection.descriptor
+        epoll_ctl(epollDescriptor, EPOLL_CTL_MOD, connection.descriptor, &event)
+    }
+
+    func unregister(_ connection: HTTPConnection) {
+        epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, connection.descriptor, nil)
+        connections[connection.descriptor] = nil
+    }
+
+    /// Asks for `connection.resume()` after the current event batch (never recursively).
+    func scheduleResume(_ connection: HTTPConnection) {
+        deferred.append(connection)
+    }
+
+    var connectionCount: Int { connections.count }
+
+    /// Stops accepting and closes idle connections; active ones close after their response.
+    func beginDraining() {
+        guard !draining else { return }
+        draining = true
+        if listener >= 0 {
+            epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, listener, nil)
+        }
+        for connection in Array(connections.values) {
+            connection.drain()
+        }
+    }
+
+    /// Closes every connection, whatever it is doing.
+    func closeAll() {
+        for connection in Array(connections.values) {
+            connection.close()
+        }
+    }
+
+    // MARK: - The loop
+
+    private func run() {
+        threadID = pthread_self()
+        let capacity = 256
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
+        defer { events.deallocate() }
+        refreshDate()
+        while running {
+            let count = epoll_wait(epollDescriptor, events, Int32(capacity), 250)
+            if count < 0 && errno != EINTR {
+                server.logger.error("epoll_wait failed", ["errno": errno])
+                break
+            }
+            refreshDate()
+            for slot in 0..<max(Int(count), 0) {
+                let event = events[slot]
+                let descriptor = event.data.fd
+                if descriptor == wakeDescriptor {
+                    drainInbox()
+                } else if descriptor == listener {
+                    acceptConnections()
+                } else if let connection = connections[descriptor] {
+                    connection.handle(events: event.events)
+                }
+            }
+            runDeferred()
+            scanTimers()
+        }
+        closeAll()
+        stopped.signal()
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeDescriptor, &one, 8)
+    }
+
+    private func drainInbox() {
+        var value: UInt64 = 0
+        _ = read(wakeDescriptor, &value, 8)
+        while true {
+            let tasks = inbox.withLock { tasks in
+                defer { tasks.removeAll(keepingCapacity: true) }
+                return tasks
+            }
+            if tasks.isEmpty { return }
+            for task in tasks { task() }
+            runDeferred()
+        }
+    }
+
+    private func runDeferred() {
+        while !deferred.isEmpty {
+            let batch = deferred
+            deferred.removeAll(keepingCapacity: true)
+            for connection in batch { connection.resume() }
+        }
+    }
+
+    private func acceptConnections() {
+        // Bounded per wake so one loop cannot starve its existing connections under a flood.
+        for _ in 0..<64 {
+            let descriptor: Int32
+            do {
+                guard let accepted = try Socket.accept(listener) else { return }
+                descriptor = accepted
+            } catch {
+                server.logger.warning("accept failed", ["error": "\(error)"])
+                return
+            }
+            guard !draining, server.reserveConnectionSlot() else {
+                server.rejectOverCapacity(descriptor)
+                continue
+            }
+            let connection = HTTPConnection(descriptor: descriptor, loop: self)
+            register(connection, events: Self.epollIn | Self.epollRDHUP)
+            connection.start()
+        }
+    }
+
+    private func scanTimers() {
+        let now = monotonicNanoseconds()
+        guard now >= nextTimerScan else { return }
+        nextTimerScan = now + 200_000_000
+        for connection in Array(connections.values) where connection.deadline != 0 && connection.deadline <= now {
+            connection.deadlineExpired()
+        }
+    }
+
+    /// `Date` changes once a second; format it once a second per loop (RFC 9110 §5.6.7 IMF-fixdate).
+    private func refreshDate() {
+        var now = time(nil)
+        guard Int(now) != cachedDateSecond else { return }
+        cachedDateSecond = Int(now)
+        var parts = tm()
+        gmtime_r(&now, &parts)
+        var buffer = [CChar](repeating: 0, count: 64)
+        let length = strftime(&buffer, 64, "%a, %d %b %Y %H:%M:%S GMT", &parts)
+        cachedDateHeader = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

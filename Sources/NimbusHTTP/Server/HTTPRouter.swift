@@ -1,0 +1,71 @@
+/// Maps method and path to a handler. Static paths are a dictionary lookup; patterns with
+/// `:name` segments are matched segment by segment. `HEAD` is served by the `GET` route.
+package struct HTTPRouter: Sendable {
+    package typealias Handler = HTTPServer.Handler
+
+    /// A matched route: its pattern (the metrics label) and handler.
+    package struct Route: Sendable {
+        package var method: String
+        package var pattern: String
+        package var handler: Handler
+        fileprivate var segments: [Substring]
+    }
+
+    package enum Match: Sendable {
+        case found(Route, parameters: [String: String])
+        /// The path exists, not with this method; `allowed` lists the methods that do.
+        case methodNotAllowed(allowed: [String])
+        case notFound
+    }
+
+    private var staticRoutes: [String: [String: Route]] = [:]
+    private var patternRoutes: [Route] = []
+
+    package init() {}
+
+    package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
+        let route = Route(method: method, pattern: pattern, handler: handler,
+                          segments: pattern.split(separator: "/", omittingEmptySubsequences: false))
+        if pattern.contains("/:") {
+            patternRoutes.append(route)
+        } else {
+            staticRoutes[pattern, default: [:]][method] = route
+        }
+    }
+
+    package func match(method: String, path: String) -> Match {
+        let lookup = method == "HEAD" ? "GET" : method
+        if let byMethod = staticRoutes[path] {
+            if let route = byMethod[lookup] { return .found(route, parameters: [:]) }
+            return .methodNotAllowed(allowed: Self.allowed(byMethod.keys))
+        }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        var allowed: [String] = []
+        for route in patternRoutes {
+            guard let parameters = Self.bind(route.segments, to: segments) else { continue }
+            if route.method == lookup { return .found(route, parameters: parameters) }
+            allowed.append(route.method)
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowed(allowed))
+    }
+
+    private static func allowed(_ methods: some Sequence<String>) -> [String] {
+        var set = Set(methods)
+        if set.contains("GET") { set.insert("HEAD") }
+        return set.sorted()
+    }
+
+    private static func bind(_ pattern: [Substring], to path: [Substring]) -> [String: String]? {
+        guard pattern.count == path.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (expected, actual) in zip(pattern, path) {
+            if expected.first == ":" {
+                guard !actual.isEmpty else { return nil }
+                parameters[String(expected.dropFirst())] = String(actual)
+            } else if expected != actual {
+                return nil
+            }
+        }
+        return parameters
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Glibc
+import NimbusSupport
+import Synchronization
+
+/// An HTTP/1.1 server on raw sockets: a few epoll event loops, each owning the connections it
+/// accepts (SwiftNIO's shape), handing complete requests to one handler.
+package final class HTTPServer: Sendable {
+    package typealias Handler = @Sendable (HTTPRequest, HTTPResponseWriter) -> Void
+    /// Builds the body of every error the server itself answers (parse errors, timeouts, 503 at
+    /// capacity), so the HTTP core can speak the API's error shape without knowing it.
+    package typealias ErrorResponder = @Sendable (HTTPStatus, String) -> HTTPResponse
+
+    package struct Configuration: Sendable {
+        package var host = "127.0.0.1"
+        package var port = 8080
+        package var backlog: Int32 = 1024
+        package var eventLoopCount = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+        package var maxConnections = 10_000
+        package var parserLimits = HTTPParser.Limits()
+        package var headerTimeoutSeconds: Double = 10
+        package var bodyTimeoutSeconds: Double = 30
+        package var keepAliveTimeoutSeconds: Double = 60
+        package var drainTimeoutSeconds: Double = 10
+        package var errorResponse: ErrorResponder = HTTPServer.plainErrorResponse
+
+        package init() {}
+    }
+
+    package let configuration: Configuration
+    let logger = Logger(subsystem: "http")
+    private let handler: Handler
+    private let openConnections = Atomic<Int>(0)
+    private let loops: Mutex<[EventLoop]> = Mutex([])
+    private let listener = Atomic<Int32>(-1)
+
+    package init(configuration: Configuration, handler: @escaping Handler) {
+        self.configuration = configuration
+        self.handler = handler
+    }
+
+    /// Connections currently open (for metrics).
+    package var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+
+    /// Binds, starts the event loops and returns the bound address (port 0 picks a free port).
+    package func start() throws -> (host: String, port: Int) {
+        _ = Socket.raiseOpenFileLimit()
+        let descriptor = try Socket.listen(host: configuration.host, port: configuration.port, backlog: configuration.backlog)
+        listener.store(descriptor, ordering: .sequentiallyConsistent)
+        let started = try (0..<configuration.eventLoopCount).map { try EventLoop(index: $0, server: self) }
+        loops.withLock { $0 = started }
+        for loop in started { loop.start(listener: descriptor) }
+        return Socket.localAddress(descriptor) ?? (configuration.host, configuration.port)
+    }
+
+    /// Graceful shutdown: stop accepting, close idle connections, let in-flight requests finish
+    /// within the drain timeout, then close whatever is left and stop the loops.
+    package func shutdown() async {
+        let all = loops.withLock { $0 }
+        for loop in all { loop.execute { loop.beginDraining() } }
+        let deadline = monotonicNanoseconds() + UInt64(configuration.drainTimeoutSeconds * 1_000_000_000)
+        while connectionCount > 0, monotonicNanoseconds() < deadline {
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        if connectionCount > 0 {
+            logger.warning("drain timeout: closing connections still in flight", ["open": connectionCount])
+        }
+        for loop in all { loop.stop() }
+        let descriptor = listener.exchange(-1, ordering: .sequentiallyConsistent)
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    // MARK: - For the event loops
+
+    func handle(_ request: HTTPRequest, _ writer: HTTPResponseWriter) {
+        handler(request, writer)
+    }
+
+    /// Counts a new connection unless the server is at `maxConnections`.
+    func reserveConnectionSlot() -> Bool {
+        let limit = configuration.maxConnections
+        while true {
+            let current = openConnections.load(ordering: .relaxed)
+            guard current < limit else { return false }
+            if openConnections.compareExchange(expected: current, desired: current + 1, ordering: .relaxed).exchanged {
+                return true
+            }
+        }
+    }
+
+    func releaseConnectionSlot() {
+        openConnections.subtract(1, ordering: .relaxed)
+    }
+
+    /// Past the connection limit: answer 503 at once and close, never queue or crash.
+    func rejectOverCapacity(_ descriptor: Int32) {
+        let response = configuration.errorResponse(.serviceUnavailable, "The server is at its limit of \(configuration.maxConnections) connections; try again shortly.")
+        var text = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: \(response.body.count)\r\n"
+        for field in response.headers where !field.name.equalsIgnoringASCIICase("Content-Length") {
+            text += "\(field.name): \(field.value)\r\n"
+        }
+        let bytes = Array((text + "\r\n").utf8) + response.body
+        _ = bytes.withUnsafeBytes { Socket.send(descriptor, $0) }
+        close(descriptor)
+    }
+
+    /// The default error body: `{"serverErrorCode": ..., "reason": ...}` as JSON.
+    package static let plainErrorResponse: ErrorResponder = { status, reason in
+        let escaped = reason.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        let body = "{\"serverErrorCode\":\"\(status.code == 413 ? "LIMIT_EXCEEDED" : "BAD_REQUEST")\",\"reason\":\"\(escaped)\"}"
+        return HTTPResponse(status: status, contentType: "application/json; charset=utf-8", body: Array(body.utf8))
+    }
+}

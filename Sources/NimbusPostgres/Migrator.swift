@@ -1,0 +1,103 @@
+import Foundation
+import NimbusSupport
+
+/// Applies `migrations/NNNN_name.sql` in order, each in its own transaction, under an advisory
+/// lock so that instances starting together apply each file once. Applied files are recorded with
+/// their SHA-256; an applied file that was edited afterwards stops start-up.
+package struct Migrator: Sendable {
+    package struct Migration: Sendable, Hashable {
+        package var version: Int
+        package var name: String
+        package var sql: String
+        package var checksum: String
+    }
+
+    /// Arbitrary constant naming the migration lock in `pg_advisory_lock`'s key space.
+    static let advisoryLockKey: Int64 = 0x4E494D4255535F4D  // "NIMBUS_M"
+
+    package let migrations: [Migration]
+    private let logger = Logger(subsystem: "migrate")
+
+    package init(migrations: [Migration]) {
+        self.migrations = migrations.sorted { $0.version < $1.version }
+    }
+
+    /// Reads every `NNNN_name.sql` file of a directory.
+    package init(directory: URL) throws {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        } catch {
+            throw PGError(.migration, "cannot read the migrations directory \(directory.path): \(error.localizedDescription)")
+        }
+        var migrations: [Migration] = []
+        var seen: [Int: String] = [:]
+        for name in names.sorted() where name.hasSuffix(".sql") {
+            let stem = name.dropLast(4)
+            let parts = stem.split(separator: "_", maxSplits: 1)
+            guard parts.count == 2, parts[0].count == 4, let version = Int(parts[0]), version > 0 else {
+                throw PGError(.migration, "migration file \(name) is not named NNNN_name.sql")
+            }
+            if let other = seen[version] {
+                throw PGError(.migration, "migration files \(other) and \(name) have the same number")
+            }
+            seen[version] = name
+            let data = try Data(contentsOf: directory.appendingPathComponent(name))
+            guard let sql = String(data: data, encoding: .utf8) else {
+                throw PGError(.migration, "migration file \(name) is not UTF-8")
+            }
+            migrations.append(Migration(version: version, name: String(stem), sql: sql,
+                                        checksum: Hex.encode(SHA256.hash(data))))
+        }
+        guard !migrations.isEmpty else {
+            throw PGError(.migration, "the migrations directory \(directory.path) has no NNNN_name.sql files")
+        }
+        self.init(migrations: migrations)
+    }
+
+    /// Applies what is missing; returns the versions applied now.
+    @discardableResult
+    package func migrate(_ connection: PGConnection) throws -> [Int] {
+        try connection.run("SELECT pg_advisory_lock(\(Self.advisoryLockKey))")
+        defer { _ = try? connection.run("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))") }
+        try connection.run("""
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version integer PRIMARY KEY,
+                name text NOT NULL,
+                checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """)
+        let applied = try connection.query("SELECT version, name, checksum FROM schema_migrations") { row in
+            (version: try row.int(0), name: try row.string(1), checksum: try row.string(2))
+        }
+        let appliedByVersion = Dictionary(applied.map { ($0.version, $0) }, uniquingKeysWith: { first, _ in first })
+        for migration in migrations {
+            if let record = appliedByVersion[migration.version], record.checksum != migration.checksum {
+                throw PGError(.migration, """
+                    migration \(migration.name).sql was changed after it was applied \
+                    (recorded checksum \(record.checksum.prefix(12))…, file \(migration.checksum.prefix(12))…); \
+                    restore the applied text and put the change in a new migration
+                    """)
+            }
+        }
+        let known = Set(migrations.map(\.version))
+        for record in applied where !known.contains(record.version) {
+            logger.warning("the database has a migration this binary does not know; is it older than the database?",
+                           ["version": record.version, "name": record.name])
+        }
+        var appliedNow: [Int] = []
+        for migration in migrations where appliedByVersion[migration.version] == nil {
+            try connection.withTransaction { connection in
+                try connection.runScript(migration.sql)
+                try connection.run("""
+                    INSERT INTO schema_migrations (version, name, checksum)
+                    VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                    """)
+            }
+            logger.info("applied migration", ["version": migration.version, "name": migration.name])
+            appliedNow.append(migration.version)
+        }
+        return appliedNow
+    }
+}

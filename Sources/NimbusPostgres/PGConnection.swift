@@ -1,0 +1,205 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection. It owns its `PGconn*` and finishes it in `deinit`.
+///
+/// Calls block (libpq is synchronous here), so connections are used from threads that may block:
+/// the pool's Dispatch queue, the listener's thread, start-up code — never the cooperative pool.
+package final class PGConnection: @unchecked Sendable {
+    // @unchecked: a connection is used by one thread at a time — the pool hands it to exactly one
+    // borrower, and the listener and migrator own theirs outright.
+    private let handle: OpaquePointer
+
+    private init(handle: OpaquePointer) {
+        self.handle = handle
+    }
+
+    deinit {
+        PQfinish(handle)
+    }
+
+    /// Opens a connection. `url` is a libpq connection string or `postgresql://` URI; the
+    /// connect timeout applies to each host attempt (libpq `connect_timeout`).
+    package static func connect(url: String, connectTimeoutSeconds: Int = 5, applicationName: String = "nimbus") throws -> PGConnection {
+        let keywords = ["dbname", "connect_timeout", "application_name", "client_encoding"]
+        let values = [url, String(max(connectTimeoutSeconds, 2)), applicationName, "UTF8"]
+        // expand_dbname = 1: `dbname` may be a full connection string or URI; later keywords
+        // (the timeout) override what it says. Pointers live only inside this scope.
+        let connection: OpaquePointer? = withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let connection else {
+            throw PGError(.connectionFailed, "libpq could not allocate a connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+            PQfinish(connection)
+            throw PGError(.connectionFailed, message.isEmpty ? "could not connect to PostgreSQL" : message)
+        }
+        return PGConnection(handle: connection)
+    }
+
+    /// True once libpq has seen the connection fail. After a server restart this stays false
+    /// until a statement fails, so users must also treat `.connectionLost` errors as fatal.
+    package var isBroken: Bool {
+        PQstatus(handle) != CONNECTION_OK
+    }
+
+    /// The socket, for waiting on notifications with poll(2).
+    package var socketDescriptor: Int32 {
+        PQsocket(handle)
+    }
+
+    /// The server's version number, e.g. 150018.
+    package var serverVersion: Int {
+        Int(PQserverVersion(handle))
+    }
+
+    /// Runs a statement and decodes every row with `decode` while the result is alive.
+    package func query<Row>(_ sql: SQL, decode: (PGRow) throws -> Row) throws -> [Row] {
+        let result = try execute(sql)
+        defer { PQclear(result) }
+        let rowCount = Int(PQntuples(result))
+        var rows: [Row] = []
+        rows.reserveCapacity(rowCount)
+        for index in 0..<rowCount {
+            rows.append(try decode(PGRow(result: result, row: Int32(index))))
+        }
+        return rows
+    }
+
+    /// Runs a statement and decodes its first row, if any.
+    package func queryFirst<Row>(_ sql: SQL, decode: (PGRow) throws -> Row) throws -> Row? {
+        let result = try execute(sql)
+        defer { PQclear(result) }
+        guard PQntuples(result) > 0 else { return nil }
+        return try decode(PGRow(result: result, row: 0))
+    }
+
+    /// Runs a statement for its effect; returns the number of rows it affected.
+    @discardableResult
+    package func run(_ sql: SQL) throws -> Int {
+        let result = try execute(sql)
+        defer { PQclear(result) }
+        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
+    package func withTransaction<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        try run("BEGIN")
+        do {
+            let value = try body(self)
+            try run("COMMIT")
+            return value
+        } catch {
+            if !isBroken { _ = try? run("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Runs a script of several statements through the simple query protocol. Only for trusted
+    /// SQL text shipped with the server (migrations); it takes no parameters.
+    package func runScript(_ text: String) throws {
+        guard let result = PQexec(handle, text) else { throw lostError() }
+        defer { PQclear(result) }
+        try check(result)
+    }
+
+    /// Reads pending input and returns the notifications received so far (LISTEN/NOTIFY).
+    /// Throws `.connectionLost` when the socket is closed.
+    package func consumeNotifications() throws -> [PGNotification] {
+        guard PQconsumeInput(handle) == 1 else { throw lostError() }
+        return drainNotifications()
+    }
+
+    /// Notifications buffered by libpq, freed with `PQfreemem` as they are copied.
+    package func drainNotifications() -> [PGNotification] {
+        var notifications: [PGNotification] = []
+        while let pointer = PQnotifies(handle) {
+            let notify = pointer.pointee
+            notifications.append(PGNotification(
+                channel: String(cString: notify.relname),
+                payload: String(cString: notify.extra),
+                backendPID: notify.be_pid
+            ))
+            PQfreemem(pointer)
+        }
+        return notifications
+    }
+
+    // MARK: - Execution
+
+    /// Sends the statement with binary parameters and asks for binary results.
+    private func execute(_ sql: SQL) throws -> OpaquePointer {
+        let encoded = sql.parameters.map(\.binary)
+        var storage: [UInt8] = []
+        var offsets: [Int] = []
+        var lengths: [Int32] = []
+        for (_, bytes) in encoded {
+            offsets.append(storage.count)
+            lengths.append(Int32(bytes?.count ?? 0))
+            if let bytes { storage += bytes }
+        }
+        let types: [UInt32] = encoded.map(\.oid)
+        let formats = [Int32](repeating: 1, count: encoded.count)
+        storage.append(0)  // never empty, so a zero-length value still gets a valid pointer
+        // Every pointer is derived from `storage` inside this one closure and used only in it.
+        let result: OpaquePointer? = storage.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return nil }
+            let values: [UnsafePointer<CChar>?] = encoded.indices.map { index in
+                encoded[index].bytes == nil ? nil : UnsafeRawPointer(base + offsets[index]).assumingMemoryBound(to: CChar.self)
+            }
+            return PQexecParams(handle, sql.text, Int32(encoded.count), types, values, lengths, formats, 1)
+        }
+        guard let result else { throw lostError() }
+        do {
+            try check(result)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        return result
+    }
+
+    private func check(_ result: OpaquePointer) throws {
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return
+        default:
+            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            if isBroken {
+                throw PGError(.connectionLost, message.isEmpty ? "the connection to PostgreSQL was lost" : message)
+            }
+            let sqlState = field(result, nimbus_PG_DIAG_SQLSTATE)
+            let primary = field(result, nimbus_PG_DIAG_MESSAGE_PRIMARY) ?? message
+            throw PGError(.server, primary, sqlState: sqlState, detail: field(result, nimbus_PG_DIAG_MESSAGE_DETAIL))
+        }
+    }
+
+    private func field(_ result: OpaquePointer, _ code: Int32) -> String? {
+        guard let pointer = PQresultErrorField(result, code) else { return nil }
+        return String(cString: pointer)
+    }
+
+    private func lostError() -> PGError {
+        let message = String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
+        return PGError(.connectionLost, message.isEmpty ? "the connection to PostgreSQL was lost" : message)
+    }
+}
+
+/// A NOTIFY received on a LISTEN connection.
+package struct PGNotification: Sendable, Hashable {
+    package var channel: String
+    package var payload: String
+    package var backendPID: Int32
+}
+
+/// Calls `body` with a NULL-terminated array of C strings valid only inside the call.
+private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let duplicates = strings.map { strdup($0) }
+    defer { duplicates.forEach { free($0) } }
+    let pointers: [UnsafePointer<CChar>?] = duplicates.map { UnsafePointer($0) } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

@@ -1,0 +1,67 @@
+/// An error from PostgreSQL or from talking to it. Keeps the SQLSTATE so that NimbusStore can map
+/// constraint violations and serialization failures to domain errors.
+package struct PGError: Error, Sendable, CustomStringConvertible {
+    package struct Kind: Sendable, Hashable, CustomStringConvertible {
+        package let name: String
+        package var description: String { name }
+
+        /// A connection could not be opened (server down, wrong URL, authentication).
+        package static let connectionFailed = Kind(name: "connectionFailed")
+        /// An open connection broke during use (server restarted or killed the backend).
+        package static let connectionLost = Kind(name: "connectionLost")
+        /// The server answered a statement with an error; `sqlState` says which.
+        package static let server = Kind(name: "server")
+        /// A column could not be decoded into the requested Swift type.
+        package static let decoding = Kind(name: "decoding")
+        /// No pooled connection became free in time.
+        package static let poolTimeout = Kind(name: "poolTimeout")
+        /// The pool was closed (shutdown).
+        package static let poolClosed = Kind(name: "poolClosed")
+        /// A migration file was edited after it was applied, or the directory is unusable.
+        package static let migration = Kind(name: "migration")
+        /// The embedded cluster could not be prepared or started.
+        package static let cluster = Kind(name: "cluster")
+    }
+
+    package var kind: Kind
+    package var message: String
+    package var sqlState: String?
+    package var detail: String?
+
+    package init(_ kind: Kind, _ message: String, sqlState: String? = nil, detail: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.sqlState = sqlState
+        self.detail = detail
+    }
+
+    /// True when retrying later may succeed: the database is unreachable, restarting, or saturated.
+    /// The API answers these with 503 TRY_AGAIN_LATER and `Retry-After`.
+    package var isTransient: Bool {
+        switch kind {
+        case .connectionFailed, .connectionLost, .poolTimeout, .poolClosed: return true
+        case .server:
+            // Class 08: connection exception; 57P0x: admin/crash shutdown, cannot connect now;
+            // 53300: too many connections.
+            guard let state = sqlState else { return false }
+            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "53300"
+        default: return false
+        }
+    }
+
+    package var description: String {
+        var text = "\(kind): \(message)"
+        if let sqlState { text += " (SQLSTATE \(sqlState))" }
+        if let detail { text += " — \(detail)" }
+        return text
+    }
+
+    /// SQLSTATE values NimbusStore maps to domain errors.
+    package enum SQLState {
+        package static let uniqueViolation = "23505"
+        package static let foreignKeyViolation = "23503"
+        package static let serializationFailure = "40001"
+        package static let deadlockDetected = "40P01"
+        package static let queryCanceled = "57014"
+    }
+}

@@ -1,0 +1,201 @@
+import Dispatch
+import Foundation
+import NimbusSupport
+import Synchronization
+
+/// A bounded pool of connections that replaces broken ones.
+///
+/// Borrowers run synchronous libpq work on the pool's Dispatch queue, so async callers never block
+/// the cooperative thread pool. A statement that fails because the connection broke (a restarted
+/// server: `PQstatus` says OK until the first failure) discards that connection and every idle
+/// one — they point at the same dead server — and throws a transient error (503 upstream); the
+/// next borrower connects afresh.
+package final class PGPool: Sendable {
+    package struct Configuration: Sendable {
+        package var url: String
+        package var maxConnections: Int = 16
+        package var connectTimeoutSeconds: Int = 5
+        /// How long a borrower waits for a free connection before a transient error.
+        package var acquireTimeoutSeconds: Double = 5
+
+        package init(url: String) {
+            self.url = url
+        }
+    }
+
+    /// In-use and idle counts for metrics.
+    package struct Statistics: Sendable, Hashable {
+        package var inUse: Int
+        package var idle: Int
+        package var max: Int
+        package var waiting: Int
+    }
+
+    package let configuration: Configuration
+    private let state: Mutex<State>
+    private let queue = DispatchQueue(label: "nimbus.postgres.pool", attributes: .concurrent)
+    private let logger = Logger(subsystem: "postgres")
+
+    package init(configuration: Configuration) {
+        self.configuration = configuration
+        state = Mutex(State())
+    }
+
+    package var statistics: Statistics {
+        state.withLock { Statistics(inUse: $0.borrowed, idle: $0.idle.count, max: configuration.maxConnections, waiting: $0.waiters.count) }
+    }
+
+    /// Borrows a connection for `body`, which runs on a thread that may block.
+    package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
+        let lease = try await acquire()
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                let connection: PGConnection
+                if let leased = lease.connection {
+                    connection = leased
+                } else {
+                    do {
+                        connection = try self.connect()
+                    } catch {
+                        self.returnSlot()
+                        continuation.resume(throwing: error)
+                        return
+                    }
+                }
+                do {
+                    let value = try body(connection)
+                    self.release(connection, failure: nil)
+                    continuation.resume(returning: value)
+                } catch {
+                    self.release(connection, failure: error)
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// Borrows a connection and runs `body` in a transaction on it.
+    package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
+        try await withConnection { connection in
+            try connection.withTransaction(body)
+        }
+    }
+
+    /// Closes idle connections and fails waiting borrowers; in-use connections close when returned.
+    package func close() {
+        let (idle, waiters) = state.withLock { state in
+            state.closed = true
+            defer { state.idle.removeAll(); state.waiters.removeAll() }
+            return (state.idle, state.waiters)
+        }
+        _ = idle  // released here: deinit finishes each PGconn
+        for waiter in waiters {
+            waiter.continuation.resume(throwing: PGError(.poolClosed, "the database pool is shutting down"))
+        }
+    }
+
+    // MARK: - Leasing
+
+    /// A connection to use, or nil for a reserved slot in which the borrower connects itself.
+    private struct Lease: Sendable {
+        var connection: PGConnection?
+    }
+
+    private struct Waiter {
+        var id: UInt64
+        var continuation: CheckedContinuation<Lease, any Error>
+    }
+
+    private struct State {
+        var idle: [PGConnection] = []
+        /// Connections out with borrowers plus slots reserved for connecting.
+        var borrowed = 0
+        var waiters: [Waiter] = []
+        var nextWaiterID: UInt64 = 0
+        var closed = false
+    }
+
+    private enum Grant {
+        case lease(Lease)
+        case wait(UInt64)
+        case closed
+    }
+
+    private func acquire() async throws -> Lease {
+        let max = configuration.maxConnections
+        let timeout = configuration.acquireTimeoutSeconds
+        return try await withCheckedThrowingContinuation { continuation in
+            let grant: Grant = state.withLock { state in
+                if state.closed { return .closed }
+                if let connection = state.idle.popLast() {
+                    state.borrowed += 1
+                    return .lease(Lease(connection: connection))
+                }
+                if state.borrowed < max {
+                    state.borrowed += 1
+                    return .lease(Lease(connection: nil))
+                }
+                state.nextWaiterID += 1
+                state.waiters.append(Waiter(id: state.nextWaiterID, continuation: continuation))
+                return .wait(state.nextWaiterID)
+            }
+            switch grant {
+            case .lease(let lease):
+                continuation.resume(returning: lease)
+            case .closed:
+                continuation.resume(throwing: PGError(.poolClosed, "the database pool is shutting down"))
+            case .wait(let id):
+                queue.asyncAfter(deadline: .now() + timeout) { [self] in
+                    let expired = state.withLock { state -> Waiter? in
+                        guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                        return state.waiters.remove(at: index)
+                    }
+                    expired?.continuation.resume(throwing: PGError(
+                        .poolTimeout, "no database connection became free within \(timeout) seconds"))
+                }
+            }
+        }
+    }
+
+    private func connect() throws -> PGConnection {
+        try PGConnection.connect(url: configuration.url, connectTimeoutSeconds: configuration.connectTimeoutSeconds)
+    }
+
+    /// Returns a connection after use. A broken one is dropped — with every idle one when the
+    /// failure says the server went away — and its slot passes to a waiter, who reconnects.
+    private func release(_ connection: PGConnection, failure: (any Error)?) {
+        let lost = (failure as? PGError)?.kind == .connectionLost || connection.isBroken
+        var discarded: [PGConnection] = []
+        let handoff: (Waiter, Lease)? = state.withLock { state in
+            if lost {
+                discarded = state.idle
+                state.idle.removeAll()
+            }
+            let reusable = !lost && !state.closed
+            if !state.waiters.isEmpty {
+                let waiter = state.waiters.removeFirst()
+                return (waiter, Lease(connection: reusable ? connection : nil))
+            }
+            state.borrowed -= 1
+            if reusable { state.idle.append(connection) }
+            return nil
+        }
+        if lost {
+            logger.warning("dropped a broken database connection", ["idleDropped": discarded.count])
+        }
+        discarded.removeAll()
+        if let (waiter, lease) = handoff {
+            waiter.continuation.resume(returning: lease)
+        }
+    }
+
+    /// A borrower whose connect failed returns its reserved slot (to a waiter, who tries again).
+    private func returnSlot() {
+        let waiter: Waiter? = state.withLock { state in
+            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            state.borrowed -= 1
+            return nil
+        }
+        waiter?.continuation.resume(returning: Lease(connection: nil))
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import NimbusPostgres
+import NimbusSupport
+
+/// The options every command that touches the database takes, and the start-up they share:
+/// an embedded cluster unless a URL is given, then migrations.
+enum DatabaseOptions {
+    static let specs: [OptionSpec] = [
+        OptionSpec(name: "data-dir", valueName: "path", environment: "NIMBUS_DATA_DIR", defaultValue: "./.nimbus",
+                   help: "Directory for the embedded PostgreSQL cluster and server state."),
+        OptionSpec(name: "database-url", valueName: "url", environment: "NIMBUS_DATABASE_URL",
+                   help: "Use this PostgreSQL server (libpq URI) instead of the embedded one."),
+        OptionSpec(name: "migrations-dir", valueName: "path", environment: "NIMBUS_MIGRATIONS_DIR",
+                   help: "Directory of NNNN_name.sql migrations (default: found beside the checkout or binary)."),
+        OptionSpec(name: "log-level", valueName: "level", environment: "NIMBUS_LOG_LEVEL", defaultValue: "info",
+                   help: "debug, info, notice, warning or error."),
+        OptionSpec(name: "log-format", valueName: "format", environment: "NIMBUS_LOG_FORMAT", defaultValue: "text",
+                   help: "text or json."),
+    ]
+
+    /// A database ready for use: its URL and, when embedded, the cluster to stop at the end.
+    struct Opened {
+        var url: String
+        var cluster: EmbeddedCluster?
+
+        func close() { cluster?.stop() }
+    }
+
+    static func configureLogging(_ arguments: ParsedArguments) throws {
+        guard let level = Logger.Level(name: arguments.value("log-level") ?? "info") else {
+            throw UsageError(message: "option '--log-level' must be debug, info, notice, warning or error", command: arguments.spec.name)
+        }
+        guard let format = Logger.Format(rawValue: arguments.value("log-format") ?? "text") else {
+            throw UsageError(message: "option '--log-format' must be text or json", command: arguments.spec.name)
+        }
+        Logger.configure(level: level, format: format)
+    }
+
+    /// Starts the embedded cluster when no URL is given, then applies migrations.
+    static func open(_ arguments: ParsedArguments) throws -> Opened {
+        let migrator = try Migrator(directory: migrationsDirectory(arguments))
+        let opened: Opened
+        if let url = arguments.value("database-url") {
+            opened = Opened(url: url, cluster: nil)
+        } else {
+            let directory = URL(fileURLWithPath: arguments.value("data-dir") ?? "./.nimbus")
+            let cluster = try EmbeddedCluster(dataDirectory: directory)
+            do {
+                try cluster.start()
+            } catch {
+                cluster.stop()
+                throw error
+            }
+            opened = Opened(url: cluster.url, cluster: cluster)
+        }
+        do {
+            let connection = try PGConnection.connect(url: opened.url, connectTimeoutSeconds: 10, applicationName: "nimbus-migrate")
+            try migrator.migrate(connection)
+        } catch {
+            opened.close()
+            throw error
+        }
+        return opened
+    }
+
+    /// `--migrations-dir`, else `./migrations`, else beside the binary (a SwiftPM build tree or
+    /// an installed `share/nimbus/migrations`).
+    static func migrationsDirectory(_ arguments: ParsedArguments) throws -> URL {
+        if let path = arguments.value("migrations-dir") {
+            return URL(fileURLWithPath: path)
+        }
+        var candidates = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("migrations")]
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+            candidates.append(directory.appendingPathComponent("../../../migrations"))   // .build/<triple>/<config>/nimbus
+            candidates.append(directory.appendingPathComponent("../share/nimbus/migrations"))
+            candidates.append(directory.appendingPathComponent("migrations"))
+        }
+        for candidate in candidates {
+            let path = candidate.standardizedFileURL.path
+            if let names = try? FileManager.default.contentsOfDirectory(atPath: path), names.contains(where: { $0.hasSuffix(".sql") }) {
+                return candidate.standardizedFileURL
+            }
+        }
+        throw PGError(.migration, "no migrations directory found (looked in \(candidates.map { $0.standardizedFileURL.path }.joined(separator: ", "))); pass --migrations-dir")
+    }
+}

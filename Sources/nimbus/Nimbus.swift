@@ -1,0 +1,53 @@
+import Foundation
+import NimbusSupport
+
+/// The `nimbus` command: the server and its admin commands.
+@main
+struct Nimbus {
+    static let version = "0.1.0"
+
+    static let spec = CommandSpec(
+        name: "",
+        overview: "Nimbus, a self-hosted CloudKit-style sync server.",
+        usage: "nimbus <subcommand> [options]",
+        options: [],
+        subcommands: [
+            ("serve", "Run the server (embedded PostgreSQL unless --database-url is given)."),
+            ("migrate", "Apply database migrations and exit."),
+            ("version", "Print the version."),
+        ]
+    )
+
+    static func main() async {
+        SignalTrap.ignoreBrokenPipes()
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        guard let command = arguments.first else {
+            print(spec.helpText)
+            exit(64)
+        }
+        arguments.removeFirst()
+        do {
+            switch command {
+            case "serve":
+                exit(try await ServeCommand.run(arguments))
+            case "migrate":
+                exit(try await MigrateCommand.run(arguments))
+            case "version", "--version":
+                print("nimbus \(version)")
+                exit(0)
+            case "help", "--help", "-h":
+                print(spec.helpText)
+                exit(0)
+            default:
+                throw UsageError(message: "unknown subcommand '\(command)'", command: "")
+            }
+        } catch let error as UsageError {
+            let helpCommand = error.command.isEmpty ? "nimbus --help" : "nimbus \(error.command) --help"
+            FileHandle.standardError.write(Data("error: \(error.message)\nSee '\(helpCommand)'.\n".utf8))
+            exit(64)
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import NimbusAPI
+import NimbusCore
+import NimbusHTTP
+import NimbusPostgres
+import NimbusStore
+import NimbusSupport
+import Synchronization
+
+/// `nimbus serve`: the composition root. Starts the database (embedded unless a URL is given),
+/// applies migrations, serves HTTP until SIGINT/SIGTERM, then shuts down in order.
+enum ServeCommand {
+    static let limitOptions: [OptionSpec] = Limits().namedValues.map { limit in
+        OptionSpec(name: limit.name.kebabCased, valueName: "n", environment: "NIMBUS_\(limit.name.screamingSnakeCased)",
+                   defaultValue: String(limit.value), help: "Limit \(limit.name).")
+    }
+
+    static let spec = CommandSpec(
+        name: "serve",
+        overview: "Run the Nimbus server.",
+        usage: "nimbus serve [--listen <host:port>] [--data-dir <path>] [--database-url <url>] [options]",
+        options: [
+            OptionSpec(name: "listen", valueName: "host:port", environment: "NIMBUS_LISTEN", defaultValue: "127.0.0.1:8080",
+                       help: "Address to serve on; port 0 picks a free port."),
+        ] + DatabaseOptions.specs + [
+            OptionSpec(name: "pool-size", valueName: "n", environment: "NIMBUS_POOL_SIZE", defaultValue: "16",
+                       help: "Maximum database connections."),
+            OptionSpec(name: "event-loops", valueName: "n", environment: "NIMBUS_EVENT_LOOPS",
+                       defaultValue: String(max(ProcessInfo.processInfo.activeProcessorCount, 1)), help: "HTTP event loop threads."),
+            OptionSpec(name: "backlog", valueName: "n", environment: "NIMBUS_BACKLOG", defaultValue: "1024", help: "Listen backlog."),
+            OptionSpec(name: "drain-timeout", valueName: "seconds", environment: "NIMBUS_DRAIN_TIMEOUT", defaultValue: "10",
+                       help: "On shutdown, how long in-flight requests may take to finish."),
+        ] + limitOptions
+    )
+
+    static func run(_ argv: [String]) async throws -> Int32 {
+        let arguments = try ParsedArguments(argv, spec: spec)
+        if arguments.helpRequested {
+            print(spec.helpText)
+            return 0
+        }
+        guard arguments.positionals.isEmpty else {
+            throw UsageError(message: "unexpected argument '\(arguments.positionals[0])'", command: spec.name)
+        }
+        try DatabaseOptions.configureLogging(arguments)
+        let logger = Logger(subsystem: "serve")
+        let (host, port) = try parseListen(arguments.value("listen") ?? "127.0.0.1:8080")
+        var limits = Limits()
+        for limit in Limits().namedValues {
+            if let value = try arguments.integer(limit.name.kebabCased) { _ = limits.set(limit.name, to: value) }
+        }
+        var http = HTTPServer.Configuration()
+        http.host = host
+        http.port = port
+        http.backlog = Int32(clamping: try arguments.integer("backlog") ?? 1024)
+        http.eventLoopCount = max(try arguments.integer("event-loops") ?? http.eventLoopCount, 1)
+        http.drainTimeoutSeconds = try arguments.seconds("drain-timeout") ?? 10
+        http.maxConnections = limits.maxConnections
+        http.headerTimeoutSeconds = Double(limits.headerTimeoutSeconds)
+        http.bodyTimeoutSeconds = Double(limits.bodyTimeoutSeconds)
+        http.keepAliveTimeoutSeconds = Double(limits.keepAliveTimeoutSeconds)
+        http.parserLimits.maxRequestLineBytes = limits.maxRequestLineBytes
+        http.parserLimits.maxHeaderLineBytes = limits.maxHeaderLineBytes
+        http.parserLimits.maxHeaderBytes = limits.maxHeaderBytes
+        http.parserLimits.maxHeaderCount = limits.maxHeaderCount
+        http.parserLimits.maxBodyBytes = limits.maxRequestBytes
+        http.errorResponse = ErrorResponse.forHTTPCore
+        let poolSize = max(try arguments.integer("pool-size") ?? 16, 1)
+
+        logger.info("starting nimbus \(Nimbus.version)", [
+            "listen": "\(host):\(port)",
+            "database": arguments.value("database-url") == nil ? "embedded in \(arguments.value("data-dir") ?? "./.nimbus")" : "external",
+            "poolSize": poolSize, "eventLoops": http.eventLoopCount,
+        ])
+        logger.info("limits: " + limits.namedValues.map { "\($0.name)=\($0.value)" }.joined(separator: " "))
+
+        // Signals first: a SIGTERM during a slow start-up still shuts down cleanly.
+        let shutdownRequested = ShutdownSignal()
+        let trap = SignalTrap { signal in
+            logger.notice("received signal \(signal); shutting down")
+            shutdownRequested.fire()
+        }
+
+        let database = try DatabaseOptions.open(arguments)
+        var poolConfiguration = PGPool.Configuration(url: database.url)
+        poolConfiguration.maxConnections = poolSize
+        let pool = PGPool(configuration: poolConfiguration)
+        let store = Store(pool: pool)
+        let metrics = Metrics()
+        let api = API(store: store, limits: limits, metrics: metrics)
+        let server = HTTPServer(configuration: http, handler: api.handler)
+        metrics.addGauge("nimbus_http_open_connections", help: "Open client connections.") { Double(server.connectionCount) }
+        metrics.addGauge("nimbus_db_pool_in_use", help: "Database connections lent out.") { Double(store.poolStatistics.inUse) }
+        metrics.addGauge("nimbus_db_pool_idle", help: "Idle database connections.") { Double(store.poolStatistics.idle) }
+        metrics.addGauge("nimbus_db_pool_max", help: "Database pool size.") { Double(store.poolStatistics.max) }
+
+        let bound: (host: String, port: Int)
+        do {
+            bound = try server.start()
+        } catch {
+            pool.close()
+            database.close()
+            throw error
+        }
+        logger.notice("listening on http://\(bound.host):\(bound.port)")
+
+        await shutdownRequested.wait()
+        await server.shutdown()
+        pool.close()
+        database.close()
+        withExtendedLifetime(trap) {}
+        logger.notice("stopped")
+        return 0
+    }
+
+    static func parseListen(_ text: String) throws -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            throw UsageError(message: "option '--listen' needs HOST:PORT, not '\(text)'", command: "serve")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host.isEmpty ? "127.0.0.1" : host, port)
+    }
+}
+
+/// A one-shot event that async code can wait for (fired from a signal handler's queue).
+final class ShutdownSignal: Sendable {
+    private let state = Mutex<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func fire() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard !state.fired else { return [] }
+            state.fired = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.fired { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}
