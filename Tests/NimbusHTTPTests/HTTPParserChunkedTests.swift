@@ -1,12 +1,12 @@
 import Testing
-@testable import NimbusHTTP
+import NimbusHTTP
 
 private func chunked(_ body: String, trailerFields: String = "") -> String {
     "POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\(trailerFields)\r\n\(body)"
 }
 
 @Test func decodesChunkedBody() {
-    let outcome = parse(chunked("5\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\n\r\n"))
+    let outcome = parseEverySplit(chunked("5\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\n\r\n"))
     #expect(outcome.head?.framing == .chunked)
     #expect(outcome.bodies == ["hello world"])
     #expect(outcome.endCount == 1)
@@ -14,7 +14,7 @@ private func chunked(_ body: String, trailerFields: String = "") -> String {
 
 @Test func decodesUpperAndLowerCaseHexSizes() {
     let sixteen = String(repeating: "x", count: 16), twentySeven = String(repeating: "y", count: 0x1B)
-    let outcome = parse(chunked("A\r\n0123456789\r\n1b\r\n\(twentySeven)\r\n0010\r\n\(sixteen)\r\n000\r\n\r\n"))
+    let outcome = parseEverySplit(chunked("A\r\n0123456789\r\n1b\r\n\(twentySeven)\r\n0010\r\n\(sixteen)\r\n000\r\n\r\n"))
     #expect(outcome.bodies == ["0123456789" + twentySeven + sixteen])
 }
 
@@ -23,18 +23,18 @@ private func chunked(_ body: String, trailerFields: String = "") -> String {
         + "6 ; a=b ;c = \"quoted \\\" ; value\"\r\n world\r\n"
         + "1;x=\"\";y=tok!en\r\n!\r\n"
         + "0;last=yes\r\n\r\n"
-    #expect(parse(chunked(body)).bodies == ["hello world!"])
+    #expect(parseEverySplit(chunked(body)).bodies == ["hello world!"])
 }
 
 @Test func discardsTrailerFields() {
-    let outcome = parse(chunked("3\r\nabc\r\n0\r\nChecksum: xyz\r\nX-Other:  1 \r\n\r\n"))
+    let outcome = parseEverySplit(chunked("3\r\nabc\r\n0\r\nChecksum: xyz\r\nX-Other:  1 \r\n\r\n"))
     #expect(outcome.bodies == ["abc"])
     #expect(outcome.head?.headers.contains(name: "Checksum") == false)
     #expect(outcome.endCount == 1)
 }
 
 @Test func waitsForTheLastChunk() {
-    let outcome = parse(chunked("3\r\nabc\r\n"))
+    let outcome = parseEverySplit(chunked("3\r\nabc\r\n"))
     #expect(outcome.bodies == ["abc"])
     #expect(outcome.endCount == 0)
     #expect(outcome.error == nil)
@@ -67,22 +67,22 @@ private func chunked(_ body: String, trailerFields: String = "") -> String {
     "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF\r\n",
 ])
 func rejectsMalformedChunkedBody(body: String) {
-    #expect(parse(chunked(body)).status == 400)
+    #expect(parseEverySplit(chunked(body)).status == 400)
 }
 
 @Test func treatsHugeChunkSizeThatFitsAsOverTheBodyLimit() {
-    let outcome = parse(chunked("0007FFFFFFFFFFFFFFF\r\n"))
+    let outcome = parseEverySplit(chunked("0007FFFFFFFFFFFFFFF\r\n"))
     #expect(outcome.status == 413)
 }
 
 @Test func acceptsChunkSizeLineAtItsLimit() {
     let extensionText = ";x=" + String(repeating: "a", count: 4096 - 4)
-    #expect(parse(chunked("1\(extensionText)\r\nz\r\n0\r\n\r\n")).bodies == ["z"])
+    #expect(parseEverySplit(chunked("1\(extensionText)\r\nz\r\n0\r\n\r\n")).bodies == ["z"])
 }
 
 @Test func rejectsChunkSizeLineOverItsLimitWith400() {
     let extensionText = ";x=" + String(repeating: "a", count: 4096 - 3)
-    let outcome = parse(chunked("1\(extensionText)\r\nz\r\n0\r\n\r\n"))
+    let outcome = parseEverySplit(chunked("1\(extensionText)\r\nz\r\n0\r\n\r\n"))
     #expect(outcome.status == 400)
     #expect(outcome.error?.reason == "A chunk-size line is longer than 4096 bytes.")
 }
@@ -90,13 +90,13 @@ func rejectsMalformedChunkedBody(body: String) {
 // MARK: - Limits
 
 @Test func acceptsChunkedBodyAtTheLimit() {
-    let outcome = parse(chunked("4\r\nabcd\r\n6\r\nefghij\r\n0\r\n\r\n"), limits: limits(body: 10))
+    let outcome = parseEverySplit(chunked("4\r\nabcd\r\n6\r\nefghij\r\n0\r\n\r\n"), limits: parserLimits(body: 10))
     #expect(outcome.bodies == ["abcdefghij"])
     #expect(outcome.endCount == 1)
 }
 
 @Test func rejectsChunkedBodyOneByteOverTheLimitWith413() {
-    let outcome = parse(chunked("4\r\nabcd\r\n7\r\nefghijk\r\n0\r\n\r\n"), limits: limits(body: 10))
+    let outcome = parseEverySplit(chunked("4\r\nabcd\r\n7\r\nefghijk\r\n0\r\n\r\n"), limits: parserLimits(body: 10))
     #expect(outcome.status == 413)
     #expect(outcome.error?.reason == "The chunked request body is larger than 10 bytes.")
     // The first chunk was delivered; the one that passes the limit is refused before its bytes.
@@ -104,22 +104,22 @@ func rejectsMalformedChunkedBody(body: String) {
 }
 
 @Test func countsTrailerFieldsTowardTheFieldCountLimit() {
-    let atLimit = parse(chunked("0\r\nA: 1\r\nB: 2\r\n\r\n"), limits: limits(headerCount: 4))
+    let atLimit = parseEverySplit(chunked("0\r\nA: 1\r\nB: 2\r\n\r\n"), limits: parserLimits(headerCount: 4))
     #expect(atLimit.endCount == 1)
-    let over = parse(chunked("0\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n"), limits: limits(headerCount: 4))
+    let over = parseEverySplit(chunked("0\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n"), limits: parserLimits(headerCount: 4))
     #expect(over.status == 431)
 }
 
 @Test func countsTrailerBytesTowardTheSectionLimit() {
     // Host (9) + Transfer-Encoding (28) + a trailer of 10 + 2 = 49.
-    let atLimit = parse(chunked("0\r\n\(paddingField(bytes: 10))\r\n\r\n"), limits: limits(headerBytes: 49))
+    let atLimit = parseEverySplit(chunked("0\r\n\(paddingField(bytes: 10))\r\n\r\n"), limits: parserLimits(headerBytes: 49))
     #expect(atLimit.endCount == 1)
-    let over = parse(chunked("0\r\n\(paddingField(bytes: 11))\r\n\r\n"), limits: limits(headerBytes: 49))
+    let over = parseEverySplit(chunked("0\r\n\(paddingField(bytes: 11))\r\n\r\n"), limits: parserLimits(headerBytes: 49))
     #expect(over.status == 431)
 }
 
 @Test func rejectsTrailerLineOverTheLineLimitWith431() {
-    let over = parse(chunked("0\r\n\(paddingField(bytes: 31))\r\n\r\n"), limits: limits(headerLine: 30))
+    let over = parseEverySplit(chunked("0\r\n\(paddingField(bytes: 31))\r\n\r\n"), limits: parserLimits(headerLine: 30))
     #expect(over.status == 431)
     #expect(over.error?.reason == "A trailer field line is longer than 30 bytes.")
 }

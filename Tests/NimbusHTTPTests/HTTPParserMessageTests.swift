@@ -1,8 +1,8 @@
 import Testing
-@testable import NimbusHTTP
+import NimbusHTTP
 
 @Test func parsesGetWithoutBody() {
-    let outcome = parse("GET /records/42?zone=main&x=1 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
+    let outcome = parseEverySplit("GET /records/42?zone=main&x=1 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
     let head = outcome.head
     #expect(head?.method == "GET")
     #expect(head?.target == "/records/42?zone=main&x=1")
@@ -18,7 +18,7 @@ import Testing
 }
 
 @Test func parsesHeadWithoutBody() {
-    let outcome = parse("HEAD /assets/1 HTTP/1.1\r\nHost: h\r\n\r\n")
+    let outcome = parseEverySplit("HEAD /assets/1 HTTP/1.1\r\nHost: h\r\n\r\n")
     #expect(outcome.head?.method == "HEAD")
     #expect(outcome.head?.query == nil)
     #expect(outcome.items.count == 2)
@@ -26,31 +26,31 @@ import Testing
 }
 
 @Test func keepsMethodCaseAsSent() {
-    #expect(parse("get / HTTP/1.1\r\nHost: h\r\n\r\n").head?.method == "get")
+    #expect(parseEverySplit("get / HTTP/1.1\r\nHost: h\r\n\r\n").head?.method == "get")
 }
 
 @Test func parsesContentLengthBody() {
-    let outcome = parse("POST /r HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello world")
+    let outcome = parseEverySplit("POST /r HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello world")
     #expect(outcome.head?.framing == .length(11))
     #expect(outcome.bodies == ["hello world"])
     #expect(outcome.items.last == .end)
 }
 
 @Test func waitsForTheRestOfABody() {
-    let outcome = parse("POST /r HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nhello")
+    let outcome = parseEverySplit("POST /r HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nhello")
     #expect(outcome.bodies == ["hello"])
     #expect(outcome.endCount == 0)
     #expect(outcome.error == nil)
 }
 
 @Test func parsesZeroContentLengthAsEmptyBody() {
-    let outcome = parse("POST /r HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
+    let outcome = parseEverySplit("POST /r HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
     #expect(outcome.head?.framing == .length(0))
     #expect(outcome.items.count == 2)
 }
 
 @Test func parsesThreePipelinedRequestsIncludingChunked() {
-    let outcome = parse(
+    let outcome = parseEverySplit(
         "GET /one HTTP/1.1\r\nHost: h\r\n\r\n"
             + "POST /two HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n"
             + "PUT /three HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"
@@ -63,13 +63,13 @@ import Testing
 }
 
 @Test func ignoresLeadingEmptyLines() {
-    let outcome = parse(String(repeating: "\r\n", count: 8) + "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+    let outcome = parseEverySplit(String(repeating: "\r\n", count: 8) + "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
     #expect(outcome.head?.path == "/")
     #expect(outcome.endCount == 1)
 }
 
 @Test func ignoresAnEmptyLineAfterABody() {
-    let outcome = parse(
+    let outcome = parseEverySplit(
         "POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nx\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n"
     )
     #expect(outcome.heads.map(\.path) == ["/a", "/b"])
@@ -77,64 +77,64 @@ import Testing
 }
 
 @Test func rejectsMoreThanEightLeadingEmptyLines() {
-    let outcome = parse(String(repeating: "\r\n", count: 9) + "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+    let outcome = parseEverySplit(String(repeating: "\r\n", count: 9) + "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
     #expect(outcome.status == 400)
     #expect(outcome.heads.isEmpty)
 }
 
 @Test func rejectsBareLFAsLeadingEmptyLine() {
-    #expect(parse("\nGET / HTTP/1.1\r\nHost: h\r\n\r\n").status == 400)
+    #expect(parseEverySplit("\nGET / HTTP/1.1\r\nHost: h\r\n\r\n").status == 400)
 }
 
 @Test func parsesAbsoluteFormTarget() {
-    let head = parse("GET http://example.com:8080/a/b?c=d HTTP/1.1\r\nHost: example.com\r\n\r\n").head
+    let head = parseEverySplit("GET http://example.com:8080/a/b?c=d HTTP/1.1\r\nHost: example.com\r\n\r\n").head
     #expect(head?.target == "http://example.com:8080/a/b?c=d")
     #expect(head?.path == "/a/b")
     #expect(head?.query == "c=d")
 }
 
 @Test func givesAbsoluteFormWithoutPathTheRootPath() {
-    let head = parse("GET https://example.com?q HTTP/1.1\r\nHost: example.com\r\n\r\n").head
+    let head = parseEverySplit("GET https://example.com?q HTTP/1.1\r\nHost: example.com\r\n\r\n").head
     #expect(head?.path == "/")
     #expect(head?.query == "q")
     #expect(HTTPRequestHead.split(target: "http://h").path == "/")
 }
 
 @Test func parsesAsteriskTarget() {
-    let head = parse("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n").head
+    let head = parseEverySplit("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n").head
     #expect(head?.path == "*")
     #expect(head?.query == nil)
 }
 
 @Test func keepsAnEmptyQueryApartFromNoQuery() {
-    #expect(parse("GET /p? HTTP/1.1\r\nHost: h\r\n\r\n").head?.query == "")
-    #expect(parse("GET /p?a?b HTTP/1.1\r\nHost: h\r\n\r\n").head?.query == "a?b")
+    #expect(parseEverySplit("GET /p? HTTP/1.1\r\nHost: h\r\n\r\n").head?.query == "")
+    #expect(parseEverySplit("GET /p?a?b HTTP/1.1\r\nHost: h\r\n\r\n").head?.query == "a?b")
 }
 
 @Test func keepsAuthorityFormTargetWhole() {
-    let head = parse("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n").head
+    let head = parseEverySplit("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n").head
     #expect(head?.path == "example.com:443")
     #expect(head?.query == nil)
 }
 
 @Test func keepsAliveByDefaultOnHTTP11() {
-    #expect(parse("GET / HTTP/1.1\r\nHost: h\r\n\r\n").head?.keepAlive == true)
-    #expect(parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\n\r\n").head?.keepAlive == true)
+    #expect(parseEverySplit("GET / HTTP/1.1\r\nHost: h\r\n\r\n").head?.keepAlive == true)
+    #expect(parseEverySplit("GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\n\r\n").head?.keepAlive == true)
 }
 
 @Test func closesHTTP11WhenConnectionListsClose() {
-    #expect(parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, CLOSE\r\n\r\n").head?.keepAlive == false)
-    #expect(parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: te\r\nConnection: close\r\n\r\n").head?.keepAlive == false)
+    #expect(parseEverySplit("GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, CLOSE\r\n\r\n").head?.keepAlive == false)
+    #expect(parseEverySplit("GET / HTTP/1.1\r\nHost: h\r\nConnection: te\r\nConnection: close\r\n\r\n").head?.keepAlive == false)
 }
 
 @Test func closesHTTP10UnlessConnectionListsKeepAlive() {
-    #expect(parse("GET / HTTP/1.0\r\n\r\n").head?.keepAlive == false)
-    #expect(parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").head?.keepAlive == true)
-    #expect(parse("GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n").head?.keepAlive == false)
+    #expect(parseEverySplit("GET / HTTP/1.0\r\n\r\n").head?.keepAlive == false)
+    #expect(parseEverySplit("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").head?.keepAlive == true)
+    #expect(parseEverySplit("GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n").head?.keepAlive == false)
 }
 
 @Test func acceptsHTTP10WithoutHost() {
-    let head = parse("GET / HTTP/1.0\r\n\r\n").head
+    let head = parseEverySplit("GET / HTTP/1.0\r\n\r\n").head
     #expect(head?.version == .http1_0)
     #expect(head?.headers.isEmpty == true)
 }
@@ -142,7 +142,7 @@ import Testing
 @Test func raisingTheBodyLimitAfterTheHeadAdmitsALargerBody() {
     let input = "POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 12\r\n\r\nabcdefghijkl"
         + "POST /plain HTTP/1.1\r\nHost: h\r\nContent-Length: 12\r\n\r\nabcdefghijkl"
-    let outcome = parse(input, limits: limits(body: 10)) { parser, head in
+    let outcome = parseEverySplit(input, limits: parserLimits(body: 10)) { parser, head in
         // Only the upload route raises its limit; the next request is back at the configured 10.
         if head.path == "/upload" { parser.maxBodyBytes = 12 }
     }
@@ -153,7 +153,23 @@ import Testing
 
 @Test func raisingTheBodyLimitAfterTheHeadAdmitsALargerChunkedBody() {
     let input = "POST /upload HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nC\r\nabcdefghijkl\r\n0\r\n\r\n"
-    let outcome = parse(input, limits: limits(body: 10)) { parser, _ in parser.maxBodyBytes = 12 }
+    let outcome = parseEverySplit(input, limits: parserLimits(body: 10)) { parser, _ in parser.maxBodyBytes = 12 }
     #expect(outcome.bodies == ["abcdefghijkl"])
     #expect(outcome.endCount == 1)
+}
+
+@Test func isIdleOnlyBetweenRequests() {
+    var parser = HTTPParser()
+    #expect(parser.isIdle)
+    let input = Array("GET / HTTP/1.1\r\nHost: h\r\n\r\nG".utf8)
+    input.withUnsafeBytes { bytes in
+        let head = parser.parse(bytes)
+        #expect(!parser.isIdle)
+        let end = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[head.consumed...]))
+        #expect(end.event == .messageEnd)
+        #expect(parser.isIdle)
+        let partial = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[head.consumed...]))
+        #expect(partial.event == .needMore)
+        #expect(!parser.isIdle)
+    }
 }

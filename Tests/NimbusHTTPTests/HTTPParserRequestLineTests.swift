@@ -1,5 +1,5 @@
 import Testing
-@testable import NimbusHTTP
+import NimbusHTTP
 
 @Test(arguments: [
     "GET  / HTTP/1.1\r\n",          // two spaces
@@ -22,14 +22,14 @@ import Testing
     "GET / a HTTP/1.1\r\n",         // space inside the target
 ])
 func rejectsMalformedRequestLine(line: String) {
-    let outcome = parse(line + "Host: h\r\n\r\n")
+    let outcome = parseEverySplit(line + "Host: h\r\n\r\n")
     #expect(outcome.status == 400)
     #expect(outcome.heads.isEmpty)
 }
 
 @Test(arguments: ["HTTP/2.0", "HTTP/1.2", "HTTP/0.9", "HTTP/3.0"])
 func rejectsOtherWellFormedVersionsWith505(version: String) {
-    let outcome = parse("GET / \(version)\r\nHost: h\r\n\r\n")
+    let outcome = parseEverySplit("GET / \(version)\r\nHost: h\r\n\r\n")
     #expect(outcome.status == 505)
     #expect(outcome.error?.reason == "\(version) is not supported; use HTTP/1.1.")
 }
@@ -37,33 +37,33 @@ func rejectsOtherWellFormedVersionsWith505(version: String) {
 @Test(arguments: [UInt8(0x00), 0x01, 0x09, 0x7F, 0x80, 0xC3, 0xFF])
 func rejectsTargetWithControlOrNonASCIIByte(byte: UInt8) {
     let input = Array("GET /a".utf8) + [byte] + Array("b HTTP/1.1\r\nHost: h\r\n\r\n".utf8)
-    #expect(parse(input).status == 400)
+    #expect(parseEverySplit(input).status == 400)
 }
 
 @Test func rejectsCRNotFollowedByLFInRequestLine() {
-    let outcome = parse("GET /a\rb HTTP/1.1\r\nHost: h\r\n\r\n")
+    let outcome = parseEverySplit("GET /a\rb HTTP/1.1\r\nHost: h\r\n\r\n")
     #expect(outcome.status == 400)
     #expect(outcome.error?.reason == "The request-target contains a CR that is not followed by LF.")
 }
 
 @Test func rejectsCRBeforeCRLFOfRequestLine() {
-    #expect(parse("GET / HTTP/1.1\r\r\nHost: h\r\n\r\n").status == 400)
+    #expect(parseEverySplit("GET / HTTP/1.1\r\r\nHost: h\r\n\r\n").status == 400)
 }
 
 @Test func rejectsBareLFAfterRequestLine() {
-    let outcome = parse("GET / HTTP/1.1\nHost: h\r\n\r\n")
+    let outcome = parseEverySplit("GET / HTTP/1.1\nHost: h\r\n\r\n")
     #expect(outcome.status == 400)
     #expect(outcome.error?.reason == "A line ends with a bare LF instead of CRLF.")
 }
 
 @Test func acceptsEveryTokenCharacterInMethod() {
     let method = "!#$%&'*+-.^_`|~09AZaz"
-    #expect(parse("\(method) / HTTP/1.1\r\nHost: h\r\n\r\n").head?.method == method)
+    #expect(parseEverySplit("\(method) / HTTP/1.1\r\nHost: h\r\n\r\n").head?.method == method)
 }
 
 @Test func acceptsVisibleASCIIInTarget() {
     let target = "/a-._~:@!$&'()*+,;=%20[]\"<>\\^`{|}?q=/?"
-    let head = parse("GET \(target) HTTP/1.1\r\nHost: h\r\n\r\n").head
+    let head = parseEverySplit("GET \(target) HTTP/1.1\r\nHost: h\r\n\r\n").head
     #expect(head?.target == target)
     #expect(head?.query == "q=/?")
 }
@@ -77,45 +77,45 @@ private func requestLine(bytes: Int) -> String {
 }
 
 @Test func acceptsRequestLineAtTheLimit() {
-    let outcome = parse(requestLine(bytes: 40) + "\r\nHost: h\r\n\r\n", limits: limits(requestLine: 40))
+    let outcome = parseEverySplit(requestLine(bytes: 40) + "\r\nHost: h\r\n\r\n", limits: parserLimits(requestLine: 40))
     #expect(outcome.head?.target.utf8.count == 40 - 13)
     #expect(outcome.endCount == 1)
 }
 
 @Test func rejectsRequestLineOneByteOverTheLimitWith414() {
-    let outcome = parse(requestLine(bytes: 41) + "\r\nHost: h\r\n\r\n", limits: limits(requestLine: 40))
+    let outcome = parseEverySplit(requestLine(bytes: 41) + "\r\nHost: h\r\n\r\n", limits: parserLimits(requestLine: 40))
     #expect(outcome.status == 414)
     #expect(outcome.error?.reason == "The request line is longer than 40 bytes.")
 }
 
 @Test func acceptsRequestLineAtTheDefaultLimit() {
-    let outcome = parse(requestLine(bytes: 8192) + "\r\nHost: h\r\n\r\n")
+    let outcome = parseEverySplit(requestLine(bytes: 8192) + "\r\nHost: h\r\n\r\n")
     #expect(outcome.head?.target.utf8.count == 8192 - 13)
 }
 
 @Test func rejectsRequestLineOverTheDefaultLimitWith414() {
-    let outcome = parse(requestLine(bytes: 8193) + "\r\nHost: h\r\n\r\n")
+    let outcome = parseEverySplit(requestLine(bytes: 8193) + "\r\nHost: h\r\n\r\n")
     #expect(outcome.status == 414)
     #expect(outcome.error?.reason == "The request line is longer than 8192 bytes.")
 }
 
 @Test func rejectsEndlessRequestLineWith414BeforeItsEnd() {
     // No LF ever arrives: the limit fires once 41 bytes are in, whatever the split.
-    let outcome = parse("GET /" + String(repeating: "a", count: 36), limits: limits(requestLine: 40))
+    let outcome = parseEverySplit("GET /" + String(repeating: "a", count: 36), limits: parserLimits(requestLine: 40))
     #expect(outcome.status == 414)
-    #expect(parse("GET /" + String(repeating: "a", count: 35), limits: limits(requestLine: 40)).error == nil)
+    #expect(parseEverySplit("GET /" + String(repeating: "a", count: 35), limits: parserLimits(requestLine: 40)).error == nil)
 }
 
 @Test func countsAFinalCRAsPossibleLineEndAtTheLimit() {
     // 40 bytes then CR: the CR may start the CRLF, so this is not yet over a 40-byte limit.
-    let atLimit = parse(requestLine(bytes: 40) + "\r", limits: limits(requestLine: 40))
+    let atLimit = parseEverySplit(requestLine(bytes: 40) + "\r", limits: parserLimits(requestLine: 40))
     #expect(atLimit.error == nil)
     // A CR followed by anything but LF is content, which makes the line too long.
-    let over = parse(requestLine(bytes: 40) + "\rX", limits: limits(requestLine: 40))
+    let over = parseEverySplit(requestLine(bytes: 40) + "\rX", limits: parserLimits(requestLine: 40))
     #expect(over.status == 414)
 }
 
 @Test func rejectsTooLongBareLFLineWithItsLimitStatus() {
     // The size check comes first, so the status does not depend on whether the LF arrived yet.
-    #expect(parse(requestLine(bytes: 41) + "\nHost: h\r\n\r\n", limits: limits(requestLine: 40)).status == 414)
+    #expect(parseEverySplit(requestLine(bytes: 41) + "\nHost: h\r\n\r\n", limits: parserLimits(requestLine: 40)).status == 414)
 }

@@ -1,5 +1,5 @@
 import Testing
-@testable import NimbusHTTP
+import NimbusHTTP
 
 /// What a parse produced. Consecutive body events are merged, so outcomes of differently split
 /// feeds compare equal exactly when the parser behaved identically.
@@ -71,7 +71,7 @@ struct ParseOutcome: Equatable, CustomStringConvertible {
 
 /// Feeds `input` cut at `cuts` (ascending offsets), looping on each piece as the event loop does,
 /// and checks the contract: `.needMore` consumes everything, body ranges lie in the piece.
-func feed(
+func feedParser(
     _ input: [UInt8],
     cuts: [Int],
     limits: HTTPParser.Limits,
@@ -122,20 +122,20 @@ func feed(
 /// Parses `input` whole, one byte at a time, and cut into two pieces at every offset (or at many
 /// offsets for long inputs); expects identical outcomes and returns the whole-input one.
 @discardableResult
-func parse(
+func parseEverySplit(
     _ input: [UInt8],
     limits: HTTPParser.Limits = .init(),
     onHead: (inout HTTPParser, HTTPRequestHead) -> Void = { _, _ in },
     sourceLocation: SourceLocation = #_sourceLocation
 ) -> ParseOutcome {
-    let whole = feed(input, cuts: [], limits: limits, onHead: onHead, sourceLocation: sourceLocation)
-    let bytewise = feed(
+    let whole = feedParser(input, cuts: [], limits: limits, onHead: onHead, sourceLocation: sourceLocation)
+    let bytewise = feedParser(
         input, cuts: Array(input.indices.dropFirst()), limits: limits, onHead: onHead, sourceLocation: sourceLocation
     )
     #expect(bytewise == whole, "one byte at a time: \(bytewise)\nwhole: \(whole)", sourceLocation: sourceLocation)
     let stride = max(1, input.count / 512)
     for cut in Swift.stride(from: 1, to: input.count, by: stride) {
-        let split = feed(input, cuts: [cut], limits: limits, onHead: onHead, sourceLocation: sourceLocation)
+        let split = feedParser(input, cuts: [cut], limits: limits, onHead: onHead, sourceLocation: sourceLocation)
         if split != whole {
             Issue.record("cut at \(cut): \(split)\nwhole: \(whole)", sourceLocation: sourceLocation)
             break
@@ -145,17 +145,17 @@ func parse(
 }
 
 @discardableResult
-func parse(
+func parseEverySplit(
     _ input: String,
     limits: HTTPParser.Limits = .init(),
     onHead: (inout HTTPParser, HTTPRequestHead) -> Void = { _, _ in },
     sourceLocation: SourceLocation = #_sourceLocation
 ) -> ParseOutcome {
-    parse(Array(input.utf8), limits: limits, onHead: onHead, sourceLocation: sourceLocation)
+    parseEverySplit(Array(input.utf8), limits: limits, onHead: onHead, sourceLocation: sourceLocation)
 }
 
 /// Limits small enough to test at N and N + 1 quickly.
-func limits(
+func parserLimits(
     requestLine: Int = 8192, headerLine: Int = 8192, headerBytes: Int = 65536, headerCount: Int = 100,
     body: Int = 8 << 20
 ) -> HTTPParser.Limits {
@@ -175,7 +175,7 @@ func paddingField(bytes: Int, name: String = "X-Pad") -> String {
 
 // MARK: - Properties of the harness's subject itself
 
-@Test func errorIsTerminal() {
+@Test func repeatsTheErrorOnEveryLaterCall() {
     var parser = HTTPParser()
     let input = Array("GET / HTTP/1.1\r\nBad Name: x\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
     input.withUnsafeBytes { bytes in
@@ -222,7 +222,7 @@ private struct SplitMix64: RandomNumberGenerator {
         "\r\nOPTIONS * HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
     ].map { Array($0.utf8) }
     let interesting: [UInt8] = Array("\r\n \t:;,0Fa\"".utf8) + [0x00, 0x7F, 0xC3]
-    let small = limits(requestLine: 30, headerLine: 24, headerBytes: 80, headerCount: 4, body: 12)
+    let small = parserLimits(requestLine: 30, headerLine: 24, headerBytes: 80, headerCount: 4, body: 12)
     var random = SplitMix64(state: 0x5EED)
     for round in 0..<400 {
         var input = seeds[round % seeds.count]
@@ -235,6 +235,6 @@ private struct SplitMix64: RandomNumberGenerator {
             default: input.insert(contentsOf: [0x0D, 0x0A], at: index)
             }
         }
-        parse(input, limits: round.isMultiple(of: 2) ? small : .init())
+        parseEverySplit(input, limits: round.isMultiple(of: 2) ? small : .init())
     }
 }

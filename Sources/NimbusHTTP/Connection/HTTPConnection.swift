@@ -81,22 +81,12 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// The peer shut down its sending side. Idle: nothing more will come, close. Answering:
-    /// cancel the handler (a parked long-poll frees its waiter) but still write what it sends.
+    /// The peer shut down its sending side (or closed). Whatever the state, the exchange is over:
+    /// closing cancels a request being answered, so a parked long-poll frees its waiter at once.
+    /// (Clients that half-close and still expect an answer are not supported.)
     private func peerClosedInput() {
-        switch state {
-        case .idle, .readingHead, .readingBody:
-            if state == .idle || !pendingInputIsComplete() { close() }
-        case .responding:
-            closeAfterResponse = true
-            fireCancel()
-            setInterest(outboundOffset < outbound.count ? EventLoop.epollOut : 0)
-        case .closed:
-            break
-        }
+        close()
     }
-
-    private func pendingInputIsComplete() -> Bool { false }
 
     private func readAvailable() {
         let buffer = loop.readBuffer

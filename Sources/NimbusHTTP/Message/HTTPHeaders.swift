@@ -14,6 +14,12 @@ package struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionar
     package var count: Int { names.count }
     package var isEmpty: Bool { names.isEmpty }
 
+    /// Makes room for `minimumCapacity` fields, so a parser appending them does not regrow storage.
+    package mutating func reserveCapacity(_ minimumCapacity: Int) {
+        names.reserveCapacity(minimumCapacity)
+        values.reserveCapacity(minimumCapacity)
+    }
+
     /// Appends a field, keeping any existing field of the same name.
     package mutating func add(name: String, value: String) {
         names.append(name)

@@ -27,6 +27,7 @@ extension HTTPParser {
             size = shifted + digit
             index += 1
         }
+        // RFC 9112 §7.1: at least one hex digit.
         guard index > 0 else { throw .badRequest("The chunk-size line does not start with a hexadecimal size.") }
         try validateChunkExtensions(line, from: index)
         return size

@@ -57,6 +57,7 @@ extension HTTPParser {
             return try completeHead()
         }
         fieldCount += 1
+        // RFC 9112 §5: a 4xx for more fields than we process; RFC 6585 §5 names it 431.
         if fieldCount > limits.maxHeaderCount { throw .tooManyFields(limit: limits.maxHeaderCount) }
         fieldBytes += line.count + 2
         let section = trailer ? "trailer" : "header"
@@ -90,6 +91,8 @@ extension HTTPParser {
         if trailer { return nil }
         let name = line.slice(0..<nameEnd), value = line.slice(valueStart..<valueEnd)
         noteWellKnownField(name: name, value: value)
+        // One allocation per array for a typical head instead of regrowing at 1, 2, 4 and 8 fields.
+        if head.headers.isEmpty { head.headers.reserveCapacity(16) }
         head.headers.add(name: name.decodedString(), value: value.decodedString())
         return nil
     }
@@ -151,6 +154,7 @@ extension HTTPParser {
         if let unknown = codings.first(where: { $0 != "chunked" && !knownTransferCodings.contains($0) }) {
             throw HTTPParseError(status: .notImplemented, reason: "The transfer coding \"\(unknown)\" is not supported.")
         }
+        // RFC 9112 §6.1 and §6.3: without chunked the body cannot be framed; 501, as documented above.
         guard let last = codings.last, codings.contains("chunked") else {
             throw HTTPParseError(
                 status: .notImplemented,
@@ -161,6 +165,7 @@ extension HTTPParser {
         if last != "chunked" {
             throw .badRequest("The Transfer-Encoding header field does not end with chunked.")
         }
+        // RFC 9112 §6.1: 501 for a coding before chunked that we do not decode.
         if codings.count > 1 {
             throw HTTPParseError(
                 status: .notImplemented,

@@ -77,6 +77,13 @@ package struct HTTPParser {
     /// it returns to `Limits.maxBodyBytes` when the message ends.
     package var maxBodyBytes: Int
 
+    /// Whether the parser is between requests, with no byte of a next request consumed: a
+    /// connection closed now loses nothing, and an idle timeout needs no 408.
+    package var isIdle: Bool {
+        guard case .requestLine = state else { return false }
+        return partialLine.isEmpty && leadingEmptyLines == 0
+    }
+
     package init(limits: Limits = .init()) {
         self.limits = limits
         self.maxBodyBytes = limits.maxBodyBytes
@@ -147,6 +154,7 @@ package struct HTTPParser {
             let last = start < buffer.count ? buffer[buffer.count - 1] : partialLine.last
             // The fewest content bytes this line can end with: a final CR may begin its CRLF.
             let leastContent = last == .cr ? pending - 1 : pending
+            // RFC 9112 §3 (414), RFC 6585 §5 (431), RFC 9112 §7.1.1 (bounded chunk extensions).
             let (threshold, limit) = lineLimit()
             if leastContent >= threshold { throw limit.error(limits) }
             partialLine.append(contentsOf: buffer.slice(start..<buffer.count))
@@ -160,7 +168,8 @@ package struct HTTPParser {
         var line: [UInt8] = []
         swap(&line, &partialLine)
         defer {
-            line.removeAll(keepingCapacity: true)
+            // A rare long line's storage is not kept for the life of the connection.
+            if line.capacity > 4096 { line = [] } else { line.removeAll(keepingCapacity: true) }
             swap(&line, &partialLine)
         }
         // `withUnsafeBytes` only rethrows untyped errors, so the outcome comes out as a Result.
@@ -174,7 +183,8 @@ package struct HTTPParser {
     private mutating func handleLine(_ raw: UnsafeRawBufferPointer) throws(HTTPParseError) -> Event? {
         let endsWithCR = raw.last == .cr
         let line = endsWithCR ? raw.slice(0..<raw.count - 1) : raw
-        // Size first: it is the one check that can fire before the LF arrives.
+        // Size first, as it is the one check that can fire before the LF arrives: RFC 9112 §3 (414),
+        // RFC 6585 §5 (431), RFC 9112 §7.1.1 (bounded chunk extensions).
         let (threshold, limit) = lineLimit()
         if line.count >= threshold { throw limit.error(limits) }
         // RFC 9112 §2.2: a bare LF is a line terminator we reject rather than tolerate.

@@ -86,7 +86,7 @@ extension UnsafeRawBufferPointer {
     }
 
     /// Whether the bytes equal `lowercase` ignoring ASCII case; `lowercase` must be lower-case
-    /// letters, digits and `-`, so OR-ing 0x20 into each byte is a safe case fold.
+    /// letters, digits and `-`, and the bytes a token, so OR-ing 0x20 into each byte is a safe case fold.
     func equalsCaseInsensitive(_ lowercase: StaticString) -> Bool {
         guard count == lowercase.utf8CodeUnitCount else { return false }
         let expected = UnsafeRawBufferPointer(start: lowercase.utf8Start, count: count)

@@ -1,0 +1,271 @@
+import Foundation
+import Glibc
+import NimbusPostgres
+import Testing
+
+@Suite struct PGConnectionTests {
+    // MARK: Connecting
+
+    @Test func connectsAndSelectsOne() async throws {
+        try await TestDatabase.with { database in
+            let (one, version) = try await database.withConnection { connection in
+                (try connection.queryFirst("SELECT 1") { try $0.int(0) }, connection.serverVersion)
+            }
+            #expect(one == 1)
+            #expect(version >= 130000)
+        }
+    }
+
+    @Test func connectingToAMissingDatabaseThrowsConnectionFailed() async throws {
+        let url = try TestDatabase.adminURL().replacingOccurrences(of: "/postgres?", with: "/nimbus_no_such_database?")
+        let error = await #expect(throws: PGError.self) {
+            try await blocking { try PGConnection.connect(url: url) }
+        }
+        #expect(error?.kind == .connectionFailed)
+        #expect(error?.isTransient == true)
+        #expect(error?.message.contains("nimbus_no_such_database") == true, "message: \(error?.message ?? "")")
+    }
+
+    @Test func connectingWithAMalformedURLThrowsConnectionFailed() async throws {
+        for url in ["postgresql://[::1", "host=/tmp port=notaport", "no equals sign here"] {
+            let error = await #expect(throws: PGError.self, "\(url)") {
+                try await blocking { try PGConnection.connect(url: url) }
+            }
+            #expect(error?.kind == .connectionFailed, "\(url)")
+            #expect(error?.message.isEmpty == false)
+        }
+    }
+
+    /// Each failed attempt must PQfinish its PGconn: a leaked one would keep its socket open.
+    @Test func failedConnectsDoNotLeakDescriptors() async throws {
+        let url = try TestDatabase.adminURL().replacingOccurrences(of: "/postgres?", with: "/nimbus_no_such_database?")
+        let before = openDescriptorCount()
+        let failures = try await blocking {
+            var failures = 0
+            for _ in 0..<100 {
+                do { _ = try PGConnection.connect(url: url) } catch let error as PGError where error.kind == .connectionFailed {
+                    failures += 1
+                }
+            }
+            return failures
+        }
+        #expect(failures == 100)
+        // Other tests run in parallel and open descriptors too: allow some slack, far below 100.
+        #expect(openDescriptorCount() <= before + 25, "descriptors before \(before), after \(openDescriptorCount())")
+    }
+
+    @Test func connectingToAMissingSocketDirectoryFailsFast() async throws {
+        let url = "postgresql:///postgres?host=/tmp/nimbus-no-such-dir-\(UUID().uuidString.prefix(8))&user=nimbus"
+        var error: PGError?
+        let seconds = await elapsedSeconds {
+            error = await #expect(throws: PGError.self) {
+                try await blocking { try PGConnection.connect(url: url, connectTimeoutSeconds: 2) }
+            }
+        }
+        #expect(error?.kind == .connectionFailed)
+        #expect(seconds < 1.5, "took \(seconds) s")
+    }
+
+    /// A socket that accepts but never answers the startup packet: only connect_timeout ends the wait.
+    @Test func connectTimeoutBoundsAServerThatNeverAnswers() async throws {
+        let silent = try SilentSocket()
+        defer { silent.close() }
+        let url = "postgresql:///postgres?host=\(silent.directory)&user=nimbus"
+        var error: PGError?
+        let seconds = await elapsedSeconds {
+            error = await #expect(throws: PGError.self) {
+                try await blocking { try PGConnection.connect(url: url, connectTimeoutSeconds: 2) }
+            }
+        }
+        #expect(error?.kind == .connectionFailed)
+        #expect(error?.isTransient == true)
+        #expect(seconds >= 1.5 && seconds < 6, "took \(seconds) s with connect_timeout 2")
+    }
+
+    // MARK: Statements
+
+    @Test func runReturnsAffectedRowCounts() async throws {
+        try await TestDatabase.with { database in
+            let counts = try await database.withConnection { connection in
+                [
+                    try connection.run("CREATE TABLE t (id int8 PRIMARY KEY, tag text)"),
+                    try connection.run("INSERT INTO t VALUES (1, 'a'), (2, 'a'), (3, 'b')"),
+                    try connection.run("UPDATE t SET tag = 'c' WHERE tag = \("a")"),
+                    try connection.run("UPDATE t SET tag = 'c' WHERE id = \(99)"),
+                    try connection.run("DELETE FROM t WHERE id >= \(2)"),
+                    try connection.run("SELECT * FROM t"),
+                ]
+            }
+            #expect(counts == [0, 3, 2, 0, 2, 1])
+        }
+    }
+
+    @Test func queryFirstIsNilAndQueryIsEmptyWithoutRows() async throws {
+        try await TestDatabase.with { database in
+            let (first, all, present) = try await database.withConnection { connection in
+                try connection.run("CREATE TABLE t (id int8)")
+                let first = try connection.queryFirst("SELECT id FROM t") { try $0.int64(0) }
+                let all = try connection.query("SELECT id FROM t") { try $0.int64(0) }
+                try connection.run("INSERT INTO t VALUES (7), (8)")
+                let present = try connection.queryFirst("SELECT id FROM t ORDER BY id DESC") { try $0.int64(0) }
+                return (first, all, present)
+            }
+            #expect(first == nil)
+            #expect(all.isEmpty)
+            #expect(present == 8)
+        }
+    }
+
+    @Test func runScriptExecutesSeveralStatements() async throws {
+        try await TestDatabase.with { database in
+            let count = try await database.withConnection { connection in
+                try connection.runScript("CREATE TABLE s (v int4); INSERT INTO s VALUES (1); INSERT INTO s VALUES (2);")
+                return try connection.queryFirst("SELECT count(*) FROM s") { try $0.int(0) }
+            }
+            #expect(count == 2)
+        }
+    }
+
+    // MARK: Errors
+
+    @Test func uniqueViolationCarriesSQLState23505() async throws {
+        try await TestDatabase.with { database in
+            let (error, usable) = try await database.withConnection { connection in
+                try connection.run("CREATE TABLE u (name text UNIQUE)")
+                try connection.run("INSERT INTO u VALUES (\("x"))")
+                var caught: (any Error)?
+                do { try connection.run("INSERT INTO u VALUES (\("x"))") } catch { caught = error }
+                // The connection stays usable after a statement error.
+                let usable = try connection.queryFirst("SELECT count(*) FROM u") { try $0.int(0) }
+                return (caught as? PGError, usable)
+            }
+            let pgError = try #require(error)
+            #expect(pgError.kind == .server)
+            #expect(pgError.sqlState == PGError.SQLState.uniqueViolation)
+            #expect(pgError.sqlState == "23505")
+            #expect(pgError.isTransient == false)
+            #expect(pgError.detail?.contains("(name)=(x)") == true, "detail: \(pgError.detail ?? "nil")")
+            #expect(usable == 1)
+        }
+    }
+
+    @Test func syntaxErrorCarriesSQLState42601() async throws {
+        try await TestDatabase.with { database in
+            let error = await #expect(throws: PGError.self) {
+                try await database.withConnection { connection in try connection.run("SELEC 1") }
+            }
+            #expect(error?.kind == .server)
+            #expect(error?.sqlState == "42601")
+            #expect(error?.isTransient == false)
+            #expect(error?.message.contains("syntax error") == true, "message: \(error?.message ?? "")")
+        }
+    }
+
+    // MARK: Transactions
+
+    @Test func withTransactionCommitsWhenTheBodyReturns() async throws {
+        try await TestDatabase.with { database in
+            try await database.withConnection { connection in
+                try connection.run("CREATE TABLE t (id int8)")
+                _ = try connection.withTransaction { try $0.run("INSERT INTO t VALUES (\(1))") }
+            }
+            // Another connection sees the row: it was committed.
+            let count = try await database.withConnection { connection in
+                try connection.queryFirst("SELECT count(*) FROM t") { try $0.int(0) }
+            }
+            #expect(count == 1)
+        }
+    }
+
+    @Test func withTransactionRollsBackAndRethrowsTheOriginalError() async throws {
+        try await TestDatabase.with { database in
+            let (thrown, countAfterRollback, seenElsewhere) = try await database.withConnection { connection in
+                try connection.run("CREATE TABLE t (id int8)")
+                var thrown: (any Error)?
+                do {
+                    try connection.withTransaction { connection in
+                        try connection.run("INSERT INTO t VALUES (\(1))")
+                        throw MarkerError(code: 42)
+                    }
+                } catch {
+                    thrown = error
+                }
+                let countAfterRollback = try connection.queryFirst("SELECT count(*) FROM t") { try $0.int(0) }
+                // Usable and back in autocommit: this insert is visible to another connection at once.
+                try connection.run("INSERT INTO t VALUES (\(2))")
+                let other = try PGConnection.connect(url: database.url)
+                let seenElsewhere = try other.query("SELECT id FROM t") { try $0.int64(0) }
+                return (thrown as? MarkerError, countAfterRollback, seenElsewhere)
+            }
+            #expect(thrown == MarkerError(code: 42))
+            #expect(countAfterRollback == 0)
+            #expect(seenElsewhere == [2])
+        }
+    }
+
+    @Test func withTransactionRollsBackAfterAServerErrorAndStaysUsable() async throws {
+        try await TestDatabase.with { database in
+            let (state, rows) = try await database.withConnection { connection in
+                try connection.run("CREATE TABLE t (id int8 PRIMARY KEY)")
+                var state: String?
+                do {
+                    try connection.withTransaction { connection in
+                        try connection.run("INSERT INTO t VALUES (\(1))")
+                        try connection.run("INSERT INTO t VALUES (\(1))")
+                    }
+                } catch let error as PGError {
+                    state = error.sqlState
+                }
+                // Not left in an aborted transaction ("current transaction is aborted", 25P02).
+                try connection.run("INSERT INTO t VALUES (\(3))")
+                return (state, try connection.query("SELECT id FROM t") { try $0.int64(0) })
+            }
+            #expect(state == "23505")
+            #expect(rows == [3])
+        }
+    }
+}
+
+struct MarkerError: Error, Equatable {
+    var code: Int
+}
+
+func openDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+}
+
+/// A Unix socket named as PostgreSQL names its socket (`.s.PGSQL.5432`) that takes connections
+/// into its backlog but never reads or answers them.
+final class SilentSocket: Sendable {
+    let directory: String
+    let descriptor: Int32
+
+    init() throws {
+        directory = "/tmp/nimbus-silent-\(UUID().uuidString.prefix(8))"
+        guard mkdir(directory, 0o700) == 0 else { throw TestSetupError("mkdir \(directory) failed") }
+        let path = directory + "/.s.PGSQL.5432"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestSetupError("socket() failed") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8CString)
+        guard pathBytes.count <= MemoryLayout.size(ofValue: address.sun_path) else { throw TestSetupError("socket path too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            pathBytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            Glibc.close(fd)
+            throw TestSetupError("bind/listen on \(path) failed: \(String(cString: strerror(errno)))")
+        }
+        descriptor = fd
+    }
+
+    func close() {
+        Glibc.close(descriptor)
+        unlink(directory + "/.s.PGSQL.5432")
+        rmdir(directory)
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import NimbusPostgres
+import Synchronization
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct PGPoolTests {
+    private func makePool(_ database: TestDatabase, max: Int, acquireTimeout: Double = 5) -> PGPool {
+        var configuration = PGPool.Configuration(url: database.url)
+        configuration.maxConnections = max
+        configuration.acquireTimeoutSeconds = acquireTimeout
+        configuration.connectTimeoutSeconds = 5
+        return PGPool(configuration: configuration)
+    }
+
+    @Test func tenConcurrentBorrowersShareTwoConnections() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, max: 2)
+            defer { pool.close() }
+            let backendsSeen = Recorder<Int>()
+            let inUseSeen = Recorder<Int>()
+            let sampling = Task {
+                while !Task.isCancelled {
+                    inUseSeen.append(pool.statistics.inUse)
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+            }
+            let results = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<10 {
+                    group.addTask {
+                        try await pool.withConnection { connection in
+                            // Count this database's pool backends while holding one of them.
+                            let backends = try connection.queryFirst("""
+                                SELECT count(*) FROM pg_stat_activity
+                                WHERE datname = current_database() AND application_name = 'nimbus'
+                                """) { try $0.int(0) }!
+                            backendsSeen.append(backends)
+                            try connection.run("SELECT pg_sleep(0.1)")
+                            return try connection.queryFirst("SELECT \(index)") { try $0.int(0) }!
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            sampling.cancel()
+            _ = await sampling.value
+            #expect(results.sorted() == Array(0..<10))
+            #expect(backendsSeen.all.count == 10)
+            #expect(backendsSeen.all.allSatisfy { (1...2).contains($0) }, "backends seen: \(backendsSeen.all)")
+            #expect(inUseSeen.all.allSatisfy { $0 <= 2 }, "max inUse \(inUseSeen.all.max() ?? -1)")
+            let statistics = pool.statistics
+            #expect(statistics.inUse == 0)
+            #expect(statistics.waiting == 0)
+            #expect(statistics.idle <= 2 && statistics.idle >= 1)
+            #expect(statistics.max == 2)
+            // The pool keeps its connections open for reuse, and never more than two.
+            #expect(try await database.backendCount(applicationName: "nimbus") == statistics.idle)
+        }
+    }
+
+    @Test func aBorrowerThatCannotGetAConnectionInTimeGetsPoolTimeout() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, max: 1, acquireTimeout: 0.5)
+            defer { pool.close() }
+            let holder = Task {
+                try await pool.withConnection { connection in try connection.run("SELECT pg_sleep(2)") }
+            }
+            #expect(await eventually(within: 5) { pool.statistics.inUse == 1 })
+            var error: PGError?
+            let seconds = await elapsedSeconds {
+                error = await #expect(throws: PGError.self) {
+                    try await pool.withConnection { connection in try connection.run("SELECT 1") }
+                }
+            }
+            #expect(error?.kind == .poolTimeout)
+            #expect(error?.isTransient == true)
+            #expect(seconds >= 0.4 && seconds < 1.5, "gave up after \(seconds) s, acquire timeout 0.5 s")
+            _ = try await holder.value
+            // The timed-out waiter left no trace: the next borrower gets the connection.
+            #expect(pool.statistics.waiting == 0)
+            let one = try await pool.withConnection { connection in try connection.queryFirst("SELECT 1") { try $0.int(0) } }
+            #expect(one == 1)
+        }
+    }
+
+    @Test func aWaitingBorrowerGetsTheConnectionWhenItIsReturned() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, max: 1, acquireTimeout: 5)
+            defer { pool.close() }
+            let holder = Task {
+                try await pool.withConnection { connection in try connection.run("SELECT pg_sleep(0.3)") }
+            }
+            #expect(await eventually(within: 5) { pool.statistics.inUse == 1 })
+            let value = try await pool.withConnection { connection in try connection.queryFirst("SELECT 2") { try $0.int(0) } }
+            _ = try await holder.value
+            #expect(value == 2)
+            #expect(try await database.backendCount(applicationName: "nimbus") == 1)
+        }
+    }
+
+    @Test func brokenConnectionsAreReplacedWithoutRecreatingThePool() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, max: 2)
+            defer { pool.close() }
+            // Two idle connections in the pool.
+            async let first: Int32 = pool.withConnection { connection in
+                try connection.run("SELECT pg_sleep(0.2)")
+                return try connection.queryFirst("SELECT pg_backend_pid()") { try $0.int(0) }.map(Int32.init)!
+            }
+            async let second: Int32 = pool.withConnection { connection in
+                try connection.run("SELECT pg_sleep(0.2)")
+                return try connection.queryFirst("SELECT pg_backend_pid()") { try $0.int(0) }.map(Int32.init)!
+            }
+            let originalPIDs = try await Set([first, second])
+            #expect(pool.statistics.idle == 2)
+
+            // A server restart, as far as these connections can tell.
+            #expect(try await database.terminateBackends(applicationName: "nimbus") == 2)
+            #expect(try await eventually(within: 5) { try await database.backendCount(applicationName: "nimbus") == 0 })
+
+            // The next borrower may see the dead connection (a transient error) or a fresh one.
+            do {
+                _ = try await pool.withConnection { connection in try connection.run("SELECT 1") }
+            } catch let error as PGError {
+                #expect(error.isTransient, "first borrower after the restart: \(error)")
+            }
+            // The one after that works, on a new backend.
+            let pid = try await pool.withConnection { connection in
+                try connection.queryFirst("SELECT pg_backend_pid()") { try $0.int(0) }.map(Int32.init)!
+            }
+            #expect(!originalPIDs.contains(pid))
+            // And so do the ones after that — no dead connection is left to hand out.
+            for _ in 0..<4 {
+                let one = try await pool.withConnection { connection in try connection.queryFirst("SELECT 1") { try $0.int(0) } }
+                #expect(one == 1)
+            }
+        }
+    }
+
+    @Test func closeFailsLaterBorrowers() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, max: 1)
+            _ = try await pool.withConnection { connection in try connection.run("SELECT 1") }
+            pool.close()
+            let error = await #expect(throws: PGError.self) {
+                try await pool.withConnection { connection in try connection.run("SELECT 1") }
+            }
+            #expect(error?.kind == .poolClosed)
+            #expect(pool.statistics.idle == 0)
+            #expect(try await eventually(within: 5) { try await database.backendCount(applicationName: "nimbus") == 0 })
+        }
+    }
+
+    @Test func withTransactionOnThePoolCommitsAndRollsBack() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, max: 1)
+            defer { pool.close() }
+            _ = try await pool.withConnection { connection in try connection.run("CREATE TABLE t (id int8)") }
+            _ = try await pool.withTransaction { connection in try connection.run("INSERT INTO t VALUES (\(1))") }
+            await #expect(throws: MarkerError(code: 7)) {
+                try await pool.withTransaction { connection in
+                    try connection.run("INSERT INTO t VALUES (\(2))")
+                    throw MarkerError(code: 7)
+                }
+            }
+            let ids = try await pool.withConnection { connection in try connection.query("SELECT id FROM t") { try $0.int64(0) } }
+            #expect(ids == [1])
+        }
+    }
+}

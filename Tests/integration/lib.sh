@@ -1,0 +1,398 @@
+#!/usr/bin/env bash
+# Helpers for the integration scenarios: each scenario sources this file, starts real `nimbus`
+# binaries and talks to them with curl or raw bytes over bash's /dev/tcp.
+#
+# Needs only bash, curl, coreutils, grep and sed (no jq, no python3). The scratch PostgreSQL
+# cluster comes from Tests/run.sh (or /tmp/nimbus-dev-pg.env during development):
+#   NIMBUS_BIN                binary under test (default: the debug build of this checkout)
+#   NIMBUS_TEST_DATABASE_URL  admin URL of the scratch cluster's `postgres` database
+#   NIMBUS_TEST_PG_BIN        directory with psql, createdb, pg_ctl
+#   NIMBUS_TEST_PG_RUN_AS     prefix that runs a command as the cluster's user, empty if not root
+#
+# Everything a scenario starts (servers, helper processes, databases, temporary directories,
+# embedded clusters) is registered and torn down by an EXIT trap, pass or fail.
+
+set -uo pipefail
+
+IT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(cd "$IT_DIR/../.." && pwd)
+SCENARIO_NAME=$(basename "$0" .sh)
+
+if [ -z "${NIMBUS_TEST_DATABASE_URL:-}" ] && [ -f /tmp/nimbus-dev-pg.env ]; then
+  eval "$(cat /tmp/nimbus-dev-pg.env)"
+fi
+: "${NIMBUS_TEST_PG_RUN_AS:=}"
+if [ -z "${NIMBUS_BIN:-}" ]; then
+  NIMBUS_BIN="$(cd "$REPO_DIR" && swift build --show-bin-path)/nimbus"
+fi
+export NIMBUS_BIN
+
+# Seconds to wait for `listening on` (an embedded cluster's first start runs initdb).
+NIMBUS_START_TIMEOUT=${NIMBUS_START_TIMEOUT:-60}
+
+# Per-scenario scratch space; 755 so that an embedded cluster's unprivileged user can reach it.
+TEST_TMP=$(mktemp -d /tmp/nimbus-it.XXXXXX)
+chmod 755 "$TEST_TMP"
+: >"$TEST_TMP/.pids" >"$TEST_TMP/.databases" >"$TEST_TMP/.data-dirs" >"$TEST_TMP/.logs"
+
+NIMBUS_URL="" NIMBUS_PID="" NIMBUS_PORT="" NIMBUS_LOG=""
+SERVER_COUNT=0
+
+# MARK: - Reporting
+
+# note MESSAGE: progress line in the scenario's output.
+note() { printf '# %s\n' "$*"; }
+
+# fail MESSAGE: ends the scenario as failed (the EXIT trap cleans up).
+fail() {
+  printf 'FAIL: %s\n' "$*" >&2
+  exit 1
+}
+
+# pass MESSAGE: one checked expectation.
+ok() { printf 'ok - %s\n' "$*"; }
+
+# now_ms: wall clock in milliseconds.
+now_ms() { local t=${EPOCHREALTIME/./}; echo $(( t / 1000 )); }
+
+# MARK: - Databases
+
+# fresh_database: creates a uniquely named database in the scratch cluster and echoes its URL.
+fresh_database() {
+  [ -n "${NIMBUS_TEST_DATABASE_URL:-}" ] || fail "NIMBUS_TEST_DATABASE_URL is not set (run Tests/run.sh, or start the dev cluster)"
+  local name="nimbus_it_${SCENARIO_NAME//[^a-zA-Z0-9]/_}_$$_${RANDOM}${RANDOM}"
+  name=${name,,}
+  echo "$name" >>"$TEST_TMP/.databases"
+  "$NIMBUS_TEST_PG_BIN/createdb" --maintenance-db="$NIMBUS_TEST_DATABASE_URL" "$name" >&2 \
+    || fail "createdb $name failed"
+  database_url "$name"
+}
+
+# database_url NAME: the scratch cluster's URL with the database name replaced.
+database_url() {
+  printf '%s\n' "$NIMBUS_TEST_DATABASE_URL" | sed -E "s#^(postgres(ql)?://[^/?]*)/?[^?]*#\\1/$1#"
+}
+
+# psql_admin SQL...: runs SQL on the scratch cluster's admin database, unaligned output.
+psql_admin() {
+  "$NIMBUS_TEST_PG_BIN/psql" "$NIMBUS_TEST_DATABASE_URL" -X -q -At -v ON_ERROR_STOP=1 -c "$*"
+}
+
+# MARK: - Servers
+
+# track_pid PID: a process the EXIT trap must stop if it is still running.
+track_pid() { echo "$1" >>"$TEST_TMP/.pids"; }
+
+# track_data_dir DIR: an embedded-database data directory whose cluster the EXIT trap stops.
+track_data_dir() { echo "$1" >>"$TEST_TMP/.data-dirs"; }
+
+# process_alive PID: true while PID runs (a zombie counts as gone).
+process_alive() {
+  local state=""
+  [ -r "/proc/$1/stat" ] || return 1
+  read -r _ _ state _ <"/proc/$1/stat" 2>/dev/null || return 1
+  [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# start_nimbus [ARGS...]: starts `nimbus serve --listen 127.0.0.1:0 ARGS...` in the background,
+# logging to its own file, and waits for `listening on`. Without --database-url / --data-dir
+# (flag or environment) it gets a fresh database. Sets NIMBUS_URL, NIMBUS_PORT, NIMBUS_PID,
+# NIMBUS_LOG. Fails the scenario if the server exits or does not listen in time.
+start_nimbus() {
+  local args=("$@") has_database=""
+  local arg
+  for arg in "${args[@]}"; do
+    case $arg in --database-url|--database-url=*|--data-dir|--data-dir=*) has_database=1 ;; esac
+  done
+  [ -n "${NIMBUS_DATABASE_URL:-}${NIMBUS_DATA_DIR:-}" ] && has_database=1
+  if [ -z "$has_database" ]; then
+    local url
+    url=$(fresh_database) || exit 1
+    args+=(--database-url "$url")
+  fi
+  for arg in "${args[@]}"; do
+    case $arg in --data-dir=*) track_data_dir "${arg#--data-dir=}" ;; esac
+  done
+  local index
+  for index in "${!args[@]}"; do
+    [ "${args[$index]}" = --data-dir ] && track_data_dir "${args[$((index + 1))]:-}"
+  done
+
+  SERVER_COUNT=$((SERVER_COUNT + 1))
+  NIMBUS_LOG="$TEST_TMP/nimbus-$SERVER_COUNT.log"
+  echo "$NIMBUS_LOG" >>"$TEST_TMP/.logs"
+  "$NIMBUS_BIN" serve --listen 127.0.0.1:0 "${args[@]}" >"$NIMBUS_LOG" 2>&1 &
+  NIMBUS_PID=$!
+  track_pid "$NIMBUS_PID"
+
+  local deadline=$(( $(now_ms) + NIMBUS_START_TIMEOUT * 1000 ))
+  while :; do
+    NIMBUS_URL=$(grep -a -o -m1 'listening on http://[0-9.]*:[0-9]*' "$NIMBUS_LOG" | sed 's/^listening on //')
+    [ -n "$NIMBUS_URL" ] && break
+    if ! process_alive "$NIMBUS_PID"; then
+      wait "$NIMBUS_PID"
+      local status=$?
+      tail -n 20 "$NIMBUS_LOG" >&2
+      fail "nimbus serve ${args[*]} exited with status $status before listening"
+    fi
+    if [ "$(now_ms)" -gt "$deadline" ]; then
+      tail -n 20 "$NIMBUS_LOG" >&2
+      fail "nimbus serve did not print 'listening on' within ${NIMBUS_START_TIMEOUT}s"
+    fi
+    sleep 0.1
+  done
+  NIMBUS_PORT=${NIMBUS_URL##*:}
+  note "nimbus pid $NIMBUS_PID listening on $NIMBUS_URL (log $NIMBUS_LOG)"
+}
+
+# wait_exit PID [SECONDS]: waits for a child process to end; returns its exit status, or 124 if
+# it is still running after SECONDS (default 30).
+wait_exit() {
+  local pid=$1 seconds=${2:-30}
+  local deadline=$(( $(now_ms) + seconds * 1000 ))
+  while process_alive "$pid"; do
+    [ "$(now_ms)" -gt "$deadline" ] && return 124
+    sleep 0.05
+  done
+  wait "$pid" 2>/dev/null
+}
+
+# stop_nimbus [PID] [SECONDS]: SIGTERM, wait up to SECONDS (default 30), return the exit status
+# (124 and SIGKILL when it does not stop in time).
+stop_nimbus() {
+  local pid=${1:-$NIMBUS_PID} seconds=${2:-30}
+  kill -TERM "$pid" 2>/dev/null
+  wait_exit "$pid" "$seconds"
+  local status=$?
+  if [ "$status" -eq 124 ]; then
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    printf 'nimbus pid %s did not exit within %ss of SIGTERM; killed\n' "$pid" "$seconds" >&2
+  fi
+  return "$status"
+}
+
+# cluster_directory DATA_DIR: where an embedded cluster of DATA_DIR lives.
+cluster_directory() {
+  if [ -f "$1/postgres-location" ]; then
+    printf '%s/postgres\n' "$(cat "$1/postgres-location")"
+  else
+    printf '%s/postgres\n' "$1"
+  fi
+}
+
+# run_as_owner PATH COMMAND...: runs COMMAND as the owner of PATH when root (PostgreSQL's rule).
+run_as_owner() {
+  local path=$1; shift
+  if [ "$(id -u)" -eq 0 ]; then
+    local owner
+    owner=$(stat -c %U "$path")
+    if [ "$owner" != root ]; then
+      runuser -u "$owner" -- "$@"
+      return
+    fi
+  fi
+  "$@"
+}
+
+# postmaster_pid DATA_DIR: pid of the embedded cluster's postmaster, empty when not running.
+postmaster_pid() {
+  local pidfile
+  pidfile="$(cluster_directory "$1")/postmaster.pid"
+  [ -f "$pidfile" ] || return 0
+  local pid
+  pid=$(head -n 1 "$pidfile" 2>/dev/null)
+  if [ -n "$pid" ] && process_alive "$pid"; then echo "$pid"; fi
+}
+
+# postgres_processes_of PID: PID and its children, those still running.
+postgres_processes_of() {
+  local root=$1 stat pid ppid rest
+  process_alive "$root" && echo "$root"
+  for stat in /proc/[0-9]*/stat; do
+    read -r pid _ _ ppid rest <"$stat" 2>/dev/null || continue
+    [ "$ppid" = "$root" ] && process_alive "$pid" && echo "$pid"
+  done
+  return 0
+}
+
+# MARK: - Cleanup
+
+cleanup() {
+  local status=$?
+  set +e
+  local pid
+  while read -r pid; do
+    [ -n "$pid" ] || continue
+    if process_alive "$pid"; then
+      kill -TERM "$pid" 2>/dev/null
+      wait_exit "$pid" 15 >/dev/null 2>&1
+      if process_alive "$pid"; then kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fi
+    fi
+  done <"$TEST_TMP/.pids"
+  local dir cluster
+  while read -r dir; do
+    [ -n "$dir" ] && [ -d "$dir" ] || continue
+    cluster=$(cluster_directory "$dir")
+    if [ -f "$cluster/postmaster.pid" ]; then
+      run_as_owner "$cluster" "$NIMBUS_TEST_PG_BIN/pg_ctl" stop -D "$cluster" -m immediate -w -t 20 >/dev/null 2>&1
+    fi
+    [ -f "$dir/postgres-location" ] && rm -rf "$(cat "$dir/postgres-location")"
+  done <"$TEST_TMP/.data-dirs"
+  local name
+  while read -r name; do
+    [ -n "$name" ] || continue
+    psql_admin "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null 2>&1
+  done <"$TEST_TMP/.databases"
+  if [ "$status" -ne 0 ] && [ -n "${NIMBUS_IT_ARTIFACTS:-}" ]; then
+    mkdir -p "$NIMBUS_IT_ARTIFACTS"
+    local log
+    while read -r log; do
+      [ -f "$log" ] && cp "$log" "$NIMBUS_IT_ARTIFACTS/"
+    done <"$TEST_TMP/.logs"
+  fi
+  rm -rf "$TEST_TMP"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# MARK: - HTTP with curl
+
+# request METHOD PATH [CURL ARGS...]: one request to NIMBUS_URL. Sets HTTP_STATUS, HTTP_BODY,
+# HTTP_HEADERS (header section, CR removed). The body is also in $TEST_TMP/last-body.
+request() {
+  local method=$1 path=$2; shift 2
+  local method_args=(-X "$method")
+  [ "$method" = HEAD ] && method_args=(--head)
+  HTTP_STATUS=$(curl -sS --max-time 20 "${method_args[@]}" -o "$TEST_TMP/last-body" -D "$TEST_TMP/last-headers" \
+    -w '%{http_code}' "$@" "$NIMBUS_URL$path") || fail "curl $method $path failed (status ${HTTP_STATUS:-none})"
+  HTTP_BODY=$(cat "$TEST_TMP/last-body")
+  HTTP_HEADERS=$(tr -d '\r' <"$TEST_TMP/last-headers")
+}
+
+# expect_status CODE [WHAT]: the last request's status.
+expect_status() {
+  [ "$HTTP_STATUS" = "$1" ] || fail "${2:-request}: expected status $1, got $HTTP_STATUS; body: ${HTTP_BODY:0:300}"
+}
+
+# header_value NAME [HEADERS]: the value of the first header NAME (case-insensitive), else empty.
+header_value() {
+  printf '%s\n' "${2-$HTTP_HEADERS}" | tr -d '\r' | grep -i -m1 "^$1:" | sed -E 's/^[^:]*:[ \t]*//; s/[ \t]*$//'
+}
+
+# expect_header NAME [EXPECTED]: the last response has header NAME (with exactly EXPECTED).
+expect_header() {
+  printf '%s\n' "$HTTP_HEADERS" | grep -qi "^$1:" || fail "expected a $1 header; headers: $HTTP_HEADERS"
+  if [ $# -ge 2 ]; then
+    local value
+    value=$(header_value "$1")
+    [ "$value" = "$2" ] || fail "expected header $1: $2, got '$value'"
+  fi
+}
+
+# json_field NAME [JSON]: the scalar value of "NAME" in compact JSON (strings unquoted), or empty
+# and status 1 when absent. JSON defaults to the last body.
+json_field() {
+  local json=${2-$HTTP_BODY} match
+  match=$(printf '%s' "$json" | grep -a -o -m1 "\"$1\":\(\"\([^\"\\\\]\|\\\\.\)*\"\|[^,}]*\)" | head -n 1) || return 1
+  [ -n "$match" ] || return 1
+  match=${match#\"$1\":}
+  if [[ $match == \"*\" ]]; then match=${match:1:${#match}-2}; fi
+  printf '%s\n' "$match"
+}
+
+# expect_json_field NAME EXPECTED [JSON]: field NAME equals EXPECTED (strings compared unquoted).
+expect_json_field() {
+  local json=${3-$HTTP_BODY} value
+  value=$(json_field "$1" "$json") || fail "expected JSON field \"$1\" in ${json:0:400}"
+  [ "$value" = "$2" ] || fail "expected \"$1\" = $2, got $value in ${json:0:400}"
+}
+
+# expect_error_body STATUS_CODE_NAME [JSON]: the API error shape with that serverErrorCode.
+expect_error_body() {
+  local json=${2-$HTTP_BODY}
+  expect_json_field serverErrorCode "$1" "$json"
+  local uuid reason
+  uuid=$(json_field uuid "$json") || fail "error body without uuid: $json"
+  [[ $uuid =~ ^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$ ]] || fail "uuid '$uuid' is not a UUID in $json"
+  reason=$(json_field reason "$json") || fail "error body without reason: $json"
+  [ ${#reason} -ge 5 ] || fail "error reason '$reason' is not a sentence in $json"
+}
+
+# MARK: - Raw sockets
+
+# raw_open [PORT]: opens a TCP connection to the server; sets RAW_FD and clears the capture.
+raw_open() {
+  exec {RAW_FD}<>"/dev/tcp/127.0.0.1/${1:-$NIMBUS_PORT}" || fail "cannot connect to 127.0.0.1:${1:-$NIMBUS_PORT}"
+  RAW_OUT="$TEST_TMP/raw-$RAW_FD"
+  : >"$RAW_OUT"
+  RAW_RESPONSE="" RAW_CLOSED=0
+}
+
+# raw_send BYTES: sends BYTES as they are (write CR LF with $'\r\n'). A peer that has closed is
+# not fatal (the write happens in a subshell, so SIGPIPE cannot end the scenario).
+raw_send() {
+  ( printf '%s' "$1" >&"$RAW_FD" ) 2>/dev/null
+  return 0
+}
+
+# raw_read SECONDS: reads until the server closes the connection or SECONDS pass, appending to
+# the capture. Sets RAW_RESPONSE (CRs kept), RAW_CLOSED=1 if the server closed, RAW_ELAPSED_MS.
+raw_read() {
+  local start status
+  start=$(now_ms)
+  timeout "$1" cat <&"$RAW_FD" >>"$RAW_OUT" 2>/dev/null
+  status=$?
+  RAW_ELAPSED_MS=$(( $(now_ms) - start ))
+  RAW_CLOSED=0
+  [ "$status" -eq 0 ] && RAW_CLOSED=1
+  # An error such as ECONNRESET also ends the connection.
+  [ "$status" -ne 0 ] && [ "$status" -ne 124 ] && RAW_CLOSED=1
+  RAW_RESPONSE=$(cat "$RAW_OUT")
+}
+
+# raw_close: closes our end.
+raw_close() { exec {RAW_FD}>&-; }
+
+# raw_request BYTES [SECONDS]: one connection: send BYTES, read until closed or SECONDS (default 3).
+raw_request() {
+  raw_open
+  raw_send "$1"
+  raw_read "${2:-3}"
+  raw_close
+}
+
+# raw_statuses [RESPONSE]: the status codes of every response in the capture, space-separated.
+raw_statuses() {
+  printf '%s' "${1-$RAW_RESPONSE}" | grep -a -o 'HTTP/1\.[01] [0-9][0-9][0-9] ' | sed -E 's/^HTTP\/1\.[01] ([0-9]+) $/\1/' | tr '\n' ' ' | sed 's/ $//'
+}
+
+# raw_body [RESPONSE]: the body of the (single) response in the capture.
+raw_body() {
+  printf '%s' "${1-$RAW_RESPONSE}" | sed '1,/^\r*$/d'
+}
+
+# expect_raw_error STATUS CODE [WHAT]: the raw answer is one STATUS response with the JSON error
+# shape (code CODE), a Date header, Connection: close, and the server closed the connection.
+expect_raw_error() {
+  local what=${3:-raw request}
+  local statuses
+  statuses=$(raw_statuses)
+  [ "$statuses" = "$1" ] || fail "$what: expected one $1 answer, got '${statuses}': ${RAW_RESPONSE:0:400}"
+  local headers
+  headers=$(printf '%s' "$RAW_RESPONSE" | sed '/^\r*$/q' | tr -d '\r')
+  printf '%s\n' "$headers" | grep -qi '^Content-Type: application/json' || fail "$what: answer is not JSON: ${RAW_RESPONSE:0:400}"
+  printf '%s\n' "$headers" | grep -qi '^Date: ' || fail "$what: answer has no Date header"
+  printf '%s\n' "$headers" | grep -qi '^Connection: close' || fail "$what: answer lacks Connection: close"
+  expect_error_body "$2" "$(raw_body)"
+  [ "$RAW_CLOSED" = 1 ] || fail "$what: the server kept the connection open after a $1"
+}
+
+# repeat_char CHAR COUNT: COUNT copies of CHAR.
+repeat_char() {
+  local s
+  printf -v s '%*s' "$2" ''
+  printf '%s' "${s// /$1}"
+}
