@@ -61,10 +61,15 @@ import Testing
         try await TestDatabase.with { database in
             let pool = makePool(database, max: 1, acquireTimeout: 0.5)
             defer { pool.close() }
+            let holding = Recorder<Bool>()
             let holder = Task {
-                try await pool.withConnection { connection in try connection.run("SELECT pg_sleep(2)") }
+                try await pool.withConnection { connection in
+                    holding.append(true)
+                    try connection.run("SELECT pg_sleep(2)")
+                }
             }
-            #expect(await eventually(within: 5) { pool.statistics.inUse == 1 })
+            try #require(await holding.waitFor(within: 10) { $0 } != nil, "the first borrower got the connection")
+            #expect(pool.statistics.inUse == 1)
             var error: PGError?
             let seconds = await elapsedSeconds {
                 error = await #expect(throws: PGError.self) {
@@ -86,10 +91,15 @@ import Testing
         try await TestDatabase.with { database in
             let pool = makePool(database, max: 1, acquireTimeout: 5)
             defer { pool.close() }
+            let holding = Recorder<Bool>()
             let holder = Task {
-                try await pool.withConnection { connection in try connection.run("SELECT pg_sleep(0.3)") }
+                try await pool.withConnection { connection in
+                    holding.append(true)
+                    try connection.run("SELECT pg_sleep(0.5)")
+                }
             }
-            #expect(await eventually(within: 5) { pool.statistics.inUse == 1 })
+            try #require(await holding.waitFor(within: 10) { $0 } != nil, "the first borrower got the connection")
+            #expect(pool.statistics.inUse == 1)
             let value = try await pool.withConnection { connection in try connection.queryFirst("SELECT 2") { try $0.int(0) } }
             _ = try await holder.value
             #expect(value == 2)
