@@ -19,6 +19,7 @@ package final class API: Sendable {
         self.metrics = metrics
         var router = HTTPRouter()
         SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: Self.routeBuilder(metrics))
+        DatabaseRoutes(store: store, limits: limits).register(in: &router, api: Self.routeBuilder(metrics))
         self.router = router
     }
 

@@ -50,6 +50,18 @@ package final class EmbeddedCluster: @unchecked Sendable {
         "postgresql:///\(databaseName)?host=\(socketDirectory.path)&user=\(superuser)"
     }
 
+    /// The URL of the cluster a running server keeps in `dataDirectory` (admin commands use it
+    /// beside the server); nil when the directory has no socket.
+    package static func runningServerURL(dataDirectory: URL) -> String? {
+        let data = dataDirectory.standardizedFileURL
+        var socket = data.appendingPathComponent("run")
+        if let moved = try? String(contentsOf: data.appendingPathComponent("postgres-location"), encoding: .utf8) {
+            socket = URL(fileURLWithPath: moved.trimmed).appendingPathComponent("run")
+        }
+        guard FileManager.default.fileExists(atPath: socket.appendingPathComponent(".s.PGSQL.5432").path) else { return nil }
+        return "postgresql:///nimbus?host=\(socket.path)&user=nimbus"
+    }
+
     /// Prepares the directory and takes its lock; throws if another server holds it.
     package init(dataDirectory: URL) throws {
         let data = dataDirectory.standardizedFileURL
@@ -221,7 +233,7 @@ package final class EmbeddedCluster: @unchecked Sendable {
             let count = read(descriptor, &buffer, 32)
             let owner = count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self).trimmed : "unknown"
             close(descriptor)
-            throw PGError(.cluster, "another nimbus server (pid \(owner)) is using the data directory \(data.path); stop it or choose another --data-dir")
+            throw PGError(.clusterInUse, "another nimbus server (pid \(owner)) is using the data directory \(data.path); stop it or choose another --data-dir")
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(descriptor, 0)

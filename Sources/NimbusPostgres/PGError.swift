@@ -21,6 +21,8 @@ package struct PGError: Error, Sendable, CustomStringConvertible {
         package static let migration = Kind(name: "migration")
         /// The embedded cluster could not be prepared or started.
         package static let cluster = Kind(name: "cluster")
+        /// Another server holds the data directory (its cluster is running).
+        package static let clusterInUse = Kind(name: "clusterInUse")
     }
 
     package var kind: Kind

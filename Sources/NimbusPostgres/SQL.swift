@@ -21,15 +21,19 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
 
     /// Appends another statement fragment, renumbering its parameters.
     package mutating func append(_ other: SQL) {
-        var renumbered = other.text
-        if !other.parameters.isEmpty {
-            // Replace $n from the highest index down so "$1" does not clobber "$10".
-            for index in stride(from: other.parameters.count, through: 1, by: -1) {
-                renumbered = renumbered.replacingPlaceholder(index, with: index + parameters.count)
-            }
-        }
-        text += renumbered
+        text += other.text(renumberedFrom: parameters.count)
         parameters += other.parameters
+    }
+
+    /// The text with `$n` shifted by `offset`. Replaces from the highest index down so that "$1"
+    /// does not clobber "$10".
+    fileprivate func text(renumberedFrom offset: Int) -> String {
+        guard offset > 0, !parameters.isEmpty else { return text }
+        var renumbered = text
+        for index in stride(from: parameters.count, through: 1, by: -1) {
+            renumbered = renumbered.replacingPlaceholder(index, with: index + offset)
+        }
+        return renumbered
     }
 
     package struct StringInterpolation: StringInterpolationProtocol {
@@ -47,6 +51,18 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
         package mutating func appendInterpolation(_ value: some PGEncodable) {
             parameters.append(value.pgData)
             text += "$\(parameters.count)"
+        }
+
+        /// Another statement fragment, its parameters renumbered into this one.
+        package mutating func appendInterpolation(_ fragment: SQL) {
+            text += fragment.text(renumberedFrom: parameters.count)
+            parameters += fragment.parameters
+        }
+
+        /// A fixed fragment of SQL text written in this code base (a column list shared by
+        /// several statements). Never pass data through it: values go through `\(value)`.
+        package mutating func appendInterpolation(unsafeColumns fragment: StaticString) {
+            text += fragment.description
         }
 
         /// A quoted identifier (RFC-style doubling of embedded quotes), for names that cannot be

@@ -1,13 +1,34 @@
 import Foundation
+import NimbusCore
 import NimbusPostgres
 import NimbusSupport
 
 /// The sync domain on PostgreSQL. All SQL of the service lives in this module.
 package final class Store: Sendable {
     package let pool: PGPool
+    /// Signs change tokens and continuation markers with the server secret.
+    package let signer: TokenSigner
+    let clock: any WallClock
+    let tokenUse = TokenUseRecorder()
 
-    package init(pool: PGPool) {
+    init(pool: PGPool, signer: TokenSigner, clock: any WallClock) {
         self.pool = pool
+        self.signer = signer
+        self.clock = clock
+    }
+
+    /// Opens the store: loads the server secret, creating it at first start.
+    package static func open(pool: PGPool, clock: any WallClock = SystemClock()) async throws -> Store {
+        let key = try await pool.withConnection { connection in
+            var random = SystemRandomNumberGenerator()
+            let fresh = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) }
+            try connection.run("""
+                INSERT INTO server_secrets (name, secret) VALUES ('change-token', \(fresh))
+                ON CONFLICT (name) DO NOTHING
+                """)
+            return try connection.queryFirst("SELECT secret FROM server_secrets WHERE name = 'change-token'") { try $0.bytes(0) } ?? fresh
+        }
+        return Store(pool: pool, signer: TokenSigner(key: key), clock: clock)
     }
 
     /// One round trip to the database; returns its duration in seconds.
@@ -21,4 +42,15 @@ package final class Store: Sendable {
 
     /// Connections in use and idle, for metrics.
     package var poolStatistics: PGPool.Statistics { pool.statistics }
+}
+
+/// Maps database errors that mean "bad input" or "try again" to domain errors.
+extension PGError {
+    var asSyncError: SyncError? {
+        if isTransient { return SyncError(.tryAgainLater, "The database is unavailable right now; retry shortly.", retryAfter: 1) }
+        if sqlState == PGError.SQLState.serializationFailure || sqlState == PGError.SQLState.deadlockDetected {
+            return SyncError(.tryAgainLater, "The request collided with another change; retry it.", retryAfter: 1)
+        }
+        return nil
+    }
 }

@@ -26,8 +26,8 @@ enum DatabaseOptions {
         func close() { cluster?.stop() }
     }
 
-    static func configureLogging(_ arguments: ParsedArguments) throws {
-        guard let level = Logger.Level(name: arguments.value("log-level") ?? "info") else {
+    static func configureLogging(_ arguments: ParsedArguments, defaultLevel: Logger.Level = .info) throws {
+        guard let level = Logger.Level(name: arguments.values["log-level"] ?? ProcessInfo.processInfo.environment["NIMBUS_LOG_LEVEL"] ?? "\(defaultLevel)") else {
             throw UsageError(message: "option '--log-level' must be debug, info, notice, warning or error", command: arguments.spec.name)
         }
         guard let format = Logger.Format(rawValue: arguments.value("log-format") ?? "text") else {
@@ -61,6 +61,18 @@ enum DatabaseOptions {
             throw error
         }
         return opened
+    }
+
+    /// For admin commands: the running server's embedded cluster when one holds the data
+    /// directory, else the database opened as `serve` would (and stopped afterwards).
+    static func openForAdmin(_ arguments: ParsedArguments) throws -> Opened {
+        do {
+            return try open(arguments)
+        } catch let error as PGError where error.kind == .clusterInUse {
+            let directory = URL(fileURLWithPath: arguments.value("data-dir") ?? "./.nimbus")
+            guard let url = EmbeddedCluster.runningServerURL(dataDirectory: directory) else { throw error }
+            return Opened(url: url, cluster: nil)
+        }
     }
 
     /// `--migrations-dir`, else `./migrations`, else beside the binary (a SwiftPM build tree or

@@ -14,6 +14,9 @@ struct Nimbus {
         subcommands: [
             ("serve", "Run the server (embedded PostgreSQL unless --database-url is given)."),
             ("migrate", "Apply database migrations and exit."),
+            ("user", "Manage users: add, list."),
+            ("token", "Manage device tokens: issue, list, revoke."),
+            ("schema", "Manage container schemas: import, show, deploy."),
             ("version", "Print the version."),
         ]
     )
@@ -32,6 +35,12 @@ struct Nimbus {
                 exit(try await ServeCommand.run(arguments))
             case "migrate":
                 exit(try await MigrateCommand.run(arguments))
+            case "user":
+                exit(try await AdminCommands.user(arguments))
+            case "token":
+                exit(try await AdminCommands.token(arguments))
+            case "schema":
+                exit(try await AdminCommands.schema(arguments))
             case "version", "--version":
                 print("nimbus \(version)")
                 exit(0)

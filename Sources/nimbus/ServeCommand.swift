@@ -85,7 +85,7 @@ enum ServeCommand {
         var poolConfiguration = PGPool.Configuration(url: database.url)
         poolConfiguration.maxConnections = poolSize
         let pool = PGPool(configuration: poolConfiguration)
-        let store = Store(pool: pool)
+        let store = try await Store.open(pool: pool)
         let metrics = Metrics()
         let api = API(store: store, limits: limits, metrics: metrics)
         let server = HTTPServer(configuration: http, handler: api.handler)

@@ -1,0 +1,136 @@
+import Foundation
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+
+/// `records/modify`, `records/lookup`, `records/query`, `records/changes`.
+struct RecordHandlers: Sendable {
+    let store: Store
+    let limits: Limits
+
+    func modify(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
+        let body = context.body
+        let zoneName = try Wire.zoneName(body)
+        guard case .array(let entries)? = body["operations"] else {
+            throw SyncError(.badRequest, "records/modify needs an \"operations\" array.")
+        }
+        guard entries.count <= limits.maxOperationsPerRequest else {
+            throw SyncError(.limitExceeded, "The request has \(entries.count) operations; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
+        }
+        var atomic = false
+        if let value = body["atomic"], !value.isNull {
+            guard case .bool(let flag) = value else { throw SyncError(.badRequest, "atomic must be true or false.") }
+            atomic = flag
+        }
+        var sharedKeys: Set<String>?
+        if let keys = body["desiredKeys"], !keys.isNull {
+            guard let parsed = RecordOperation.parseDesiredKeys(keys) else { throw SyncError(.badRequest, "desiredKeys must be an array of field names.") }
+            sharedKeys = parsed
+        }
+        var operations: [Result<RecordOperation, ItemError>] = []
+        var seen = Set<String>()
+        for entry in entries {
+            var parsed = RecordOperation.parse(entry)
+            if case .success(var operation) = parsed {
+                if operation.recordName.isEmpty { operation.recordName = UUID().uuidString }
+                if operation.desiredKeys == nil { operation.desiredKeys = sharedKeys }
+                guard seen.insert(operation.recordName).inserted else {
+                    throw SyncError(.badRequest, "Record \(operation.recordName) appears in more than one operation; send one operation per record.")
+                }
+                parsed = .success(operation)
+            }
+            operations.append(parsed)
+        }
+        let results = try await store.modifyRecords(context.session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits)
+        let keysByName = Dictionary(operations.compactMap { try? $0.get() }.map { ($0.recordName, $0.desiredKeys) }, uniquingKeysWith: { first, _ in first })
+        let items: [JSONValue] = results.map { result in
+            switch result {
+            case .saved(let record, let keys): record.json(desiredKeys: keys)
+            case .deleted(let name): .object(["recordName": .string(name), "deleted": .bool(true)])
+            case .failed(let error): Wire.item(error, desiredKeys: error.recordName.flatMap { keysByName[$0] ?? nil })
+            }
+        }
+        return Wire.json(.object(["records": .array(items)]))
+    }
+
+    func lookup(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
+        let body = context.body
+        let zoneName = try Wire.zoneName(body)
+        guard case .array(let entries)? = body["records"] else {
+            throw SyncError(.badRequest, "records/lookup needs a \"records\" array of {\"recordName\"}.")
+        }
+        guard entries.count <= limits.maxOperationsPerRequest else {
+            throw SyncError(.limitExceeded, "The request names \(entries.count) records; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
+        }
+        var desiredKeys: Set<String>?
+        if let keys = body["desiredKeys"], !keys.isNull {
+            guard let parsed = RecordOperation.parseDesiredKeys(keys) else { throw SyncError(.badRequest, "desiredKeys must be an array of field names.") }
+            desiredKeys = parsed
+        }
+        var names: [String?] = []
+        for entry in entries {
+            guard case .string(let name)? = entry["recordName"] else {
+                throw SyncError(.badRequest, "Each element of records must be {\"recordName\": \"...\"}.")
+            }
+            names.append(Names.isValidRecordName(name) ? name : nil)
+        }
+        let found = try await store.lookupRecords(context.session, zoneName: zoneName, names: names.compactMap { $0 })
+        var iterator = found.makeIterator()
+        var items: [JSONValue] = []
+        for (index, name) in names.enumerated() {
+            guard let name else {
+                let text = entries[index]["recordName"]?.stringValue ?? ""
+                items.append(Wire.item(ItemError(.badRequest, "Record name \(Names.quoted(text)) is invalid.", recordName: text)))
+                continue
+            }
+            if let record = iterator.next() ?? nil {
+                items.append(record.json(desiredKeys: desiredKeys))
+            } else {
+                items.append(Wire.item(ItemError(.notFound, "Record \(name) does not exist.", recordName: name)))
+            }
+        }
+        return Wire.json(.object(["records": .array(items)]))
+    }
+
+    func query(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
+        let body = context.body
+        let zoneName = try Wire.zoneName(body)
+        let schema = try await store.schema(container: context.session.container, environment: context.session.environment)
+        let query = try RecordQuery.parse(body, schema: schema.recordTypes, limits: limits)
+        if schema.recordTypes[query.recordType] == nil, context.session.environment == .production {
+            throw SyncError(.badRequest, "Record type \(query.recordType) is not deployed to production.")
+        }
+        let page = try await store.queryRecords(context.session, zoneName: zoneName, query: query)
+        var object: JSONObject = ["records": .array(page.records.map { $0.json(desiredKeys: query.desiredKeys) })]
+        if let marker = page.continuationMarker { object["continuationMarker"] = .string(marker) }
+        return Wire.json(.object(object))
+    }
+
+    func changes(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
+        let body = context.body
+        let zoneName = try Wire.zoneName(body, required: true)
+        let token = try Wire.syncToken(body)
+        let limit = try RecordQuery.resultsLimit(body["resultsLimit"], limits: limits)
+        _ = try Wire.waitSeconds(body, limits: limits)
+        var desiredKeys: Set<String>?
+        if let keys = body["desiredKeys"], !keys.isNull {
+            guard let parsed = RecordOperation.parseDesiredKeys(keys) else { throw SyncError(.badRequest, "desiredKeys must be an array of field names.") }
+            desiredKeys = parsed
+        }
+        var types: Set<String>?
+        if let value = body["desiredRecordTypes"], !value.isNull {
+            guard let parsed = RecordOperation.parseDesiredKeys(value), parsed.allSatisfy(Names.isValidRecordType) else {
+                throw SyncError(.badRequest, "desiredRecordTypes must be an array of record type names.")
+            }
+            types = parsed
+        }
+        let changes = try await store.recordChanges(context.session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types)
+        let records: [JSONValue] = changes.records.map { $0.deleted ? $0.tombstoneJSON : $0.json(desiredKeys: desiredKeys) }
+        return Wire.json(.object([
+            "zoneID": Wire.zoneID(zoneName),
+            "records": .array(records),
+            "syncToken": .string(changes.token),
+            "moreComing": .bool(changes.moreComing),
+        ]))
+    }
+}

@@ -1,0 +1,113 @@
+/// Writes JSON values as compact UTF-8 (RFC 8259). See `JSONValue.serialized(sortedKeys:)`.
+struct JSONWriter {
+    private(set) var bytes: [UInt8]
+    let sortedKeys: Bool
+
+    init(bytes: [UInt8] = [], sortedKeys: Bool) {
+        self.bytes = bytes
+        self.sortedKeys = sortedKeys
+    }
+
+    mutating func write(_ value: JSONValue) {
+        switch value {
+        case .null:
+            append("null")
+        case .bool(let flag):
+            append(flag ? "true" : "false")
+        case .integer(let integer):
+            write(integer)
+        case .double(let double):
+            write(double)
+        case .string(let string):
+            write(string)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let object):
+            bytes.append(UInt8(ascii: "{"))
+            var members = object.members
+            if sortedKeys {
+                members.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+            }
+            for (index, member) in members.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(member.key)
+                bytes.append(UInt8(ascii: ":"))
+                write(member.value)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    private mutating func write(_ integer: Int64) {
+        if integer < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = integer.magnitude
+        let start = bytes.count
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10))
+            magnitude /= 10
+        } while magnitude != 0
+        bytes[start...].reverse()
+    }
+
+    /// Swift's `description` is the shortest text that parses back to the same bits, and its
+    /// forms (`0.1`, `1e-05`, `1.5e+300`, `-0.0`) are all JSON numbers. An integral value prints
+    /// with `.0` below 2^53 and with an exponent above it; either way it re-parses as a double.
+    private mutating func write(_ double: Double) {
+        guard double.isFinite else {
+            append("null")
+            return
+        }
+        let text = double.description
+        bytes.append(contentsOf: text.utf8)
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") }) {
+            append(".0")                // defensive: keep it a double if the format ever changes
+        }
+    }
+
+    /// RFC 8259 §7: `"` and `\` and U+0000...U+001F must be escaped; nothing else is. `/` and
+    /// non-ASCII are written as they are.
+    private mutating func write(_ string: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { utf8 in
+            var runStart = 0
+            for index in 0..<utf8.count {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                appendEscape(for: byte)
+                runStart = index + 1
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func appendEscape(for byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""): append("\\\"")
+        case UInt8(ascii: "\\"): append("\\\\")
+        case 0x08: append("\\b")
+        case 0x0C: append("\\f")
+        case 0x0A: append("\\n")
+        case 0x0D: append("\\r")
+        case 0x09: append("\\t")
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            append("\\u00")
+            hex.withUTF8Buffer { digits in
+                bytes.append(digits[Int(byte >> 4)])
+                bytes.append(digits[Int(byte & 0x0F)])
+            }
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+
+/// A reference from one record to another (API.md `REFERENCE`).
+package struct RecordReference: Sendable, Hashable {
+    package enum Action: String, Sendable {
+        case none = "NONE"
+        case deleteSelf = "DELETE_SELF"
+    }
+
+    package var recordName: String
+    /// The target's zone; nil means the referencing record's zone.
+    package var zoneName: String?
+    package var action: Action
+
+    package init(recordName: String, zoneName: String? = nil, action: Action = .none) {
+        self.recordName = recordName
+        self.zoneName = zoneName
+        self.action = action
+    }
+}
+
+/// An asset a record field points at (API.md `ASSETID`).
+package struct AssetValue: Sendable, Hashable {
+    package var fileChecksum: String
+    package var size: Int64
+    package var receipt: String?
+    package var downloadURL: String?
+
+    package init(fileChecksum: String, size: Int64, receipt: String? = nil, downloadURL: String? = nil) {
+        self.fileChecksum = fileChecksum
+        self.size = size
+        self.receipt = receipt
+        self.downloadURL = downloadURL
+    }
+}
+
+/// One typed field value.
+package enum FieldValue: Sendable, Hashable {
+    case string(String)
+    case int64(Int64)
+    case double(Double)
+    /// Milliseconds since the Unix epoch.
+    case timestamp(Int64)
+    case bytes([UInt8])
+    case reference(RecordReference)
+    case asset(AssetValue)
+    /// A `_LIST` value: elements all of `elementType`.
+    case list(elementType: FieldType.Base, [FieldValue])
+
+    package var type: FieldType {
+        switch self {
+        case .string: .string
+        case .int64: .int64
+        case .double: .double
+        case .timestamp: .timestamp
+        case .bytes: .bytes
+        case .reference: .reference
+        case .asset: .assetID
+        case .list(let element, _): FieldType(element, isList: true)
+        }
+    }
+
+    /// Every reference in the value (a REFERENCE, or the elements of a REFERENCE_LIST).
+    package var references: [RecordReference] {
+        switch self {
+        case .reference(let reference): [reference]
+        case .list(_, let values): values.flatMap(\.references)
+        default: []
+        }
+    }
+}
+
+/// Why a wire value does not fit its type.
+package struct FieldValueError: Error, Sendable, Hashable {
+    /// What the value looked like, e.g. "a string", "an integer".
+    package var given: String
+}
+
+extension FieldValue {
+    /// Reads a wire `value` of the given type. Throws with a description of what was given.
+    package static func decode(_ json: JSONValue, as type: FieldType) throws(FieldValueError) -> FieldValue {
+        if type.isList {
+            guard case .array(let elements) = json else { throw FieldValueError(given: json.kindDescription) }
+            var values: [FieldValue] = []
+            values.reserveCapacity(elements.count)
+            for element in elements {
+                values.append(try decode(element, as: type.element))
+            }
+            return .list(elementType: type.base, values)
+        }
+        switch (type.base, json) {
+        case (.string, .string(let text)):
+            return .string(text)
+        case (.int64, .integer(let number)):
+            return .int64(number)
+        case (.double, .double(let number)):
+            return .double(number)
+        case (.double, .integer(let number)):
+            return .double(Double(number))
+        case (.timestamp, .integer(let number)):
+            return .timestamp(number)
+        case (.timestamp, .double(let number)) where number.isFinite && abs(number) < 9e15:
+            return .timestamp(Int64(number.rounded(.down)))
+        case (.bytes, .string(let text)):
+            guard let data = Data(base64Encoded: text) else { throw FieldValueError(given: "a string that is not base64") }
+            return .bytes(Array(data))
+        case (.reference, .object(let object)):
+            guard case .string(let name)? = object["recordName"] else {
+                throw FieldValueError(given: "an object without a string recordName")
+            }
+            var zoneName: String?
+            if let zone = object["zoneID"], !zone.isNull {
+                guard case .string(let zoneText)? = zone["zoneName"] else {
+                    throw FieldValueError(given: "a reference whose zoneID has no zoneName")
+                }
+                zoneName = zoneText
+            }
+            var action = RecordReference.Action.none
+            if let actionValue = object["action"], !actionValue.isNull {
+                guard case .string(let text) = actionValue, let parsed = RecordReference.Action(rawValue: text) else {
+                    throw FieldValueError(given: "a reference whose action is not NONE or DELETE_SELF")
+                }
+                action = parsed
+            }
+            return .reference(RecordReference(recordName: name, zoneName: zoneName, action: action))
+        case (.assetID, .object(let object)):
+            guard case .string(let checksum)? = object["fileChecksum"], case .integer(let size)? = object["size"], size >= 0 else {
+                throw FieldValueError(given: "an object without fileChecksum and size")
+            }
+            var receipt: String?
+            if case .string(let text)? = object["receipt"] { receipt = text }
+            return .asset(AssetValue(fileChecksum: checksum, size: size, receipt: receipt))
+        default:
+            throw FieldValueError(given: json.kindDescription)
+        }
+    }
+
+    /// The type a development schema gives a field first seen without `type` (API.md Details):
+    /// string STRING, integer INT64, fraction/exponent DOUBLE, non-empty array of those the
+    /// `_LIST` type (mixed integers and fractions DOUBLE_LIST); nil when not inferable.
+    package static func inferType(_ json: JSONValue) -> FieldType? {
+        switch json {
+        case .string: return .string
+        case .integer: return .int64
+        case .double: return .double
+        case .array(let elements):
+            guard !elements.isEmpty else { return nil }
+            var sawString = false, sawInteger = false, sawDouble = false
+            for element in elements {
+                switch element {
+                case .string: sawString = true
+                case .integer: sawInteger = true
+                case .double: sawDouble = true
+                default: return nil
+                }
+            }
+            if sawString { return sawInteger || sawDouble ? nil : FieldType(.string, isList: true) }
+            return sawDouble ? FieldType(.double, isList: true) : FieldType(.int64, isList: true)
+        default:
+            return nil
+        }
+    }
+
+    /// The wire form of the value (the `value` member).
+    package var json: JSONValue {
+        switch self {
+        case .string(let text): .string(text)
+        case .int64(let number): .integer(number)
+        case .double(let number): .double(number)
+        case .timestamp(let milliseconds): .integer(milliseconds)
+        case .bytes(let bytes): .string(Data(bytes).base64EncodedString())
+        case .reference(let reference):
+            .object(reference.json)
+        case .asset(let asset):
+            .object(asset.json)
+        case .list(_, let values): .array(values.map(\.json))
+        }
+    }
+}
+
+extension RecordReference {
+    var json: JSONObject {
+        var object: JSONObject = ["recordName": .string(recordName), "action": .string(action.rawValue)]
+        if let zoneName { object["zoneID"] = .object(["zoneName": .string(zoneName)]) }
+        return object
+    }
+}
+
+extension AssetValue {
+    var json: JSONObject {
+        var object: JSONObject = ["fileChecksum": .string(fileChecksum), "size": .integer(size)]
+        if let receipt { object["receipt"] = .string(receipt) }
+        if let downloadURL { object["downloadURL"] = .string(downloadURL) }
+        return object
+    }
+}
+
+extension JSONValue {
+    /// "a string", "an integer", ... for error messages.
+    package var kindDescription: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .integer: "an integer"
+        case .double: "a number with a fraction"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}

@@ -1,0 +1,46 @@
+/// The naming rules of API.md, in one place.
+package enum Names {
+    /// Record and zone names: 1–255 of letters, digits, `-`, `_`, `.`, `:` (ASCII).
+    package static func isValidRecordName(_ name: String) -> Bool {
+        isValid(name, maxLength: 255) { isASCIIAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: ":") }
+    }
+
+    package static func isValidZoneName(_ name: String) -> Bool { isValidRecordName(name) }
+
+    /// Zone names starting with `_` are reserved; `_defaultZone` is the only one that exists.
+    package static let defaultZone = "_defaultZone"
+
+    /// Record type names: letter first, then letters, digits, `_`; at most 255.
+    package static func isValidRecordType(_ name: String) -> Bool {
+        guard let first = name.utf8.first, isASCIILetter(first) else { return false }
+        return isValid(name, maxLength: 255) { isASCIIAlphanumeric($0) || $0 == UInt8(ascii: "_") }
+    }
+
+    /// Field names: 1–255, letter first, letters/digits/`_`.
+    package static func isValidFieldName(_ name: String) -> Bool { isValidRecordType(name) }
+
+    /// Container ids: letters, digits, `.`, `-`, `_`, at most 255.
+    package static func isValidContainer(_ name: String) -> Bool {
+        isValid(name, maxLength: 255) { isASCIIAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
+    }
+
+    private static func isValid(_ name: String, maxLength: Int, _ allowed: (UInt8) -> Bool) -> Bool {
+        let bytes = name.utf8
+        guard !bytes.isEmpty, bytes.count <= maxLength else { return false }
+        return bytes.allSatisfy(allowed)
+    }
+
+    private static func isASCIILetter(_ byte: UInt8) -> Bool {
+        (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+    }
+
+    private static func isASCIIAlphanumeric(_ byte: UInt8) -> Bool {
+        isASCIILetter(byte) || (byte >= 48 && byte <= 57)
+    }
+
+    /// A name quoted for error messages, shortened when long.
+    package static func quoted(_ name: String) -> String {
+        let shown = name.count > 80 ? String(name.prefix(80)) + "…" : name
+        return "\"\(shown)\""
+    }
+}

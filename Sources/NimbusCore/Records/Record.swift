@@ -1,0 +1,104 @@
+/// Who changed a record and when (API.md `created` / `modified`).
+package struct RecordStamp: Sendable, Hashable {
+    /// Milliseconds since the Unix epoch.
+    package var timestamp: Int64
+    package var userRecordName: String
+    package var deviceID: String
+
+    package init(timestamp: Int64, userRecordName: String, deviceID: String) {
+        self.timestamp = timestamp
+        self.userRecordName = userRecordName
+        self.deviceID = deviceID
+    }
+
+    var json: JSONValue {
+        .object(["timestamp": .integer(timestamp), "userRecordName": .string(userRecordName), "deviceID": .string(deviceID)])
+    }
+}
+
+/// A record as stored and returned.
+package struct Record: Sendable, Hashable {
+    package var recordName: String
+    package var recordType: String
+    package var fields: [String: FieldValue]
+    package var changeTag: String
+    package var created: RecordStamp
+    package var modified: RecordStamp
+    package var deleted: Bool
+    package var zoneName: String
+
+    package init(recordName: String, recordType: String, fields: [String: FieldValue], changeTag: String,
+                 created: RecordStamp, modified: RecordStamp, deleted: Bool = false, zoneName: String) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.fields = fields
+        self.changeTag = changeTag
+        self.created = created
+        self.modified = modified
+        self.deleted = deleted
+        self.zoneName = zoneName
+    }
+
+    /// The record dictionary of API.md; `desiredKeys` limits the fields (nil: all).
+    package func json(desiredKeys: Set<String>? = nil) -> JSONValue {
+        var object: JSONObject = [:]
+        object["recordName"] = .string(recordName)
+        object["recordType"] = .string(recordType)
+        object["recordChangeTag"] = .string(changeTag)
+        var fieldsObject = JSONObject()
+        for name in fields.keys.sorted() {
+            if let desiredKeys, !desiredKeys.contains(name) { continue }
+            if let value = fields[name] {
+                fieldsObject[name] = .object(["value": value.json, "type": .string(value.type.name)])
+            }
+        }
+        object["fields"] = .object(fieldsObject)
+        object["created"] = created.json
+        object["modified"] = modified.json
+        object["deleted"] = .bool(deleted)
+        object["zoneID"] = .object(["zoneName": .string(zoneName)])
+        return .object(object)
+    }
+
+    /// The short form of a deleted record in change feeds: `{"recordName", "recordType", "deleted": true}`.
+    package var tombstoneJSON: JSONValue {
+        .object(["recordName": .string(recordName), "recordType": .string(recordType), "deleted": .bool(true)])
+    }
+
+    /// The stored form of the fields: `{"name": {"type": "...", "value": ...}}`.
+    package static func storedFields(_ fields: [String: FieldValue]) -> JSONValue {
+        var object = JSONObject()
+        for name in fields.keys.sorted() {
+            if let value = fields[name] {
+                object[name] = .object(["type": .string(value.type.name), "value": value.json])
+            }
+        }
+        return .object(object)
+    }
+
+    /// Reads fields back from their stored form (written by `storedFields`, so trusted).
+    package static func fields(fromStored json: JSONValue) throws(FieldValueError) -> [String: FieldValue] {
+        guard case .object(let object) = json else { throw FieldValueError(given: json.kindDescription) }
+        var fields: [String: FieldValue] = [:]
+        fields.reserveCapacity(object.count)
+        for (name, entry) in object {
+            guard case .string(let typeName)? = entry["type"], let type = FieldType(name: typeName), let value = entry["value"] else {
+                throw FieldValueError(given: "a stored field without type or value")
+            }
+            fields[name] = try FieldValue.decode(value, as: type)
+        }
+        return fields
+    }
+
+    /// The size limit applies to the fields' stored JSON (assets count by reference only).
+    package static func storedSize(_ fields: [String: FieldValue]) -> Int {
+        storedFields(fields).serialized().count
+    }
+}
+
+/// Change tags: the record's change sequence in base 36 — unique within the zone, short, opaque.
+package enum ChangeTag {
+    package static func make(sequence: Int64) -> String {
+        String(sequence, radix: 36)
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+import Synchronization
+
+/// An authenticated request: whose token, which device, and which database it addresses.
+package struct Session: Sendable, Hashable {
+    package var userID: Int64
+    package var userRecordName: String
+    package var tokenID: String
+    package var deviceID: String
+    package var databaseID: Int64
+    package var container: String
+    package var environment: Environment
+}
+
+package struct UserSummary: Sendable, Hashable {
+    package var name: String
+    package var userRecordName: String
+    package var createdAt: Date
+    package var activeTokens: Int
+}
+
+package struct TokenSummary: Sendable, Hashable {
+    package var tokenID: String
+    package var deviceName: String
+    package var createdAt: Date
+    package var lastUsedAt: Date?
+    package var revokedAt: Date?
+}
+
+/// A freshly issued device token: the secret is shown once and stored only as its SHA-256.
+package struct IssuedToken: Sendable {
+    package var tokenID: String
+    package var secret: String
+}
+
+/// Writes `last_used_at` at most once a minute per token per instance, so authentication stays
+/// a read on the hot path.
+final class TokenUseRecorder: Sendable {
+    private let lastWrites = Mutex<[String: UInt64]>([:])
+
+    func shouldRecord(_ tokenID: String) -> Bool {
+        let now = monotonicNanoseconds()
+        return lastWrites.withLock { writes in
+            if let last = writes[tokenID], now - last < 60_000_000_000 { return false }
+            writes[tokenID] = now
+            if writes.count > 100_000 { writes.removeAll() }
+            return true
+        }
+    }
+}
+
+extension Store {
+    /// The SHA-256 of a bearer token, as stored.
+    package static func tokenDigest(_ secret: String) -> [UInt8] {
+        SHA256.hash(secret)
+    }
+
+    /// Resolves a bearer token and the private database it addresses (created on first use,
+    /// with its `_defaultZone`). nil when the token is unknown or revoked.
+    package func session(tokenDigest: [UInt8], container: String, environment: Environment) async throws -> Session? {
+        let recorder = tokenUse
+        return try await pool.withConnection { connection in
+            typealias Row = (userID: Int64, userRecordName: String, tokenID: String, device: String, databaseID: Int64?)
+            let found: Row? = try connection.queryFirst("""
+                SELECT t.user_id, u.record_name, t.token_id, t.device_name, d.id
+                FROM device_tokens t
+                JOIN users u ON u.id = t.user_id
+                LEFT JOIN databases d ON d.owner_user_id = t.user_id AND d.container = \(container)
+                     AND d.environment = \(environment.rawValue) AND d.scope = 'private'
+                WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
+                """) { row in
+                (try row.int64(0), try row.string(1), try row.string(2), try row.string(3), try row.optionalInt64(4))
+            }
+            guard let found else { return nil }
+            if recorder.shouldRecord(found.tokenID) {
+                try connection.run("UPDATE device_tokens SET last_used_at = now() WHERE token_id = \(found.tokenID)")
+            }
+            let databaseID = try found.databaseID ?? Self.createPrivateDatabase(connection, userID: found.userID,
+                                                                                 container: container, environment: environment)
+            return Session(userID: found.userID, userRecordName: found.userRecordName, tokenID: found.tokenID,
+                           deviceID: found.device, databaseID: databaseID, container: container, environment: environment)
+        }
+    }
+
+    private static func createPrivateDatabase(_ connection: PGConnection, userID: Int64, container: String, environment: Environment) throws -> Int64 {
+        try connection.withTransaction { connection in
+            try connection.run("""
+                INSERT INTO databases (owner_user_id, container, environment, scope)
+                VALUES (\(userID), \(container), \(environment.rawValue), 'private')
+                ON CONFLICT DO NOTHING
+                """)
+            let id = try connection.queryFirst("""
+                SELECT id FROM databases WHERE owner_user_id = \(userID) AND container = \(container)
+                AND environment = \(environment.rawValue) AND scope = 'private'
+                """) { try $0.int64(0) }
+            guard let id else { throw PGError(.server, "the private database could not be created") }
+            try connection.run("""
+                INSERT INTO zones (database_id, zone_name) VALUES (\(id), \(Names.defaultZone)) ON CONFLICT DO NOTHING
+                """)
+            return id
+        }
+    }
+
+    // MARK: - Admin (CLI)
+
+    package func addUser(name: String) async throws -> UserSummary {
+        guard !name.isEmpty, name.count <= 255, !name.contains(where: { $0.isNewline || $0 == "\0" }) else {
+            throw SyncError(.badRequest, "A user name is 1–255 characters without line breaks.")
+        }
+        var random = SystemRandomNumberGenerator()
+        let recordName = "_" + Hex.encode((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) })
+        return try await pool.withConnection { connection in
+            do {
+                return try connection.queryFirst("""
+                    INSERT INTO users (name, record_name) VALUES (\(name), \(recordName))
+                    RETURNING name, record_name, created_at
+                    """) { row in
+                    UserSummary(name: try row.string(0), userRecordName: try row.string(1), createdAt: try row.date(2), activeTokens: 0)
+                } ?? UserSummary(name: name, userRecordName: recordName, createdAt: Date(), activeTokens: 0)
+            } catch let error as PGError where error.sqlState == PGError.SQLState.uniqueViolation {
+                throw SyncError(.exists, "A user named \(name) already exists.")
+            }
+        }
+    }
+
+    package func listUsers() async throws -> [UserSummary] {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT u.name, u.record_name, u.created_at,
+                       (SELECT count(*) FROM device_tokens t WHERE t.user_id = u.id AND t.revoked_at IS NULL)
+                FROM users u ORDER BY u.name
+                """) { row in
+                UserSummary(name: try row.string(0), userRecordName: try row.string(1), createdAt: try row.date(2),
+                            activeTokens: try row.int(3))
+            }
+        }
+    }
+
+    /// Issues a token for a user's device: 256 random bits, base64url; only its SHA-256 is kept.
+    package func issueToken(user: String, device: String) async throws -> IssuedToken {
+        guard !device.isEmpty, device.count <= 255, !device.contains(where: { $0.isNewline || $0 == "\0" }) else {
+            throw SyncError(.badRequest, "A device name is 1–255 characters without line breaks.")
+        }
+        var random = SystemRandomNumberGenerator()
+        let secret = Base64URL.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) })
+        let tokenID = "tok_" + Base64URL.encode((0..<9).map { _ in UInt8.random(in: .min ... .max, using: &random) })
+        let digest = Self.tokenDigest(secret)
+        let inserted = try await pool.withConnection { connection in
+            try connection.run("""
+                INSERT INTO device_tokens (user_id, token_id, token_sha256, device_name)
+                SELECT id, \(tokenID), \(digest), \(device) FROM users WHERE name = \(user)
+                """)
+        }
+        guard inserted == 1 else { throw SyncError(.notFound, "There is no user named \(user).") }
+        return IssuedToken(tokenID: tokenID, secret: secret)
+    }
+
+    package func listTokens(user: String) async throws -> [TokenSummary] {
+        let (exists, tokens) = try await pool.withConnection { connection in
+            let exists = try connection.queryFirst("SELECT 1 FROM users WHERE name = \(user)") { _ in true } ?? false
+            let tokens = try connection.query("""
+                SELECT t.token_id, t.device_name, t.created_at, t.last_used_at, t.revoked_at
+                FROM device_tokens t JOIN users u ON u.id = t.user_id
+                WHERE u.name = \(user) ORDER BY t.created_at, t.token_id
+                """) { row in
+                TokenSummary(tokenID: try row.string(0), deviceName: try row.string(1), createdAt: try row.date(2),
+                             lastUsedAt: try row.optionalDate(3), revokedAt: try row.optionalDate(4))
+            }
+            return (exists, tokens)
+        }
+        guard exists else { throw SyncError(.notFound, "There is no user named \(user).") }
+        return tokens
+    }
+
+    /// Revokes a token; the next request with it is refused (no cache stands in the way).
+    package func revokeToken(tokenID: String) async throws {
+        let changed = try await pool.withConnection { connection in
+            try connection.run("UPDATE device_tokens SET revoked_at = now() WHERE token_id = \(tokenID) AND revoked_at IS NULL")
+        }
+        if changed == 0 {
+            let exists = try await pool.withConnection { connection in
+                try connection.queryFirst("SELECT 1 FROM device_tokens WHERE token_id = \(tokenID)") { _ in true } ?? false
+            }
+            throw SyncError(exists ? .badRequest : .notFound, exists ? "Token \(tokenID) is already revoked." : "There is no token \(tokenID).")
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+
+package struct RecordChanges: Sendable {
+    /// Live records and tombstones (`deleted` true), each once, in change order.
+    package var records: [Record]
+    package var token: String
+    package var moreComing: Bool
+    package var zone: ZoneInfo
+}
+
+extension Store {
+    /// `records/changes`: what changed in a zone after a token (everything live without one).
+    ///
+    /// The zone's sequence Z and the rows come from one statement, hence one snapshot; every
+    /// transaction that took a sequence <= Z committed before that snapshot (writers take
+    /// sequences under the zone's row lock and hold it until commit), so no change at or below
+    /// the returned token can appear later.
+    package func recordChanges(_ session: Session, zoneName: String, token text: String?, limit: Int,
+                               desiredRecordTypes: Set<String>?) async throws -> RecordChanges {
+        var since: Int64 = 0
+        var tokenZoneID: Int64?
+        if let text {
+            guard let token = signer.decodeZoneToken(text, zoneName: zoneName), token.databaseID == session.databaseID else {
+                throw SyncError(.badRequest, "The syncToken is not a valid token of zone \(zoneName).")
+            }
+            since = token.sequence
+            tokenZoneID = token.zoneID
+        }
+        let types: PGData = desiredRecordTypes.map { .textArray(Array($0)) } ?? .null
+        let after = since
+        let rows = try await pool.withConnection { connection in
+            try connection.query("""
+                WITH z AS (
+                    SELECT id, change_seq, tombstone_horizon_seq, deleted FROM zones
+                    WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
+                )
+                SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted, r.change_seq, \(unsafeColumns: Self.recordColumns)
+                FROM z LEFT JOIN LATERAL (
+                    SELECT * FROM records r
+                    WHERE r.zone_id = z.id AND r.change_seq > \(after) AND r.change_seq <= z.change_seq
+                      AND (\(text != nil) OR NOT r.deleted)
+                      AND (\(types)::text[] IS NULL OR r.record_type = ANY(\(types)::text[]))
+                    ORDER BY r.change_seq
+                    LIMIT \(Int64(limit + 1))
+                ) r ON true
+                ORDER BY r.change_seq
+                """) { row -> (zone: ZoneInfo, sequence: Int64?, record: Record?) in
+                let zone = ZoneInfo(name: zoneName, id: try row.int64(0), changeSequence: try row.int64(1),
+                                    horizon: try row.int64(2), deleted: try row.bool(3))
+                guard !row.isNull(4) else { return (zone, nil, nil) }
+                return (zone, try row.int64(4), try Self.decodeRecord(row, zoneName: zoneName, offset: 5))
+            }
+        }
+        guard let zone = rows.first?.zone, !zone.deleted else {
+            throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
+        }
+        if let tokenZoneID {
+            guard tokenZoneID == zone.id else {
+                throw SyncError(.changeTokenExpired, "The syncToken is from before zone \(zoneName) was deleted and created again; fetch again without a token.")
+            }
+            guard since >= zone.horizon, since <= zone.changeSequence else {
+                throw SyncError(.changeTokenExpired, "The syncToken is older than the zone's retention horizon; fetch again without a token.")
+            }
+        }
+        var changes = rows.compactMap { row in row.record.map { (row.sequence ?? 0, $0) } }
+        let moreComing = changes.count > limit
+        if moreComing { changes.removeLast(changes.count - limit) }
+        let position = moreComing ? (changes.last?.0 ?? since) : zone.changeSequence
+        let token = signer.encode(ZoneChangeToken(databaseID: session.databaseID, zoneID: zone.id, sequence: max(position, since)),
+                                  zoneName: zoneName)
+        return RecordChanges(records: changes.map { $0.1 }, token: token, moreComing: moreComing, zone: zone)
+    }
+}

@@ -1,0 +1,262 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+
+package struct QueryPage: Sendable {
+    package var records: [Record]
+    package var continuationMarker: String?
+}
+
+extension Store {
+    /// `records/query`: live records of one type in a zone, filtered, sorted, one page at a time.
+    /// Pages continue by keyset (the last row's sort values), so inserts and deletes between
+    /// pages neither repeat nor skip records that stay.
+    package func queryRecords(_ session: Session, zoneName: String, query: RecordQuery) async throws -> QueryPage {
+        let signer = signer
+        return try await pool.withConnection { connection in
+            guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
+                throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
+            }
+            let builder = QuerySQLBuilder(query: query, zoneID: zone.id)
+            let markerContext = builder.markerContext(zoneName: zoneName)
+            var after: [String]?
+            if let marker = query.continuationMarker {
+                guard let payload = signer.verify(marker, context: markerContext),
+                      case .array(let values)? = try? JSONValue.parse(payload),
+                      values.count == builder.keyCount else {
+                    throw SyncError(.badRequest, "The continuationMarker does not belong to this query.")
+                }
+                after = values.compactMap(\.stringValue)
+                guard after?.count == builder.keyCount else { throw SyncError(.badRequest, "The continuationMarker is malformed.") }
+            }
+            let statement = builder.statement(after: after, limit: query.resultsLimit + 1)
+            let rows = try connection.query(statement) { row -> (Record, [String]) in
+                let record = try Self.decodeRecord(row, zoneName: zoneName)
+                let keys = try (0..<builder.keyCount).map { try row.string(11 + $0) }
+                return (record, keys)
+            }
+            var marker: String?
+            if rows.count > query.resultsLimit, let last = rows.prefix(query.resultsLimit).last {
+                let payload = JSONValue.array(last.1.map { .string($0) }).serialized()
+                marker = signer.sign(payload, context: markerContext)
+            }
+            return QueryPage(records: rows.prefix(query.resultsLimit).map(\.0), continuationMarker: marker)
+        }
+    }
+}
+
+/// Turns a parsed query into one parameterized statement.
+struct QuerySQLBuilder {
+    let query: RecordQuery
+    let zoneID: Int64
+
+    /// Sort keys: the query's, then the record name as tie-breaker.
+    var keys: [(field: QueryField, ascending: Bool)] {
+        var keys = query.sort.map { ($0.field, $0.ascending) }
+        if !keys.contains(where: { $0.0 == .recordName }) {
+            keys.append((.recordName, keys.last?.1 ?? true))
+        }
+        return keys
+    }
+
+    var keyCount: Int { keys.count }
+
+    /// Binds markers to the query's zone, type and order.
+    func markerContext(zoneName: String) -> String {
+        "query|\(zoneName)|\(query.recordType)|" + keys.map { "\($0.field.name):\($0.ascending)" }.joined(separator: ",")
+    }
+
+    func statement(after: [String]?, limit: Int) -> SQL {
+        var sql: SQL = "SELECT \(unsafeColumns: Store.recordColumns)"
+        for key in keys {
+            sql.append(", ")
+            sql.append(textExpression(key.field))
+        }
+        sql.append(" FROM records r WHERE r.zone_id = \(zoneID) AND r.record_type = \(query.recordType) AND NOT r.deleted")
+        for filter in query.filters {
+            sql.append(" AND (")
+            sql.append(condition(filter))
+            sql.append(")")
+        }
+        if let after {
+            sql.append(" AND (")
+            sql.append(keysetCondition(after))
+            sql.append(")")
+        }
+        sql.append(" ORDER BY ")
+        for (index, key) in keys.enumerated() {
+            if index > 0 { sql.append(", ") }
+            sql.append(expression(key.field))
+            sql.append(key.ascending ? " ASC" : " DESC")
+        }
+        sql.append(" LIMIT \(Int64(limit))")
+        return sql
+    }
+
+    /// The sort expression. For record fields it matches the expression indexes of migration
+    /// 0002: jsonb orders numbers numerically, and COALESCE gives missing fields a place.
+    func expression(_ field: QueryField) -> SQL {
+        switch field {
+        case .field(let name): "COALESCE(r.fields->\(name)->'value', 'null'::jsonb)"
+        case .recordName: "r.record_name"
+        case .createTime: "r.created_at"
+        case .modTime: "r.modified_at"
+        }
+    }
+
+    /// The sort value as text for continuation markers.
+    func textExpression(_ field: QueryField) -> SQL {
+        switch field {
+        case .field: "(\(expression(field)))::text"
+        case .recordName: "r.record_name"
+        case .createTime: "((extract(epoch FROM r.created_at) * 1000000)::int8)::text"
+        case .modTime: "((extract(epoch FROM r.modified_at) * 1000000)::int8)::text"
+        }
+    }
+
+    /// A marker value back in the expression's type.
+    func literal(_ field: QueryField, _ text: String) -> SQL {
+        switch field {
+        case .field: "\(text)::jsonb"
+        case .recordName: "\(text)::text"
+        case .createTime, .modTime: "'epoch'::timestamptz + \(Int64(text) ?? 0) * interval '1 microsecond'"
+        }
+    }
+
+    /// Rows strictly after the marker in the query's order.
+    func keysetCondition(_ values: [String]) -> SQL {
+        let keys = keys
+        if keys.allSatisfy({ $0.ascending == keys[0].ascending }) {
+            // A row comparison: one index range scan when an index matches the order.
+            var sql: SQL = "("
+            for (index, key) in keys.enumerated() {
+                if index > 0 { sql.append(", ") }
+                sql.append(expression(key.field))
+            }
+            sql.append(keys[0].ascending ? ") > (" : ") < (")
+            for (index, key) in keys.enumerated() {
+                if index > 0 { sql.append(", ") }
+                sql.append(literal(key.field, values[index]))
+            }
+            sql.append(")")
+            return sql
+        }
+        // Mixed directions: (k1 after v1) OR (k1 = v1 AND k2 after v2) OR ...
+        var sql: SQL = "false"
+        for index in keys.indices {
+            sql.append(" OR (true")
+            for previous in 0..<index {
+                sql.append(" AND ")
+                sql.append(expression(keys[previous].field))
+                sql.append(" = ")
+                sql.append(literal(keys[previous].field, values[previous]))
+            }
+            sql.append(" AND ")
+            sql.append(expression(keys[index].field))
+            sql.append(keys[index].ascending ? " > " : " < ")
+            sql.append(literal(keys[index].field, values[index]))
+            sql.append(")")
+        }
+        return sql
+    }
+
+    func condition(_ filter: QueryFilter) -> SQL {
+        switch filter.field {
+        case .field(let name):
+            return fieldCondition(name, filter.comparator, filter.value)
+        case .recordName:
+            return nameCondition(filter.comparator, filter.value)
+        case .createTime:
+            return timeCondition("r.created_at", filter.comparator, filter.value)
+        case .modTime:
+            return timeCondition("r.modified_at", filter.comparator, filter.value)
+        }
+    }
+
+    private func fieldCondition(_ name: String, _ comparator: QueryComparator, _ value: FieldValue) -> SQL {
+        let json = PGData.jsonb(value.json.serializedString)
+        switch comparator {
+        case .equals:
+            if case .reference(let reference) = value {
+                return "r.fields->\(name)->'value'->>'recordName' = \(reference.recordName)"
+            }
+            return "r.fields->\(name)->'value' = \(json)"
+        case .notEquals:
+            if case .reference(let reference) = value {
+                return "(r.fields->\(name)->'value'->>'recordName' = \(reference.recordName)) IS NOT TRUE"
+            }
+            return "(r.fields->\(name)->'value' = \(json)) IS NOT TRUE"
+        case .lessThan: return "r.fields->\(name)->'value' < \(json)"
+        case .lessThanOrEquals: return "r.fields->\(name)->'value' <= \(json)"
+        case .greaterThan: return "r.fields->\(name)->'value' > \(json)"
+        case .greaterThanOrEquals: return "r.fields->\(name)->'value' >= \(json)"
+        case .in, .notIn:
+            let test: SQL
+            if case .list(.reference, let references) = value {
+                let names = references.compactMap { if case .reference(let r) = $0 { r.recordName } else { nil } }
+                test = "r.fields->\(name)->'value'->>'recordName' = ANY(\(PGData.textArray(names)))"
+            } else {
+                test = "\(json) @> jsonb_build_array(r.fields->\(name)->'value')"
+            }
+            if comparator == .in { return test }
+            var negated: SQL = "("
+            negated.append(test)
+            negated.append(") IS NOT TRUE")
+            return negated
+        case .beginsWith:
+            let prefix: String = if case .string(let text) = value { text } else { "" }
+            return "starts_with(r.fields->\(name)->>'value', \(prefix))"
+        case .listContains:
+            if case .reference(let reference) = value {
+                let element = PGData.jsonb(JSONValue.array([.object(["recordName": .string(reference.recordName)])]).serializedString)
+                return "r.fields->\(name)->'value' @> \(element)"
+            }
+            return "r.fields->\(name)->'value' @> jsonb_build_array(\(json))"
+        }
+    }
+
+    private func nameCondition(_ comparator: QueryComparator, _ value: FieldValue) -> SQL {
+        func name(_ value: FieldValue) -> String {
+            switch value {
+            case .string(let text): text
+            case .reference(let reference): reference.recordName
+            default: ""
+            }
+        }
+        let names: [String] = if case .list(_, let values) = value { values.map(name) } else { [] }
+        switch comparator {
+        case .equals: return "r.record_name = \(name(value))"
+        case .notEquals: return "r.record_name <> \(name(value))"
+        case .lessThan: return "r.record_name < \(name(value))"
+        case .lessThanOrEquals: return "r.record_name <= \(name(value))"
+        case .greaterThan: return "r.record_name > \(name(value))"
+        case .greaterThanOrEquals: return "r.record_name >= \(name(value))"
+        case .in: return "r.record_name = ANY(\(PGData.textArray(names)))"
+        case .notIn: return "NOT (r.record_name = ANY(\(PGData.textArray(names))))"
+        case .beginsWith: return "starts_with(r.record_name, \(name(value)))"
+        case .listContains: return "false"
+        }
+    }
+
+    private func timeCondition(_ column: StaticString, _ comparator: QueryComparator, _ value: FieldValue) -> SQL {
+        let millis: [Int64] = switch value {
+        case .timestamp(let ms): [ms]
+        case .list(_, let values): values.compactMap { if case .timestamp(let ms) = $0 { ms } else { nil } }
+        default: []
+        }
+        var sql: SQL = "(extract(epoch FROM \(unsafeColumns: column)) * 1000)::int8"
+        let first = millis.first ?? 0
+        switch comparator {
+        case .equals: sql.append(" = \(first)")
+        case .notEquals: sql.append(" <> \(first)")
+        case .lessThan: sql.append(" < \(first)")
+        case .lessThanOrEquals: sql.append(" <= \(first)")
+        case .greaterThan: sql.append(" > \(first)")
+        case .greaterThanOrEquals: sql.append(" >= \(first)")
+        case .in: sql.append(" = ANY(\(PGData.int64Array(millis)))")
+        case .notIn: sql.append(" <> ALL(\(PGData.int64Array(millis)))")
+        case .beginsWith, .listContains: return "false"
+        }
+        return sql
+    }
+}

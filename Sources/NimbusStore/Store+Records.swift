@@ -1,0 +1,215 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+
+extension Store {
+    /// Columns every record read selects, in `decodeRecord` order.
+    static let recordColumns: StaticString = """
+        r.record_name, r.record_type, r.fields, r.change_tag, \
+        (extract(epoch FROM r.created_at) * 1000)::int8, r.created_by_user, r.created_by_device, \
+        (extract(epoch FROM r.modified_at) * 1000)::int8, r.modified_by_user, r.modified_by_device, r.deleted
+        """
+
+    static func decodeRecord(_ row: PGRow, zoneName: String, offset: Int = 0) throws -> Record {
+        let fieldsText = try row.jsonb(offset + 2)
+        let fields: [String: FieldValue]
+        do {
+            fields = try Record.fields(fromStored: try JSONValue.parse(fieldsText))
+        } catch {
+            throw PGError(.decoding, "stored fields of \(try row.string(offset)) are unreadable: \(error)")
+        }
+        return Record(
+            recordName: try row.string(offset), recordType: try row.string(offset + 1), fields: fields,
+            changeTag: try row.string(offset + 3),
+            created: RecordStamp(timestamp: try row.int64(offset + 4), userRecordName: try row.string(offset + 5), deviceID: try row.string(offset + 6)),
+            modified: RecordStamp(timestamp: try row.int64(offset + 7), userRecordName: try row.string(offset + 8), deviceID: try row.string(offset + 9)),
+            deleted: try row.bool(offset + 10), zoneName: zoneName)
+    }
+
+    static func records(_ connection: PGConnection, zoneID: Int64, zoneName: String, names: [String]) throws -> [String: Record] {
+        guard !names.isEmpty else { return [:] }
+        let rows = try connection.query("""
+            SELECT \(unsafeColumns: recordColumns) FROM records r
+            WHERE r.zone_id = \(zoneID) AND r.record_name = ANY(\(PGData.textArray(names)))
+            """) { try decodeRecord($0, zoneName: zoneName) }
+        return Dictionary(rows.map { ($0.recordName, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// `records/modify` in one transaction: the zone's row lock orders it against every other
+    /// writer of the zone, so the sequence numbers it assigns follow commit order.
+    package func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
+                               atomic: Bool, limits: Limits) async throws -> [ModifyResult] {
+        let now = clock.nowMilliseconds()
+        return try await pool.withTransaction { connection in
+            guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName, lock: true), !zone.deleted else {
+                throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
+            }
+            var schema = try Self.loadSchema(connection, container: session.container, environment: session.environment)
+            // The operations' records and the targets of their DELETE_SELF references, in one read.
+            let names = operations.compactMap { try? $0.get().recordName }
+            let existing = try Self.records(connection, zoneID: zone.id, zoneName: zoneName,
+                                            names: Array(Set(names).union(Self.deleteSelfTargets(operations))))
+            let planner = ModifyPlanner(context: .init(
+                zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
+                baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic))
+            var plan = planner.plan(operations, existing: existing, schema: schema)
+
+            // The development schema learns new fields under the types' row locks; a field typed
+            // differently by a concurrent request means this plan is stale: plan again.
+            if !plan.schemaAdditions.isEmpty {
+                guard session.environment == .development else { throw SyncError(.badRequest, "The production schema cannot change by saving.") }
+                let conflicts = try Self.addToSchema(connection, container: session.container, environment: session.environment,
+                                                     additions: plan.schemaAdditions)
+                if !conflicts.isEmpty {
+                    schema = try Self.loadSchema(connection, container: session.container, environment: session.environment)
+                    plan = planner.plan(operations, existing: existing, schema: schema)
+                    if !plan.schemaAdditions.isEmpty {
+                        let again = try Self.addToSchema(connection, container: session.container,
+                                                         environment: session.environment, additions: plan.schemaAdditions)
+                        guard again.isEmpty else {
+                            throw SyncError(.tryAgainLater, "The schema changed during this request; retry it.", retryAfter: 1)
+                        }
+                    }
+                }
+            }
+
+            if !plan.deletedNames.isEmpty {
+                let handled = plan.writes.map { write -> String in
+                    switch write {
+                    case .save(let record, _, _, _): record.recordName
+                    case .delete(let name, _, _): name
+                    }
+                }
+                plan.addCascade(try Self.cascadeTargets(connection, zoneID: zone.id, deleted: plan.deletedNames, exclude: handled))
+            }
+            if plan.hasWrites {
+                try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now)
+            }
+            return plan.results
+        }
+    }
+
+    /// Names referenced with DELETE_SELF anywhere in the operations' raw fields.
+    private static func deleteSelfTargets(_ operations: [Result<RecordOperation, ItemError>]) -> Set<String> {
+        var names = Set<String>()
+        func visit(_ value: JSONValue) {
+            switch value {
+            case .object(let object):
+                if case .string(let name)? = object["recordName"], case .string("DELETE_SELF")? = object["action"] { names.insert(name) }
+            case .array(let values): values.forEach(visit)
+            default: break
+            }
+        }
+        for case .success(let operation) in operations {
+            operation.fields.forEach { visit($0.value) }
+        }
+        return names
+    }
+
+    /// Live records that reference the deleted ones with DELETE_SELF, transitively.
+    private static func cascadeTargets(_ connection: PGConnection, zoneID: Int64, deleted: [String], exclude: [String]) throws -> [(recordName: String, recordType: String)] {
+        try connection.query("""
+            WITH RECURSIVE doomed(name) AS (
+                SELECT unnest(\(PGData.textArray(deleted)))
+                UNION
+                SELECT ref.source_name FROM record_references ref JOIN doomed d
+                    ON ref.zone_id = \(zoneID) AND ref.target_name = d.name
+            )
+            SELECT r.record_name, r.record_type FROM records r JOIN doomed d ON r.zone_id = \(zoneID) AND r.record_name = d.name
+            WHERE NOT r.deleted AND NOT (r.record_name = ANY(\(PGData.textArray(exclude))))
+            ORDER BY r.record_name
+            """) { (recordName: try $0.string(0), recordType: try $0.string(1)) }
+    }
+
+    /// Every row change of a plan in one statement: saved rows, tombstones, DELETE_SELF edges and
+    /// the zone's sequence.
+    private static func write(_ plan: ModifyPlan, connection: PGConnection, zoneID: Int64, session: Session, now: Int64) throws {
+        var saveNames: [String] = [], saveTypes: [String] = [], saveFields: [String] = [], saveTags: [String] = []
+        var saveSequences: [Int64] = [], saveCreated: [Int64] = [], saveCreatedBy: [String] = [], saveCreatedUsers: [String] = []
+        var saveExpires: [Int64] = []
+        var deleteNames: [String] = [], deleteSequences: [Int64] = [], deleteTags: [String] = []
+        var edgeTargets: [String] = [], edgeSources: [String] = []
+        var touched: [String] = []
+        for write in plan.writes {
+            switch write {
+            case .save(let record, let sequence, let targets, let expiresAt):
+                saveNames.append(record.recordName)
+                saveTypes.append(record.recordType)
+                saveFields.append(Record.storedFields(record.fields).serializedString)
+                saveTags.append(record.changeTag)
+                saveSequences.append(sequence)
+                saveCreated.append(record.created.timestamp)
+                saveCreatedBy.append(record.created.deviceID)
+                saveCreatedUsers.append(record.created.userRecordName)
+                saveExpires.append(expiresAt ?? Int64.min)
+                for target in targets {
+                    edgeTargets.append(target)
+                    edgeSources.append(record.recordName)
+                }
+                touched.append(record.recordName)
+            case .delete(let name, _, let sequence):
+                deleteNames.append(name)
+                deleteSequences.append(sequence)
+                deleteTags.append(ChangeTag.make(sequence: sequence))
+                touched.append(name)
+            }
+        }
+        try connection.run("""
+            WITH saved AS (
+                INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq,
+                                     created_at, created_by_device, created_by_user,
+                                     modified_at, modified_by_device, modified_by_user, deleted, expires_at)
+                SELECT \(zoneID), u.n, u.t, u.f::jsonb, u.tag, u.seq,
+                       'epoch'::timestamptz + u.c * interval '1 millisecond', u.cd, u.cu,
+                       'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
+                       false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
+                FROM unnest(\(PGData.textArray(saveNames)), \(PGData.textArray(saveTypes)), \(PGData.textArray(saveFields)),
+                            \(PGData.textArray(saveTags)), \(PGData.int64Array(saveSequences)), \(PGData.int64Array(saveCreated)),
+                            \(PGData.textArray(saveCreatedBy)), \(PGData.textArray(saveCreatedUsers)), \(PGData.int64Array(saveExpires)))
+                     AS u(n, t, f, tag, seq, c, cd, cu, e)
+                ON CONFLICT (zone_id, record_name) DO UPDATE SET
+                    record_type = excluded.record_type, fields = excluded.fields, change_tag = excluded.change_tag,
+                    change_seq = excluded.change_seq, created_at = excluded.created_at,
+                    created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
+                    modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,
+                    modified_by_user = excluded.modified_by_user, deleted = false, expires_at = excluded.expires_at
+                RETURNING 1
+            ), tombstones AS (
+                UPDATE records r SET deleted = true, fields = '{}'::jsonb, change_tag = u.tag, change_seq = u.seq,
+                    modified_at = 'epoch'::timestamptz + \(now) * interval '1 millisecond',
+                    modified_by_device = \(session.deviceID), modified_by_user = \(session.userRecordName), expires_at = NULL
+                FROM unnest(\(PGData.textArray(deleteNames)), \(PGData.int64Array(deleteSequences)), \(PGData.textArray(deleteTags)))
+                     AS u(n, seq, tag)
+                WHERE r.zone_id = \(zoneID) AND r.record_name = u.n
+                RETURNING 1
+            ), stale_edges AS (
+                DELETE FROM record_references ref
+                WHERE ref.zone_id = \(zoneID) AND ref.source_name = ANY(\(PGData.textArray(touched)))
+                  AND NOT EXISTS (SELECT 1 FROM unnest(\(PGData.textArray(edgeTargets)), \(PGData.textArray(edgeSources))) AS e(t, s)
+                                  WHERE e.t = ref.target_name AND e.s = ref.source_name)
+                RETURNING 1
+            ), new_edges AS (
+                INSERT INTO record_references (zone_id, target_name, source_name)
+                SELECT \(zoneID), e.t, e.s FROM unnest(\(PGData.textArray(edgeTargets)), \(PGData.textArray(edgeSources))) AS e(t, s)
+                ON CONFLICT DO NOTHING
+                RETURNING 1
+            ), sequence AS (
+                UPDATE zones SET change_seq = \(plan.lastSequence) WHERE id = \(zoneID) RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM tombstones), (SELECT count(*) FROM stale_edges),
+                   (SELECT count(*) FROM new_edges), (SELECT count(*) FROM sequence)
+            """)
+    }
+
+    /// `records/lookup`: records by name, in request order; missing (or deleted) ones are nil.
+    package func lookupRecords(_ session: Session, zoneName: String, names: [String]) async throws -> [Record?] {
+        try await pool.withConnection { connection in
+            guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
+                throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
+            }
+            let found = try Self.records(connection, zoneID: zone.id, zoneName: zoneName, names: names)
+            return names.map { name in found[name].flatMap { $0.deleted ? nil : $0 } }
+        }
+    }
+}

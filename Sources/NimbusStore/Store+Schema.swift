@@ -1,0 +1,114 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+
+extension Store {
+    /// The container's record types in one environment.
+    static func loadSchema(_ connection: PGConnection, container: String, environment: Environment) throws -> [String: RecordTypeSchema] {
+        let rows = try connection.query("""
+            SELECT record_type, fields, retention_days, retention_field, append_only
+            FROM schema_record_types WHERE container = \(container) AND environment = \(environment.rawValue)
+            """) { row in
+            (name: try row.string(0), fields: try row.jsonb(1), days: try row.optionalInt64(2),
+             field: try row.optionalString(3), appendOnly: try row.bool(4))
+        }
+        var schema: [String: RecordTypeSchema] = [:]
+        for row in rows {
+            var type = RecordTypeSchema(name: row.name, appendOnly: row.appendOnly)
+            if case .object(let fields)? = try? JSONValue.parse(row.fields) {
+                for (name, value) in fields {
+                    if case .string(let typeName) = value, let fieldType = FieldType(name: typeName) { type.fields[name] = fieldType }
+                }
+            }
+            if let days = row.days { type.retention = RetentionPolicy(days: Int(days), field: row.field) }
+            schema[row.name] = type
+        }
+        return schema
+    }
+
+    /// Adds just-in-time fields to the development schema under the types' row locks. Returns
+    /// the fields whose type another writer defined differently in the meantime.
+    static func addToSchema(_ connection: PGConnection, container: String, environment: Environment,
+                            additions: [String: [String: FieldType]]) throws -> [(type: String, field: String, existing: FieldType)] {
+        var conflicts: [(String, String, FieldType)] = []
+        for typeName in additions.keys.sorted() {
+            let fields = additions[typeName] ?? [:]
+            try connection.run("""
+                INSERT INTO schema_record_types (container, environment, record_type)
+                VALUES (\(container), \(environment.rawValue), \(typeName)) ON CONFLICT DO NOTHING
+                """)
+            let current = try connection.queryFirst("""
+                SELECT fields FROM schema_record_types
+                WHERE container = \(container) AND environment = \(environment.rawValue) AND record_type = \(typeName)
+                FOR UPDATE
+                """) { try $0.jsonb(0) } ?? "{}"
+            let currentObject = (try? JSONValue.parse(current))?.objectValue ?? JSONObject()
+            var merged = currentObject
+            for (field, type) in fields {
+                if case .string(let existing)? = currentObject[field] {
+                    if existing != type.name, let existingType = FieldType(name: existing) {
+                        conflicts.append((typeName, field, existingType))
+                    }
+                } else {
+                    merged[field] = .string(type.name)
+                }
+            }
+            if merged != currentObject {
+                try connection.run("""
+                    UPDATE schema_record_types SET fields = \(PGData.jsonb(JSONValue.object(merged).serializedString)), updated_at = now()
+                    WHERE container = \(container) AND environment = \(environment.rawValue) AND record_type = \(typeName)
+                    """)
+            }
+        }
+        return conflicts
+    }
+
+    /// The schema of a container in one environment (for `nimbus schema show`).
+    package func schema(container: String, environment: Environment) async throws -> ContainerSchema {
+        let types = try await pool.withConnection { connection in
+            try Self.loadSchema(connection, container: container, environment: environment)
+        }
+        return ContainerSchema(container: container, recordTypes: types)
+    }
+
+    /// Loads a schema file into an environment. Fields are added; a field's type never changes
+    /// (that would make stored records unreadable), so a different type is refused. Retention
+    /// and append-only flags are set as the file says.
+    package func importSchema(_ schema: ContainerSchema, environment: Environment) async throws {
+        try await pool.withTransaction { connection in
+            let current = try Self.loadSchema(connection, container: schema.container, environment: environment)
+            for (name, type) in schema.recordTypes {
+                for (field, fieldType) in type.fields {
+                    if let existing = current[name]?.fields[field], existing != fieldType {
+                        throw SyncError(.badRequest, "Field \(name).\(field) is \(existing.name) in \(environment.rawValue); it cannot become \(fieldType.name).")
+                    }
+                }
+            }
+            for name in schema.recordTypes.keys.sorted() {
+                guard let type = schema.recordTypes[name] else { continue }
+                var fields = JSONObject()
+                for (field, fieldType) in current[name]?.fields ?? [:] { fields[field] = .string(fieldType.name) }
+                for (field, fieldType) in type.fields { fields[field] = .string(fieldType.name) }
+                let fieldsText = JSONValue.object(fields).serialized(sortedKeys: true)
+                try connection.run("""
+                    INSERT INTO schema_record_types (container, environment, record_type, fields, retention_days, retention_field, append_only)
+                    VALUES (\(schema.container), \(environment.rawValue), \(name), \(PGData.jsonb(String(decoding: fieldsText, as: UTF8.self))),
+                            \(type.retention.map { Int64($0.days) }), \(type.retention?.field), \(type.appendOnly))
+                    ON CONFLICT (container, environment, record_type) DO UPDATE SET
+                        fields = excluded.fields, retention_days = excluded.retention_days,
+                        retention_field = excluded.retention_field, append_only = excluded.append_only, updated_at = now()
+                    """)
+            }
+        }
+    }
+
+    /// Copies the development schema of a container to production.
+    package func deploySchema(container: String) async throws -> ContainerSchema {
+        let development = try await schema(container: container, environment: .development)
+        guard !development.recordTypes.isEmpty else {
+            throw SyncError(.notFound, "Container \(container) has no development schema to deploy.")
+        }
+        try await importSchema(development, environment: .production)
+        return development
+    }
+}
