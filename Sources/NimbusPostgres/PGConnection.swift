@@ -38,6 +38,9 @@ package final class PGConnection: @unchecked Sendable {
             PQfinish(connection)
             throw PGError(.connectionFailed, message.isEmpty ? "could not connect to PostgreSQL" : message)
         }
+        // Server NOTICEs ("relation already exists, skipping") are not errors; libpq's default
+        // processor prints them to stderr. Errors still arrive as results.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         return PGConnection(handle: connection)
     }
 
