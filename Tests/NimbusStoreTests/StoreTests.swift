@@ -4,24 +4,16 @@ import NimbusStore
 import Testing
 
 @Suite struct StoreTests {
-    /// The scratch cluster's admin URL, exported by Tests/run.sh. Missing means a broken set-up:
-    /// the test fails rather than skipping.
-    static func databaseURL() throws -> String {
-        try #require(ProcessInfo.processInfo.environment["NIMBUS_TEST_DATABASE_URL"],
-                     "NIMBUS_TEST_DATABASE_URL is not set: run the tests through Tests/run.sh")
-    }
-
     @Test func pingMeasuresARoundTrip() async throws {
-        let pool = PGPool(configuration: .init(url: try Self.databaseURL()))
-        defer { pool.close() }
-        let store = try await Store.open(pool: pool)
-        let seconds = try await store.ping()
-        #expect(seconds > 0 && seconds < 5)
-        #expect(store.poolStatistics.idle == 1)
-        #expect(store.poolStatistics.inUse == 0)
+        try await StoreFixture.with { fixture in
+            let seconds = try await fixture.store.ping()
+            #expect(seconds > 0 && seconds < 5)
+            #expect(fixture.store.poolStatistics.inUse == 0)
+            #expect(fixture.store.poolStatistics.idle >= 1)
+        }
     }
 
-    @Test func pingFailsWithATransientErrorWhenTheDatabaseIsUnreachable() async throws {
+    @Test func openingOnAnUnreachableDatabaseFailsWithATransientError() async throws {
         var configuration = PGPool.Configuration(url: "postgresql:///postgres?host=/nonexistent-socket-dir&user=nimbus")
         configuration.connectTimeoutSeconds = 2
         let pool = PGPool(configuration: configuration)
@@ -33,5 +25,15 @@ import Testing
             #expect(error.isTransient)
         }
         #expect(pool.statistics.inUse == 0)
+    }
+
+    @Test func theServerSecretIsCreatedOnceAndKept() async throws {
+        try await StoreFixture.with { fixture in
+            let again = try await Store.open(pool: fixture.pool)
+            let token = fixture.store.signer.encode(.init(databaseID: 1, zoneID: 2, sequence: 3), zoneName: "z")
+            #expect(again.signer.decodeZoneToken(token, zoneName: "z") != nil)
+            let count = try await fixture.run { try $0.queryFirst("SELECT count(*) FROM server_secrets") { try $0.int(0) } }
+            #expect(count == 1)
+        }
     }
 }

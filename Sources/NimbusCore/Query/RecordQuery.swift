@@ -47,11 +47,22 @@ package struct QueryFilter: Sendable, Hashable {
     package var field: QueryField
     package var comparator: QueryComparator
     package var value: FieldValue
+
+    package init(field: QueryField, comparator: QueryComparator, value: FieldValue) {
+        self.field = field
+        self.comparator = comparator
+        self.value = value
+    }
 }
 
 package struct QuerySort: Sendable, Hashable {
     package var field: QueryField
     package var ascending: Bool
+
+    package init(field: QueryField, ascending: Bool) {
+        self.field = field
+        self.ascending = ascending
+    }
 }
 
 /// A parsed `records/query` request (API.md Records/query and Details).
@@ -62,6 +73,16 @@ package struct RecordQuery: Sendable, Hashable {
     package var resultsLimit: Int
     package var desiredKeys: Set<String>?
     package var continuationMarker: String?
+
+    package init(recordType: String, filters: [QueryFilter] = [], sort: [QuerySort] = [], resultsLimit: Int = 200,
+                 desiredKeys: Set<String>? = nil, continuationMarker: String? = nil) {
+        self.recordType = recordType
+        self.filters = filters
+        self.sort = sort
+        self.resultsLimit = resultsLimit
+        self.desiredKeys = desiredKeys
+        self.continuationMarker = continuationMarker
+    }
 
     /// Parses the request body; `schema` types filter values sent without `type`.
     package static func parse(_ body: JSONValue, schema: [String: RecordTypeSchema], limits: Limits) throws(SyncError) -> RecordQuery {

@@ -1,0 +1,222 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+@testable import NimbusStore
+import Synchronization
+import Testing
+
+@Suite struct RecordStoreTests {
+    let limits = Limits()
+
+    @Test func savesAndReadsBackThroughEveryPath() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            let results = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+                operation(.create, "n1", ["title": "hello", "count": 3]),
+                operation(.create, "n2", ["title": "world", "score": 1.5]),
+            ], atomic: false, limits: limits)
+            guard case .saved(let first, _) = results[0] else { Issue.record("\(results)"); return }
+            #expect(first.fields["count"] == .int64(3))
+            #expect(first.created.deviceID == "mac")
+            let looked = try await fixture.store.lookupRecords(session, zoneName: "_defaultZone", names: ["n2", "missing", "n1"])
+            #expect(looked.map { $0?.recordName } == ["n2", nil, "n1"])
+            #expect(looked[0]?.fields["score"] == .double(1.5))
+            let changes = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 200, desiredRecordTypes: nil)
+            #expect(changes.records.map(\.recordName) == ["n1", "n2"])
+            #expect(!changes.moreComing)
+            let again = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: changes.token, limit: 200, desiredRecordTypes: nil)
+            #expect(again.records.isEmpty)
+        }
+    }
+
+    @Test func deletesCascadeThroughDeleteSelfReferencesInOneTransaction() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            func reference(_ name: String) -> JSONValue { .object(["value": .object(["recordName": .string(name), "action": "DELETE_SELF"]), "type": "REFERENCE"]) }
+            // item <- content <- detail (transitive), plus an unrelated record.
+            _ = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+                operation(.create, "item", ["title": "x"]),
+                .success(RecordOperation(kind: .create, recordName: "content", recordType: "Content", fields: [RawField(name: "item", value: reference("item").objectValue?["value"] ?? .null, declaredType: "REFERENCE")])),
+                .success(RecordOperation(kind: .create, recordName: "detail", recordType: "Content", fields: [RawField(name: "item", value: reference("content").objectValue?["value"] ?? .null, declaredType: "REFERENCE")])),
+                operation(.create, "other", ["title": "y"]),
+            ], atomic: true, limits: limits)
+            let before = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 200, desiredRecordTypes: nil)
+            #expect(before.records.count == 4)
+            let deleted = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [operation(.forceDelete, "item", type: nil)],
+                                                                atomic: false, limits: limits)
+            #expect(deleted == [.deleted(recordName: "item")])
+            let after = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: before.token, limit: 200, desiredRecordTypes: nil)
+            #expect(Set(after.records.filter(\.deleted).map(\.recordName)) == ["item", "content", "detail"])
+            let live = try await fixture.store.lookupRecords(session, zoneName: "_defaultZone", names: ["other", "content"])
+            #expect(live.map { $0?.recordName } == ["other", nil])
+        }
+    }
+
+    @Test func aReferenceToAMissingTargetIsRefused() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            let target = JSONValue.object(["recordName": "ghost", "action": "DELETE_SELF"])
+            let results = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+                .success(RecordOperation(kind: .create, recordName: "c", recordType: "Content", fields: [RawField(name: "item", value: target, declaredType: "REFERENCE")])),
+            ], atomic: false, limits: limits)
+            guard case .failed(let error) = results[0] else { Issue.record("\(results)"); return }
+            #expect(error.code == .validatingReferenceError)
+        }
+    }
+
+    @Test func aZoneCreatedAgainExpiresOldTokens() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            _ = try await fixture.store.modifyZones(session, operations: [.create("Events")])
+            _ = try await fixture.store.modifyRecords(session, zoneName: "Events", operations: [operation(.create, "a")], atomic: false, limits: limits)
+            let token = try await fixture.store.recordChanges(session, zoneName: "Events", token: nil, limit: 10, desiredRecordTypes: nil).token
+            _ = try await fixture.store.modifyZones(session, operations: [.delete("Events")])
+            await #expect(throws: SyncError.self) {
+                _ = try await fixture.store.recordChanges(session, zoneName: "Events", token: token, limit: 10, desiredRecordTypes: nil)
+            }
+            _ = try await fixture.store.modifyZones(session, operations: [.create("Events")])
+            do {
+                _ = try await fixture.store.recordChanges(session, zoneName: "Events", token: token, limit: 10, desiredRecordTypes: nil)
+                Issue.record("an old token was accepted")
+            } catch let error as SyncError {
+                #expect(error.code == .changeTokenExpired)
+            }
+            let fresh = try await fixture.store.recordChanges(session, zoneName: "Events", token: nil, limit: 10, desiredRecordTypes: nil)
+            #expect(fresh.records.isEmpty)
+        }
+    }
+
+    @Test func tokensBelowTheHorizonAreExpired() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            let first = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 10, desiredRecordTypes: nil)
+            _ = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [operation(.create, "a"), operation(.create, "b")],
+                                                      atomic: false, limits: limits)
+            let databaseID = session.databaseID
+            try await fixture.run { try $0.run("UPDATE zones SET tombstone_horizon_seq = 2 WHERE database_id = \(databaseID)") }
+            do {
+                _ = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: first.token, limit: 10, desiredRecordTypes: nil)
+                Issue.record("a token below the horizon was accepted")
+            } catch let error as SyncError {
+                #expect(error.code == .changeTokenExpired)
+            }
+        }
+    }
+
+    /// 8 writers and 4 readers on one zone through the store API: every reader ends with every
+    /// record in its final state, and its pages only ever move forward.
+    @Test func changesNeverSkipACommittedWrite() async throws {
+        try await StoreFixture.with(poolSize: 16) { fixture in
+            let store = fixture.store
+            var writers: [Session] = []
+            for index in 0..<8 { writers.append(try await fixture.session(device: "writer\(index)")) }
+            let reader = try await fixture.session(device: "reader")
+            let deadline = Date().addingTimeInterval(3)
+            let acknowledged = Acknowledged()  // name -> highest acknowledged sequence (tag)
+            let limits = limits
+            try await withThrowingTaskGroup(of: [String: (tag: Int64, deleted: Bool)].self) { group in
+                for (index, session) in writers.enumerated() {
+                    group.addTask {
+                        var counter = 0
+                        while Date() < deadline {
+                            counter += 1
+                            let shared = "s\(counter % 5)"
+                            let results = try await store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+                                operation(.create, "w\(index)-\(counter)", ["n": .integer(Int64(counter))]),
+                                operation(.forceUpdate, shared, ["by": .string("w\(index)")]),
+                            ], atomic: false, limits: limits)
+                            for case .saved(let record, _) in results {
+                                let sequence = Int64(record.changeTag, radix: 36) ?? 0
+                                acknowledged.state.withLock { $0[record.recordName] = max($0[record.recordName] ?? 0, sequence) }
+                            }
+                        }
+                        return [:]
+                    }
+                }
+                for _ in 0..<4 {
+                    group.addTask {
+                        var state: [String: (tag: Int64, deleted: Bool)] = [:]
+                        var token: String?
+                        var lastMaximum: Int64 = 0
+                        func page() async throws -> Bool {
+                            let changes = try await store.recordChanges(reader, zoneName: "_defaultZone", token: token, limit: 7, desiredRecordTypes: nil)
+                            let sequences = changes.records.map { Int64($0.changeTag, radix: 36) ?? 0 }
+                            if let lowest = sequences.min(), lowest <= lastMaximum {
+                                throw FixtureError(description: "a page went backwards: \(lowest) after \(lastMaximum)")
+                            }
+                            lastMaximum = max(lastMaximum, sequences.max() ?? 0)
+                            for record in changes.records {
+                                state[record.recordName] = (Int64(record.changeTag, radix: 36) ?? 0, record.deleted)
+                            }
+                            token = changes.token
+                            return changes.moreComing
+                        }
+                        while Date() < deadline { _ = try await page() }
+                        return state
+                    }
+                }
+                var finals: [[String: (tag: Int64, deleted: Bool)]] = []
+                for try await state in group where !state.isEmpty { finals.append(state) }
+                // Catch-up is part of the readers' contract: check that what they saw is a prefix
+                // of the final truth, then that one more pass reaches it exactly.
+                let truth = acknowledged.state.withLock { $0 }
+                #expect(truth.count > 40)
+                let final = try await store.recordChanges(reader, zoneName: "_defaultZone", token: nil, limit: 400, desiredRecordTypes: nil)
+                var complete: [String: Int64] = [:]
+                var more = final.moreComing
+                var token = final.token
+                for record in final.records { complete[record.recordName] = Int64(record.changeTag, radix: 36) }
+                while more {
+                    let next = try await store.recordChanges(reader, zoneName: "_defaultZone", token: token, limit: 400, desiredRecordTypes: nil)
+                    for record in next.records { complete[record.recordName] = Int64(record.changeTag, radix: 36) }
+                    more = next.moreComing
+                    token = next.token
+                }
+                #expect(complete == truth)
+                for state in finals {
+                    for (name, seen) in state {
+                        #expect((truth[name] ?? -1) >= seen.tag, "reader saw \(name) at \(seen.tag) beyond any acknowledged write")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func theAppsQueriesUseAnIndex() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session(container: "iCloud.com.mirxa.AppLocker")
+            let zone = try await fixture.store.listZones(session)[0]
+            let zoneID = zone.id
+            try await fixture.run { connection in
+                try connection.run("""
+                    INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq, created_by_device, modified_by_device)
+                    SELECT \(zoneID), 'evt-' || g, CASE WHEN g % 10 = 0 THEN 'LockedAppList' ELSE 'BlockedAppEvent' END,
+                           jsonb_build_object('timestamp', jsonb_build_object('type', 'TIMESTAMP', 'value', 1795000000000 + g),
+                                              'updatedAt', jsonb_build_object('type', 'TIMESTAMP', 'value', 1795000000000 + g)),
+                           g::text, g, 'mac', 'mac'
+                    FROM generate_series(1, 30000) g
+                    """)
+                try connection.run("ANALYZE records")
+            }
+            func plan(_ type: String, _ field: String) async throws -> String {
+                let query = RecordQuery(recordType: type, filters: [], sort: [QuerySort(field: .field(field), ascending: false)],
+                                        resultsLimit: 100, desiredKeys: nil, continuationMarker: nil)
+                var statement: SQL = "EXPLAIN "
+                statement.append(QuerySQLBuilder(query: query, zoneID: zoneID).statement(after: nil, limit: 101))
+                let sql = statement
+                return try await fixture.run { try $0.query(sql) { try $0.string(0) }.joined(separator: "\n") }
+            }
+            let events = try await plan("BlockedAppEvent", "timestamp")
+            #expect(events.contains("records_live_by_timestamp"), "\(events)")
+            #expect(!events.contains("Sort"), "\(events)")
+            let lists = try await plan("LockedAppList", "updatedAt")
+            #expect(lists.contains("records_live_by_updated_at"), "\(lists)")
+            #expect(!lists.contains("Sort"), "\(lists)")
+        }
+    }
+}
+
+/// Acknowledged writes shared by the writer tasks.
+final class Acknowledged: Sendable {
+    let state = Mutex<[String: Int64]>([:])
+}
