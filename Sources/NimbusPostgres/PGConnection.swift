@@ -50,6 +50,11 @@ package final class PGConnection: @unchecked Sendable {
         PQstatus(handle) != CONNECTION_OK
     }
 
+    /// True while a transaction is open (or failed and not yet rolled back).
+    package var isInTransaction: Bool {
+        PQtransactionStatus(handle) != PQTRANS_IDLE
+    }
+
     /// The socket, for waiting on notifications with poll(2).
     package var socketDescriptor: Int32 {
         PQsocket(handle)
@@ -94,7 +99,12 @@ package final class PGConnection: @unchecked Sendable {
         try run("BEGIN")
         do {
             let value = try body(self)
-            try run("COMMIT")
+            let result = try execute("COMMIT")
+            let status = String(cString: PQcmdStatus(result))
+            PQclear(result)
+            guard status == "COMMIT" else {
+                throw PGError(.server, "the transaction was rolled back because a statement in it failed", sqlState: "25P02")
+            }
             return value
         } catch {
             if !isBroken { _ = try? run("ROLLBACK") }

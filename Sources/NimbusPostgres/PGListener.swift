@@ -23,6 +23,7 @@ package final class PGListener: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let logger = Logger(subsystem: "listener")
     private let connected = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
 
     package init(url: String, channels: [String], onNotification: @escaping NotificationHandler, onConnect: @escaping ConnectHandler = { _ in }) {
         self.url = url
@@ -41,6 +42,7 @@ package final class PGListener: Sendable {
 
     /// Starts the listening thread.
     package func start() {
+        guard started.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else { return }
         let thread = Thread { [self] in run() }
         thread.name = "nimbus-listener"
         thread.start()
@@ -48,7 +50,8 @@ package final class PGListener: Sendable {
 
     /// Stops the thread and closes the connection; returns when it has.
     package func stop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
+        let wasStopping = stopping.exchange(true, ordering: .sequentiallyConsistent)
+        if !started.exchange(true, ordering: .sequentiallyConsistent) || wasStopping { return }
         var one: UInt64 = 1
         _ = write(wakeDescriptor, &one, 8)
         finished.wait()
@@ -69,6 +72,7 @@ package final class PGListener: Sendable {
                 connection.drainNotifications().forEach(onNotification)
                 if isReconnect { logger.notice("LISTEN connection re-established") }
                 onConnect(isReconnect)
+                isReconnect = true
                 backoff = 0.1
                 try watch(connection)
             } catch {
@@ -76,7 +80,6 @@ package final class PGListener: Sendable {
                 logger.warning("LISTEN connection failed; retrying", ["error": "\(error)", "retryIn": backoff])
             }
             connected.store(false, ordering: .relaxed)
-            isReconnect = true
             sleepUnlessStopped(seconds: backoff)
             backoff = min(backoff * 2, 5)
         }

@@ -33,7 +33,7 @@ package final class PGPool: Sendable {
 
     package let configuration: Configuration
     private let state: Mutex<State>
-    private let queue = DispatchQueue(label: "nimbus.postgres.pool", attributes: .concurrent)
+    private let queue = DispatchQueue(label: "nimbus.postgres.pool")
     private let logger = Logger(subsystem: "postgres")
 
     package init(configuration: Configuration) {
@@ -49,7 +49,10 @@ package final class PGPool: Sendable {
     package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
         let lease = try await acquire()
         return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
+            // A serial queue per borrow: its work gets a thread of its own (overcommit), where a
+            // shared concurrent queue would cap blocking libpq calls at the CPU count and starve
+            // the async runtime, which runs on the same Dispatch pool on Linux.
+            DispatchQueue(label: "nimbus.postgres.borrower").async {
                 let connection: PGConnection
                 if let leased = lease.connection {
                     connection = leased
@@ -164,14 +167,17 @@ package final class PGPool: Sendable {
     /// Returns a connection after use. A broken one is dropped — with every idle one when the
     /// failure says the server went away — and its slot passes to a waiter, who reconnects.
     private func release(_ connection: PGConnection, failure: (any Error)?) {
+        // A connection left inside a transaction (a borrower that threw after BEGIN) is not
+        // reusable either: drop it rather than hand the open transaction to the next borrower.
         let lost = (failure as? PGError)?.kind == .connectionLost || connection.isBroken
+        let reusableConnection = !lost && !connection.isInTransaction
         var discarded: [PGConnection] = []
         let handoff: (Waiter, Lease)? = state.withLock { state in
             if lost {
                 discarded = state.idle
                 state.idle.removeAll()
             }
-            let reusable = !lost && !state.closed
+            let reusable = reusableConnection && !state.closed
             if !state.waiters.isEmpty {
                 let waiter = state.waiters.removeFirst()
                 return (waiter, Lease(connection: reusable ? connection : nil))

@@ -95,7 +95,9 @@ package struct PGRow {
             throw mismatch(column, "a timestamp")
         }
         let micros = Int64(bigEndian: try load(try raw(column), column))
-        return Date(timeIntervalSince1970: Double(micros + PGData.postgresEpochOffsetMicroseconds) / 1_000_000)
+        let (unix, overflow) = micros.addingReportingOverflow(PGData.postgresEpochOffsetMicroseconds)
+        guard !overflow else { throw mismatch(column, "a finite timestamp") }
+        return Date(timeIntervalSince1970: Double(unix) / 1_000_000)
     }
 
     /// A timestamp as milliseconds since the Unix epoch (exact, no floating point).
@@ -104,7 +106,9 @@ package struct PGRow {
             throw mismatch(column, "a timestamp")
         }
         let micros = Int64(bigEndian: try load(try raw(column), column))
-        return (micros + PGData.postgresEpochOffsetMicroseconds) / 1000
+        let (unix, overflow) = micros.addingReportingOverflow(PGData.postgresEpochOffsetMicroseconds)
+        guard !overflow else { throw mismatch(column, "a finite timestamp") }
+        return unix / 1000
     }
 
     package func uuid(_ column: Int) throws -> UUID {

@@ -53,6 +53,12 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
             text += "$\(parameters.count)"
         }
 
+        /// An optional value: SQL NULL when nil.
+        package mutating func appendInterpolation(_ value: (some PGEncodable)?) {
+            parameters.append(value?.pgData ?? .null)
+            text += "$\(parameters.count)"
+        }
+
         /// Another statement fragment, its parameters renumbered into this one.
         package mutating func appendInterpolation(_ fragment: SQL) {
             text += fragment.text(renumberedFrom: parameters.count)

@@ -178,7 +178,10 @@ import Testing
             #expect(versions == [1, 2])
             // Neither connection still holds the lock.
             let locks = try await blocking {
-                try connections.0.queryFirst("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") { try $0.int(0) }!
+                try connections.0.queryFirst("""
+                    SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                    WHERE l.locktype = 'advisory' AND d.datname = current_database()
+                    """) { try $0.int(0) }!
             }
             #expect(locks == 0)
         }

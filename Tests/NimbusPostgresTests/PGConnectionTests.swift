@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import NimbusPostgres
 import Testing
 
@@ -42,16 +41,18 @@ import Testing
         let before = openDescriptorCount()
         let failures = try await blocking {
             var failures = 0
-            for _ in 0..<100 {
+            for _ in 0..<200 {
                 do { _ = try PGConnection.connect(url: url) } catch let error as PGError where error.kind == .connectionFailed {
                     failures += 1
                 }
             }
             return failures
         }
-        #expect(failures == 100)
-        // Other tests run in parallel and open descriptors too: allow some slack, far below 100.
-        #expect(openDescriptorCount() <= before + 25, "descriptors before \(before), after \(openDescriptorCount())")
+        #expect(failures == 200)
+        // libpq keeps a failed attempt's socket until PQfinish (fe-connect.c, error_return), so a
+        // missing PQfinish leaks one descriptor per attempt. Tests running in parallel open
+        // descriptors too: allow slack well below the 200 a leak would add.
+        #expect(openDescriptorCount() <= before + 100, "descriptors before \(before), after \(openDescriptorCount())")
     }
 
     @Test func connectingToAMissingSocketDirectoryFailsFast() async throws {
@@ -160,112 +161,8 @@ import Testing
             #expect(error?.message.contains("syntax error") == true, "message: \(error?.message ?? "")")
         }
     }
-
-    // MARK: Transactions
-
-    @Test func withTransactionCommitsWhenTheBodyReturns() async throws {
-        try await TestDatabase.with { database in
-            try await database.withConnection { connection in
-                try connection.run("CREATE TABLE t (id int8)")
-                _ = try connection.withTransaction { try $0.run("INSERT INTO t VALUES (\(1))") }
-            }
-            // Another connection sees the row: it was committed.
-            let count = try await database.withConnection { connection in
-                try connection.queryFirst("SELECT count(*) FROM t") { try $0.int(0) }
-            }
-            #expect(count == 1)
-        }
-    }
-
-    @Test func withTransactionRollsBackAndRethrowsTheOriginalError() async throws {
-        try await TestDatabase.with { database in
-            let (thrown, countAfterRollback, seenElsewhere) = try await database.withConnection { connection in
-                try connection.run("CREATE TABLE t (id int8)")
-                var thrown: (any Error)?
-                do {
-                    try connection.withTransaction { connection in
-                        try connection.run("INSERT INTO t VALUES (\(1))")
-                        throw MarkerError(code: 42)
-                    }
-                } catch {
-                    thrown = error
-                }
-                let countAfterRollback = try connection.queryFirst("SELECT count(*) FROM t") { try $0.int(0) }
-                // Usable and back in autocommit: this insert is visible to another connection at once.
-                try connection.run("INSERT INTO t VALUES (\(2))")
-                let other = try PGConnection.connect(url: database.url)
-                let seenElsewhere = try other.query("SELECT id FROM t") { try $0.int64(0) }
-                return (thrown as? MarkerError, countAfterRollback, seenElsewhere)
-            }
-            #expect(thrown == MarkerError(code: 42))
-            #expect(countAfterRollback == 0)
-            #expect(seenElsewhere == [2])
-        }
-    }
-
-    @Test func withTransactionRollsBackAfterAServerErrorAndStaysUsable() async throws {
-        try await TestDatabase.with { database in
-            let (state, rows) = try await database.withConnection { connection in
-                try connection.run("CREATE TABLE t (id int8 PRIMARY KEY)")
-                var state: String?
-                do {
-                    try connection.withTransaction { connection in
-                        try connection.run("INSERT INTO t VALUES (\(1))")
-                        try connection.run("INSERT INTO t VALUES (\(1))")
-                    }
-                } catch let error as PGError {
-                    state = error.sqlState
-                }
-                // Not left in an aborted transaction ("current transaction is aborted", 25P02).
-                try connection.run("INSERT INTO t VALUES (\(3))")
-                return (state, try connection.query("SELECT id FROM t") { try $0.int64(0) })
-            }
-            #expect(state == "23505")
-            #expect(rows == [3])
-        }
-    }
-}
-
-struct MarkerError: Error, Equatable {
-    var code: Int
 }
 
 func openDescriptorCount() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
-}
-
-/// A Unix socket named as PostgreSQL names its socket (`.s.PGSQL.5432`) that takes connections
-/// into its backlog but never reads or answers them.
-final class SilentSocket: Sendable {
-    let directory: String
-    let descriptor: Int32
-
-    init() throws {
-        directory = "/tmp/nimbus-silent-\(UUID().uuidString.prefix(8))"
-        guard mkdir(directory, 0o700) == 0 else { throw TestSetupError("mkdir \(directory) failed") }
-        let path = directory + "/.s.PGSQL.5432"
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestSetupError("socket() failed") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8CString)
-        guard pathBytes.count <= MemoryLayout.size(ofValue: address.sun_path) else { throw TestSetupError("socket path too long") }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            pathBytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            Glibc.close(fd)
-            throw TestSetupError("bind/listen on \(path) failed: \(String(cString: strerror(errno)))")
-        }
-        descriptor = fd
-    }
-
-    func close() {
-        Glibc.close(descriptor)
-        unlink(directory + "/.s.PGSQL.5432")
-        rmdir(directory)
-    }
 }

@@ -224,9 +224,12 @@ import Testing
             let present: Int64? = 5
             let result = try await database.withConnection { connection in
                 try connection.run("CREATE TABLE n (i int8, s text, b bytea, t timestamptz)")
+                // `.pgData` is what interpolating an Optional uses; spelled out to avoid the compiler's
+                // "debug description for an optional value" warning (see directOptionalInterpolation).
                 try connection.run("""
-                    INSERT INTO n VALUES (\(missingNumber), \(missingText), \([UInt8]?.none), \(Date?.none)),
-                                         (\(present), \(Optional("x")), \(Optional([UInt8]([1]))), \(Optional(Date(timeIntervalSince1970: 1))))
+                    INSERT INTO n VALUES (\(missingNumber.pgData), \(missingText.pgData), \([UInt8]?.none.pgData), \(Date?.none.pgData)),
+                                         (\(present.pgData), \(Optional("x").pgData), \(Optional([UInt8]([1])).pgData),
+                                          \(Optional(Date(timeIntervalSince1970: 1)).pgData))
                     """)
                 return try connection.query("SELECT i, s, b, t, i IS NULL FROM n ORDER BY i NULLS FIRST") { row in
                     (row.isNull(0), try row.optionalInt64(0), try row.optionalString(1), try row.optionalBytes(2),
@@ -244,37 +247,17 @@ import Testing
         }
     }
 
-    @Test func decodingAColumnAsTheWrongTypeThrowsDecoding() async throws {
+    @Test func directOptionalInterpolationSendsNullOrTheValue() async throws {
         try await TestDatabase.with { database in
-            let outcomes = try await database.withConnection { connection in
-                try connection.queryFirst("""
-                    SELECT 'text'::text, 1::int4, true, NULL::int8, '\\x00'::bytea, now(), 1.5::float8, gen_random_uuid()
-                    """) { row -> [String: PGError.Kind?] in
-                    func kind(_ body: () throws -> Any) -> PGError.Kind? {
-                        do { _ = try body(); return nil } catch let error as PGError { return error.kind } catch { return nil }
-                    }
-                    return [
-                        "text as int64": kind { try row.int64(0) },
-                        "text as bool": kind { try row.bool(0) },
-                        "text as uuid": kind { try row.uuid(0) },
-                        "int4 as string": kind { try row.string(1) },
-                        "int4 as bytes": kind { try row.bytes(1) },
-                        "int4 as date": kind { try row.date(1) },
-                        "bool as int": kind { try row.int(2) },
-                        "null as int64": kind { try row.int64(3) },
-                        "bytea as string": kind { try row.string(4) },
-                        "timestamptz as int64": kind { try row.int64(5) },
-                        "timestamptz as jsonb": kind { try row.jsonb(5) },
-                        "float8 as milliseconds": kind { try row.milliseconds(6) },
-                        "uuid as string": kind { try row.string(7) },
-                        "column out of range": kind { try row.int64(99) },
-                        "missing column name": kind { try row.column("nope") },
-                    ]
-                }!
+            let missing: Int64? = nil
+            let present: Int64? = 41
+            // Compiles with a warning until SQL.StringInterpolation has an Optional overload.
+            let sql: SQL = "SELECT \(missing)::int8 IS NULL, \(present)::int8 + 1"
+            #expect(sql.parameters == [.null, .int64(41)])
+            let row = try await database.withConnection { connection in
+                try connection.queryFirst(sql) { row in (try row.bool(0), try row.int64(1)) }!
             }
-            for (name, kind) in outcomes.sorted(by: { $0.key < $1.key }) {
-                #expect(kind == .decoding, "\(name)")
-            }
+            #expect(row == (true, 42))
         }
     }
 }

@@ -24,7 +24,7 @@ import Testing
     }
 
     private func notify(_ database: TestDatabase, channel: String, payload: String) async throws {
-        try await database.withConnection { connection in
+        _ = try await database.withConnection { connection in
             try connection.run("SELECT pg_notify(\(channel), \(payload))")
         }
     }
@@ -70,6 +70,22 @@ import Testing
             #expect(after != nil, "a notification sent after the reconnect arrives")
             #expect(harness.connects.all.first == false)
         }
+    }
+
+    /// `onConnect`'s contract: `isReconnect` is false the first time. A listener started before its
+    /// database exists (or while the server is still starting) connects for the first time later.
+    @Test func theFirstSuccessfulConnectIsNotAReconnectEvenAfterFailedAttempts() async throws {
+        let admin = try TestDatabase.adminURL()
+        let name = "nimbus_test_late_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+        let database = TestDatabase(name: name, url: admin.replacingOccurrences(of: "/postgres?", with: "/\(name)?"))
+        let harness = Harness(url: database.url, channels: ["changes"])
+        harness.listener.start()
+        try await Task.sleep(for: .milliseconds(300))  // a few failed attempts: the database is missing
+        _ = try await TestDatabase.withAdminConnection { admin in try admin.run("CREATE DATABASE \(identifier: name)") }
+        let first = await harness.connects.waitFor(within: 10) { _ in true }
+        try await harness.stop()
+        await database.drop()
+        #expect(first == false, "first onConnect reported isReconnect == \(String(describing: first))")
     }
 
     @Test func stopReturnsPromptlyAndClosesTheConnection() async throws {

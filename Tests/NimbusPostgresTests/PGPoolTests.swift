@@ -57,18 +57,63 @@ import Testing
         }
     }
 
+    /// maxConnections borrowers run at once: their blocking libpq calls must not be throttled to
+    /// the number of CPUs (libdispatch's width for a concurrent queue on Linux, which then adds a
+    /// thread only about once a second). Each borrower waits, up to 1.5 s, for all eight to be inside.
+    @Test func borrowersRunInParallelUpToMaxConnections() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, max: 8)
+            defer { pool.close() }
+            let inside = Recorder<Bool>()
+            let seenTogether = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        try await pool.withConnection { connection in
+                            try connection.run("SELECT 1")
+                            inside.append(true)
+                            let deadline = Date().addingTimeInterval(1.5)
+                            while inside.all.count < 8, Date() < deadline { usleep(5_000) }  // on the pool's threads
+                            return inside.all.count
+                        }
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(seenTogether.min() == 8, "borrowers inside at once, as each saw it: \(seenTogether.sorted())")
+        }
+    }
+
+    /// Holds the pool's only connection until `release()`: the borrower's body blocks on the
+    /// pool's Dispatch queue, never on the cooperative pool.
+    private final class Holder: Sendable {
+        let holding = Recorder<Bool>()
+        private let gate = DispatchSemaphore(value: 0)
+        let task: Task<Void, any Error>
+
+        init(_ pool: PGPool) {
+            let holding = self.holding, gate = self.gate
+            task = Task {
+                try await pool.withConnection { connection in
+                    try connection.run("SELECT 1")
+                    holding.append(true)
+                    _ = gate.wait(timeout: .now() + 20)
+                }
+            }
+        }
+
+        func waitUntilHolding() async -> Bool { await holding.waitFor(within: 10) { $0 } != nil }
+        func release() async throws {
+            gate.signal()
+            try await task.value
+        }
+    }
+
     @Test func aBorrowerThatCannotGetAConnectionInTimeGetsPoolTimeout() async throws {
         try await TestDatabase.with { database in
             let pool = makePool(database, max: 1, acquireTimeout: 0.5)
             defer { pool.close() }
-            let holding = Recorder<Bool>()
-            let holder = Task {
-                try await pool.withConnection { connection in
-                    holding.append(true)
-                    try connection.run("SELECT pg_sleep(2)")
-                }
-            }
-            try #require(await holding.waitFor(within: 10) { $0 } != nil, "the first borrower got the connection")
+            let holder = Holder(pool)
+            try #require(await holder.waitUntilHolding(), "the first borrower got the connection")
             #expect(pool.statistics.inUse == 1)
             var error: PGError?
             let seconds = await elapsedSeconds {
@@ -78,31 +123,31 @@ import Testing
             }
             #expect(error?.kind == .poolTimeout)
             #expect(error?.isTransient == true)
-            #expect(seconds >= 0.4 && seconds < 1.5, "gave up after \(seconds) s, acquire timeout 0.5 s")
-            _ = try await holder.value
-            // The timed-out waiter left no trace: the next borrower gets the connection.
+            // Well before the holder lets go (up to 20 s): the waiter gave up on its own timer.
+            #expect(seconds >= 0.45 && seconds < 5, "gave up after \(seconds) s, acquire timeout 0.5 s")
             #expect(pool.statistics.waiting == 0)
+            try await holder.release()
+            // The timed-out waiter left no trace: the next borrower gets the connection.
             let one = try await pool.withConnection { connection in try connection.queryFirst("SELECT 1") { try $0.int(0) } }
             #expect(one == 1)
+            #expect(pool.statistics.inUse == 0)
         }
     }
 
     @Test func aWaitingBorrowerGetsTheConnectionWhenItIsReturned() async throws {
         try await TestDatabase.with { database in
-            let pool = makePool(database, max: 1, acquireTimeout: 5)
+            let pool = makePool(database, max: 1, acquireTimeout: 20)
             defer { pool.close() }
-            let holding = Recorder<Bool>()
-            let holder = Task {
-                try await pool.withConnection { connection in
-                    holding.append(true)
-                    try connection.run("SELECT pg_sleep(0.5)")
-                }
+            let holder = Holder(pool)
+            try #require(await holder.waitUntilHolding(), "the first borrower got the connection")
+            let waiter = Task {
+                try await pool.withConnection { connection in try connection.queryFirst("SELECT 2") { try $0.int(0) } }
             }
-            try #require(await holding.waitFor(within: 10) { $0 } != nil, "the first borrower got the connection")
-            #expect(pool.statistics.inUse == 1)
-            let value = try await pool.withConnection { connection in try connection.queryFirst("SELECT 2") { try $0.int(0) } }
-            _ = try await holder.value
+            #expect(await eventually(within: 10) { pool.statistics.waiting == 1 })
+            try await holder.release()
+            let value = try await waiter.value
             #expect(value == 2)
+            #expect(pool.statistics.waiting == 0 && pool.statistics.inUse == 0 && pool.statistics.idle == 1)
             #expect(try await database.backendCount(applicationName: "nimbus") == 1)
         }
     }
@@ -111,15 +156,19 @@ import Testing
         try await TestDatabase.with { database in
             let pool = makePool(database, max: 2)
             defer { pool.close() }
-            // Two idle connections in the pool.
-            async let first: Int32 = pool.withConnection { connection in
-                try connection.run("SELECT pg_sleep(0.2)")
-                return try connection.queryFirst("SELECT pg_backend_pid()") { try $0.int(0) }.map(Int32.init)!
+            // Two idle connections in the pool: two borrowers that hold theirs until both have one.
+            let holding = Recorder<Int32>()
+            let borrow: @Sendable () async throws -> Int32 = {
+                try await pool.withConnection { connection in
+                    let pid = try connection.queryFirst("SELECT pg_backend_pid()") { try $0.int(0) }.map(Int32.init)!
+                    holding.append(pid)
+                    let deadline = Date().addingTimeInterval(10)
+                    while holding.all.count < 2, Date() < deadline { usleep(10_000) }  // on the pool's queue
+                    return pid
+                }
             }
-            async let second: Int32 = pool.withConnection { connection in
-                try connection.run("SELECT pg_sleep(0.2)")
-                return try connection.queryFirst("SELECT pg_backend_pid()") { try $0.int(0) }.map(Int32.init)!
-            }
+            async let first = borrow()
+            async let second = borrow()
             let originalPIDs = try await Set([first, second])
             #expect(pool.statistics.idle == 2)
 

@@ -42,6 +42,25 @@ import Testing
         #expect(nine.text == "$1,$2,$3,$4,$5,$6,$7,$8,$9 $10 $19 $11 $20 $10$11$12$13$14$15$16$17$18$19$20")
     }
 
+    @Test func anInterpolatedFragmentIsRenumberedIntoTheStatement() {
+        let filter: SQL = "zone = \(Int64(7)) AND name = \("n")"
+        let sql: SQL = "SELECT \(Int64(1)) FROM records WHERE \(filter) AND deleted = \(false)"
+        #expect(sql.text == "SELECT $1 FROM records WHERE zone = $2 AND name = $3 AND deleted = $4")
+        #expect(sql.parameters == [.int64(1), .int64(7), .text("n"), .bool(false)])
+
+        var wide: SQL = ""
+        for value in 1...11 { wide.append(value == 1 ? "\(Int64(value))" : ",\(Int64(value))") }
+        let nested: SQL = "\(Int64(0)),\(wide),\(Int64(12))"
+        #expect(nested.text == "$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13")
+        #expect(nested.parameters == (0...12).map { PGData.int64(Int64($0)) })
+    }
+
+    @Test func unsafeColumnsAreSplicedVerbatimWithoutParameters() {
+        let sql: SQL = "SELECT \(unsafeColumns: "id, name") FROM t WHERE id = \(Int64(3))"
+        #expect(sql.text == "SELECT id, name FROM t WHERE id = $1")
+        #expect(sql.parameters == [.int64(3)])
+    }
+
     @Test func identifiersAreQuotedWithEmbeddedQuotesDoubled() {
         let sql: SQL = "CREATE TABLE \(identifier: "plain"), \(identifier: #"we"ird"#), \(identifier: #""""#)"
         #expect(sql.text == #"CREATE TABLE "plain", "we""ird", """""""#)
@@ -64,6 +83,19 @@ import Testing
             #expect(values.0 == Array(0...14))
             #expect(values.1 == "fifteen")
             #expect(values.2 == 16)
+        }
+    }
+
+    @Test func interpolatedFragmentsReachTheServerInOrder() async throws {
+        try await TestDatabase.with { database in
+            var columns: SQL = "\(Int64(1))"
+            for value in 2...10 { columns.append(", \(Int64(value))") }
+            let query: SQL = "SELECT \(Int64(0)), \(columns), \("eleven") WHERE \(true)"
+            let values = try await database.withConnection { connection in
+                try connection.queryFirst(query) { row in (try (0...10).map { try row.int64($0) }, try row.string(11)) }!
+            }
+            #expect(values.0 == Array(0...10))
+            #expect(values.1 == "eleven")
         }
     }
 
