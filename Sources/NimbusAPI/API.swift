@@ -66,21 +66,37 @@ package final class API: Sendable {
 
         /// A route answered from a task (database work); thrown errors become API errors.
         func task(_ pattern: String, _ body: @escaping @Sendable (HTTPRequest) async throws -> HTTPResponse) -> HTTPServer.Handler {
+            streaming(pattern) { request, _ in try await body(request) }
+        }
+
+        /// Like `task`, but the body may answer through the writer itself (long-polls) and
+        /// return nil; it then calls the `Answered` callback it is given when it has answered.
+        func streaming(_ pattern: String, _ body: @escaping @Sendable (HTTPRequest, Answering) async throws -> HTTPResponse?) -> HTTPServer.Handler {
             let metrics = metrics, logger = logger
             return { request, writer in
                 let start = monotonicNanoseconds()
+                let answering = Answering(writer: writer) {
+                    metrics.record(route: pattern, method: request.method, status: 200, start: start)
+                }
                 Task {
-                    let response: HTTPResponse
+                    let response: HTTPResponse?
                     do {
-                        response = try await body(request)
+                        response = try await body(request, answering)
                     } catch {
                         response = ErrorResponse.make(for: error, logger: logger)
                     }
+                    guard let response else { return }
                     metrics.record(route: pattern, method: request.method, status: response.status.code, start: start)
                     writer.respond(response)
                 }
             }
         }
+    }
+
+    /// What a streaming route answers through: the writer, and the hook that counts the answer.
+    struct Answering: Sendable {
+        let writer: HTTPResponseWriter
+        let answered: @Sendable () -> Void
     }
 
     static func routeBuilder(_ metrics: Metrics) -> RouteBuilder { RouteBuilder(metrics: metrics) }

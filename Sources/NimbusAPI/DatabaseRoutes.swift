@@ -15,9 +15,12 @@ struct DatabaseRoutes: Sendable {
         var session: Session
         var body: JSONValue
         var request: HTTPRequest
+        /// For operations that park: they answer through it and return nil.
+        var answering: API.Answering
     }
 
-    typealias Operation = @Sendable (Context) async throws -> HTTPResponse
+    /// An operation's answer, or nil when it answers through `context.answering` (long-polls).
+    typealias Operation = @Sendable (Context) async throws -> HTTPResponse?
 
     static let pattern = "/database/1/:container/:environment/:database/:group/:operation"
 
@@ -36,15 +39,15 @@ struct DatabaseRoutes: Sendable {
             "users/current": ("GET", zones.currentUser),
         ]
         let store = store, limits = limits
-        let handler = api.task(Self.pattern) { request in
-            try await Self.handle(request, operations: operations, store: store, limits: limits)
+        let handler = api.streaming(Self.pattern) { request, answering in
+            try await Self.handle(request, answering: answering, operations: operations, store: store, limits: limits)
         }
         router.add("GET", Self.pattern, handler)
         router.add("POST", Self.pattern, handler)
     }
 
-    private static func handle(_ request: HTTPRequest, operations: [String: (method: String, run: Operation)],
-                               store: Store, limits: Limits) async throws -> HTTPResponse {
+    private static func handle(_ request: HTTPRequest, answering: API.Answering, operations: [String: (method: String, run: Operation)],
+                               store: Store, limits: Limits) async throws -> HTTPResponse? {
         let parameters = request.pathParameters
         let container = parameters["container"] ?? ""
         guard Names.isValidContainer(container) else {
@@ -76,7 +79,7 @@ struct DatabaseRoutes: Sendable {
             throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         }
         let body = operation.method == "POST" ? try parseBody(request.body) : JSONValue.object([:])
-        return try await operation.run(Context(session: session, body: body, request: request))
+        return try await operation.run(Context(session: session, body: body, request: request, answering: answering))
     }
 
     /// `Authorization: Bearer <token>` → the token's SHA-256.

@@ -106,12 +106,12 @@ struct RecordHandlers: Sendable {
         return Wire.json(.object(object))
     }
 
-    func changes(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
+    func changes(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
         let body = context.body
         let zoneName = try Wire.zoneName(body, required: true)
         let token = try Wire.syncToken(body)
         let limit = try RecordQuery.resultsLimit(body["resultsLimit"], limits: limits)
-        _ = try Wire.waitSeconds(body, limits: limits)
+        let wait = try Wire.waitSeconds(body, limits: limits)
         var desiredKeys: Set<String>?
         if let keys = body["desiredKeys"], !keys.isNull {
             guard let parsed = RecordOperation.parseDesiredKeys(keys) else { throw SyncError(.badRequest, "desiredKeys must be an array of field names.") }
@@ -124,13 +124,34 @@ struct RecordHandlers: Sendable {
             }
             types = parsed
         }
-        let changes = try await store.recordChanges(context.session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types)
-        let records: [JSONValue] = changes.records.map { $0.deleted ? $0.tombstoneJSON : $0.json(desiredKeys: desiredKeys) }
-        return Wire.json(.object([
-            "zoneID": Wire.zoneID(zoneName),
-            "records": .array(records),
-            "syncToken": .string(changes.token),
-            "moreComing": .bool(changes.moreComing),
-        ]))
+        let store = store, session = context.session, keys = desiredKeys, recordTypes = types
+        @Sendable func answer(_ changes: RecordChanges) -> JSONValue {
+            .object([
+                "zoneID": Wire.zoneID(zoneName),
+                "records": .array(changes.records.map { $0.deleted ? $0.tombstoneJSON : $0.json(desiredKeys: keys) }),
+                "syncToken": .string(changes.token),
+                "moreComing": .bool(changes.moreComing),
+            ])
+        }
+        let first = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types)
+        if !first.records.isEmpty || wait == 0 {
+            return Wire.json(answer(first))
+        }
+        // Nothing newer than the token: park until a change of this zone commits or the wait ends.
+        // The empty answer repeats the request's token exactly (the zone's token without one).
+        let empty = JSONValue.object(["zoneID": Wire.zoneID(zoneName), "records": .array([]),
+                                      "syncToken": .string(token ?? first.token), "moreComing": .bool(false)])
+        let zoneID = first.zone.id, seen = first.zone.changeSequence
+        let poll = LongPoll(writer: context.answering.writer, hub: store.hub, emptyAnswer: empty, onFinish: context.answering.answered,
+                            isRelevant: { event in
+                                (event.kind == .records && event.zoneID == zoneID && event.sequence > seen) || event.kind == .zones
+                            },
+                            reread: {
+                                let changes = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: recordTypes)
+                                return changes.records.isEmpty ? nil : answer(changes)
+                            })
+        try poll.start(databaseID: session.databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,
+                       heartbeatSeconds: limits.heartbeatSeconds)
+        return nil
     }
 }

@@ -84,16 +84,32 @@ struct ZoneHandlers: Sendable {
         return Wire.json(.object(["zones": .array(items)]))
     }
 
-    func changes(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
+    func changes(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
         let token = try Wire.syncToken(context.body)
         let limit = try RecordQuery.resultsLimit(context.body["resultsLimit"], limits: limits)
-        _ = try Wire.waitSeconds(context.body, limits: limits)
-        let changes = try await store.zoneChanges(context.session, token: token, limit: limit)
-        let zones: [JSONValue] = changes.zones.map { zone in
-            if zone.deleted { return .object(["zoneID": Wire.zoneID(zone.name), "deleted": .bool(true)]) }
-            return zoneJSON(zone, context.session)
+        let wait = try Wire.waitSeconds(context.body, limits: limits)
+        let store = store, session = context.session
+        @Sendable func answer(_ changes: ZoneChanges) -> JSONValue {
+            let zones: [JSONValue] = changes.zones.map { zone in
+                if zone.deleted { return .object(["zoneID": Wire.zoneID(zone.name), "deleted": .bool(true)]) }
+                return .object(["zoneID": Wire.zoneID(zone.name), "syncToken": .string(store.currentToken(zone, session: session))])
+            }
+            return .object(["zones": .array(zones), "syncToken": .string(changes.token), "moreComing": .bool(changes.moreComing)])
         }
-        return Wire.json(.object(["zones": .array(zones), "syncToken": .string(changes.token), "moreComing": .bool(changes.moreComing)]))
+        let first = try await store.zoneChanges(session, token: token, limit: limit)
+        if !first.zones.isEmpty || wait == 0 {
+            return Wire.json(answer(first))
+        }
+        let empty = JSONValue.object(["zones": .array([]), "syncToken": .string(token ?? first.token), "moreComing": .bool(false)])
+        let poll = LongPoll(writer: context.answering.writer, hub: store.hub, emptyAnswer: empty, onFinish: context.answering.answered,
+                            isRelevant: { $0.kind == .records || $0.kind == .zones },
+                            reread: {
+                                let changes = try await store.zoneChanges(session, token: token, limit: limit)
+                                return changes.zones.isEmpty ? nil : answer(changes)
+                            })
+        try poll.start(databaseID: session.databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,
+                       heartbeatSeconds: limits.heartbeatSeconds)
+        return nil
     }
 
     func currentUser(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {

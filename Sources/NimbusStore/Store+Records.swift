@@ -41,7 +41,7 @@ extension Store {
     package func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
                                atomic: Bool, limits: Limits) async throws -> [ModifyResult] {
         let now = clock.nowMilliseconds()
-        return try await pool.withTransaction { connection in
+        let (results, event) = try await pool.withTransaction { connection -> ([ModifyResult], ChangeEvent?) in
             guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName, lock: true), !zone.deleted else {
                 throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
             }
@@ -83,11 +83,14 @@ extension Store {
                 }
                 plan.addCascade(try Self.cascadeTargets(connection, zoneID: zone.id, deleted: plan.deletedNames, exclude: handled))
             }
-            if plan.hasWrites {
-                try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now)
-            }
-            return plan.results
+            guard plan.hasWrites else { return (plan.results, nil) }
+            let event = ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zone.id, sequence: plan.lastSequence)
+            try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now, event: event)
+            return (plan.results, event)
         }
+        // Committed: wake this instance's waiters now (the NOTIFY reaches the others).
+        if let event { hub.publish(event) }
+        return results
     }
 
     /// Names referenced with DELETE_SELF anywhere in the operations' raw fields.
@@ -124,7 +127,8 @@ extension Store {
 
     /// Every row change of a plan in one statement: saved rows, tombstones, DELETE_SELF edges and
     /// the zone's sequence.
-    private static func write(_ plan: ModifyPlan, connection: PGConnection, zoneID: Int64, session: Session, now: Int64) throws {
+    private static func write(_ plan: ModifyPlan, connection: PGConnection, zoneID: Int64, session: Session, now: Int64,
+                              event: ChangeEvent) throws {
         var saveNames: [String] = [], saveTypes: [String] = [], saveFields: [String] = [], saveTags: [String] = []
         var saveSequences: [Int64] = [], saveCreated: [Int64] = [], saveCreatedBy: [String] = [], saveCreatedUsers: [String] = []
         var saveExpires: [Int64] = []
@@ -196,9 +200,12 @@ extension Store {
                 RETURNING 1
             ), sequence AS (
                 UPDATE zones SET change_seq = \(plan.lastSequence) WHERE id = \(zoneID) RETURNING 1
+            ), announce AS (
+                -- Delivered at commit, to every instance's LISTEN connection.
+                SELECT pg_notify(\(ChangeEvent.channel), \(event.payload))
             )
             SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM tombstones), (SELECT count(*) FROM stale_edges),
-                   (SELECT count(*) FROM new_edges), (SELECT count(*) FROM sequence)
+                   (SELECT count(*) FROM new_edges), (SELECT count(*) FROM sequence), (SELECT count(*) FROM announce)
             """)
     }
 

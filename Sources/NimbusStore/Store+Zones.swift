@@ -115,6 +115,13 @@ extension Store {
             }
             results.append(result)
         }
+        if results.contains(where: { if case .failed = $0 { false } else { true } }) {
+            let event = ChangeEvent(databaseID: session.databaseID, kind: .zones)
+            try await pool.withConnection { connection in
+                try connection.run("SELECT pg_notify(\(ChangeEvent.channel), \(event.payload))")
+            }
+            hub.publish(event)
+        }
         return results
     }
 

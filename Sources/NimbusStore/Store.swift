@@ -10,15 +10,19 @@ package final class Store: Sendable {
     package let signer: TokenSigner
     let clock: any WallClock
     let tokenUse = TokenUseRecorder()
+    /// Parked long-poll requests, woken by local commits and by NOTIFY from other instances.
+    package let hub: ChangeHub
 
-    init(pool: PGPool, signer: TokenSigner, clock: any WallClock) {
+    init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub) {
         self.pool = pool
         self.signer = signer
         self.clock = clock
+        self.hub = hub
     }
 
     /// Opens the store: loads the server secret, creating it at first start.
-    package static func open(pool: PGPool, clock: any WallClock = SystemClock()) async throws -> Store {
+    package static func open(pool: PGPool, clock: any WallClock = SystemClock(),
+                             hubCapacity: ChangeHub.Capacity = .init()) async throws -> Store {
         let key = try await pool.withConnection { connection in
             var random = SystemRandomNumberGenerator()
             let fresh = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) }
@@ -28,7 +32,20 @@ package final class Store: Sendable {
                 """)
             return try connection.queryFirst("SELECT secret FROM server_secrets WHERE name = 'change-token'") { try $0.bytes(0) } ?? fresh
         }
-        return Store(pool: pool, signer: TokenSigner(key: key), clock: clock)
+        return Store(pool: pool, signer: TokenSigner(key: key), clock: clock, hub: ChangeHub(capacity: hubCapacity))
+    }
+
+    /// LISTENs for changes committed by any instance and wakes this instance's parked requests.
+    /// After a reconnect every parked request re-reads: announcements may have been missed.
+    package func startListening(url: String) -> PGListener {
+        let hub = hub
+        let listener = PGListener(url: url, channels: [ChangeEvent.channel], onNotification: { notification in
+            if let event = ChangeEvent(payload: notification.payload) { hub.publish(event) }
+        }, onConnect: { isReconnect in
+            if isReconnect { hub.wakeAll() }
+        })
+        listener.start()
+        return listener
     }
 
     /// One round trip to the database; returns its duration in seconds.

@@ -1,4 +1,6 @@
 import Foundation
+import NimbusCore
+import NimbusPostgres
 import NimbusSupport
 
 /// The `nimbus` command: the server and its admin commands.
@@ -54,6 +56,14 @@ struct Nimbus {
             let helpCommand = error.command.isEmpty ? "nimbus --help" : "nimbus \(error.command) --help"
             FileHandle.standardError.write(Data("error: \(error.message)\nSee '\(helpCommand)'.\n".utf8))
             exit(64)
+        } catch let error as PGError {
+            // Operator-facing: the sentence, without the internal error kind.
+            let detail = error.detail.map { " (\($0))" } ?? ""
+            FileHandle.standardError.write(Data("error: \(error.message)\(detail)\n".utf8))
+            exit(1)
+        } catch let error as SyncError {
+            FileHandle.standardError.write(Data("error: \(error.reason)\n".utf8))
+            exit(1)
         } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             exit(1)

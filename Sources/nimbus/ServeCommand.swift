@@ -85,7 +85,15 @@ enum ServeCommand {
         var poolConfiguration = PGPool.Configuration(url: database.url)
         poolConfiguration.maxConnections = poolSize
         let pool = PGPool(configuration: poolConfiguration)
-        let store = try await Store.open(pool: pool)
+        let store: Store
+        do {
+            store = try await Store.open(pool: pool, hubCapacity: .init(maxPerDevice: limits.maxWaitersPerDevice, maxTotal: limits.maxWaiters))
+        } catch {
+            pool.close()
+            database.close()
+            throw error
+        }
+        let listener = store.startListening(url: database.url)
         let metrics = Metrics()
         let api = API(store: store, limits: limits, metrics: metrics)
         let server = HTTPServer(configuration: http, handler: api.handler)
@@ -93,11 +101,14 @@ enum ServeCommand {
         metrics.addGauge("nimbus_db_pool_in_use", help: "Database connections lent out.") { Double(store.poolStatistics.inUse) }
         metrics.addGauge("nimbus_db_pool_idle", help: "Idle database connections.") { Double(store.poolStatistics.idle) }
         metrics.addGauge("nimbus_db_pool_max", help: "Database pool size.") { Double(store.poolStatistics.max) }
+        metrics.addGauge("nimbus_longpoll_waiters", help: "Parked long-poll requests.") { Double(store.hub.count) }
+        metrics.addGauge("nimbus_listener_connected", help: "1 while the LISTEN connection is up.") { listener.isConnected ? 1 : 0 }
 
         let bound: (host: String, port: Int)
         do {
             bound = try server.start()
         } catch {
+            listener.stop()
             pool.close()
             database.close()
             throw error
@@ -105,7 +116,11 @@ enum ServeCommand {
         logger.notice("listening on http://\(bound.host):\(bound.port)")
 
         await shutdownRequested.wait()
+        // Parked long-polls are answered at once (empty, same token), then in-flight requests
+        // get the drain timeout, then LISTEN and the pool close.
+        store.hub.close()
         await server.shutdown()
+        listener.stop()
         pool.close()
         database.close()
         withExtendedLifetime(trap) {}

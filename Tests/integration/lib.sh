@@ -13,6 +13,8 @@
 # embedded clusters) is registered and torn down by an EXIT trap, pass or fail.
 
 set -uo pipefail
+# Byte semantics for ${#s} and ${s:0:n} (responses are split by Content-Length).
+export LC_ALL=C
 
 IT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(cd "$IT_DIR/../.." && pwd)
@@ -49,7 +51,14 @@ fail() {
   exit 1
 }
 
-# pass MESSAGE: one checked expectation.
+# fail_later MESSAGE: records a failed expectation but lets the scenario go on checking the rest;
+# the scenario then ends as failed.
+fail_later() {
+  printf 'FAIL: %s\n' "$*" >&2
+  printf '%s\n' "$*" >>"$TEST_TMP/.failures"
+}
+
+# ok MESSAGE: one checked expectation.
 ok() { printf 'ok - %s\n' "$*"; }
 
 # now_ms: wall clock in milliseconds.
@@ -90,7 +99,7 @@ track_data_dir() { echo "$1" >>"$TEST_TMP/.data-dirs"; }
 process_alive() {
   local state=""
   [ -r "/proc/$1/stat" ] || return 1
-  read -r _ _ state _ <"/proc/$1/stat" 2>/dev/null || return 1
+  { read -r _ _ state _ <"/proc/$1/stat"; } 2>/dev/null || return 1
   [ "$state" != Z ] && [ "$state" != X ]
 }
 
@@ -121,6 +130,7 @@ start_nimbus() {
   SERVER_COUNT=$((SERVER_COUNT + 1))
   NIMBUS_LOG="$TEST_TMP/nimbus-$SERVER_COUNT.log"
   echo "$NIMBUS_LOG" >>"$TEST_TMP/.logs"
+  : >"$NIMBUS_LOG"
   "$NIMBUS_BIN" serve --listen 127.0.0.1:0 "${args[@]}" >"$NIMBUS_LOG" 2>&1 &
   NIMBUS_PID=$!
   track_pid "$NIMBUS_PID"
@@ -181,6 +191,13 @@ cluster_directory() {
   fi
 }
 
+# socket_directory DATA_DIR: the Unix socket directory of DATA_DIR's embedded cluster.
+socket_directory() {
+  local cluster
+  cluster=$(cluster_directory "$1")
+  printf '%s/run\n' "${cluster%/postgres}"
+}
+
 # run_as_owner PATH COMMAND...: runs COMMAND as the owner of PATH when root (PostgreSQL's rule).
 run_as_owner() {
   local path=$1; shift
@@ -210,7 +227,7 @@ postgres_processes_of() {
   local root=$1 stat pid ppid rest
   process_alive "$root" && echo "$root"
   for stat in /proc/[0-9]*/stat; do
-    read -r pid _ _ ppid rest <"$stat" 2>/dev/null || continue
+    { read -r pid _ _ ppid rest <"$stat"; } 2>/dev/null || continue
     [ "$ppid" = "$root" ] && process_alive "$pid" && echo "$pid"
   done
   return 0
@@ -221,6 +238,11 @@ postgres_processes_of() {
 cleanup() {
   local status=$?
   set +e
+  if [ -s "$TEST_TMP/.failures" ]; then
+    printf 'FAIL: %s\n' "$(wc -l <"$TEST_TMP/.failures") expectation(s) failed:" >&2
+    sed 's/^/  - /' "$TEST_TMP/.failures" >&2
+    [ "$status" -eq 0 ] && status=1
+  fi
   local pid
   while read -r pid; do
     [ -n "$pid" ] || continue
@@ -350,7 +372,9 @@ raw_read() {
   [ "$status" -eq 0 ] && RAW_CLOSED=1
   # An error such as ECONNRESET also ends the connection.
   [ "$status" -ne 0 ] && [ "$status" -ne 124 ] && RAW_CLOSED=1
-  RAW_RESPONSE=$(cat "$RAW_OUT")
+  # The sentinel keeps trailing newlines that $(...) would strip.
+  RAW_RESPONSE=$(cat "$RAW_OUT"; printf x)
+  RAW_RESPONSE=${RAW_RESPONSE%x}
 }
 
 # raw_close: closes our end.
@@ -367,6 +391,34 @@ raw_request() {
 # raw_statuses [RESPONSE]: the status codes of every response in the capture, space-separated.
 raw_statuses() {
   printf '%s' "${1-$RAW_RESPONSE}" | grep -a -o 'HTTP/1\.[01] [0-9][0-9][0-9] ' | sed -E 's/^HTTP\/1\.[01] ([0-9]+) $/\1/' | tr '\n' ' ' | sed 's/ $//'
+}
+
+# parse_responses METHOD...: splits the capture into consecutive responses, one per METHOD (a HEAD
+# answer has no body; interim 1xx answers are kept as entries of their own). Sets RESP_STATUS,
+# RESP_HEADERS and RESP_BODY arrays; fails on a missing or truncated answer or extra bytes.
+parse_responses() {
+  local rest=$RAW_RESPONSE method head status length
+  RESP_STATUS=() RESP_HEADERS=() RESP_BODY=()
+  for method in "$@"; do
+    while :; do
+      [[ $rest == *$'\r\n\r\n'* ]] || fail "no complete answer for request $(( ${#RESP_STATUS[@]} + 1 )) ($method); left: '${rest:0:300}'"
+      head=${rest%%$'\r\n\r\n'*}
+      rest=${rest#*$'\r\n\r\n'}
+      [[ $head =~ ^HTTP/1\.[01]\ ([0-9]{3}) ]] || fail "not a status line: '${head:0:200}'"
+      status=${BASH_REMATCH[1]}
+      RESP_STATUS+=("$status")
+      RESP_HEADERS+=("${head//$'\r'/}")
+      if [[ $status == 1* ]]; then RESP_BODY+=(""); continue; fi
+      length=$(header_value Content-Length "$head")
+      [ -n "$length" ] || fail "answer $status to $method has no Content-Length"
+      [ "$method" = HEAD ] && length=0
+      [ "${#rest}" -ge "$length" ] || fail "answer $status to $method is truncated: ${#rest} of $length body bytes"
+      RESP_BODY+=("${rest:0:length}")
+      rest=${rest:length}
+      break
+    done
+  done
+  [ -z "$rest" ] || fail "extra bytes after ${#RESP_STATUS[@]} answers: '${rest:0:300}'"
 }
 
 # raw_body [RESPONSE]: the body of the (single) response in the capture.
@@ -395,4 +447,161 @@ repeat_char() {
   local s
   printf -v s '%*s' "$2" ''
   printf '%s' "${s// /$1}"
+}
+
+# MARK: - Record store API (scenarios 30–36)
+# Database routes with bearer tokens, the admin CLI beside a running server, and record lists out
+# of compact JSON. Record objects are written by the server with their keys in this order:
+# recordName, recordType, recordChangeTag, fields, created, modified, deleted, zoneID (a tombstone
+# in a change feed: recordName, recordType, deleted); error items: recordName, uuid,
+# serverErrorCode, reason, serverRecord?. The helpers below rely on that order.
+
+# The database of the server started by start_store_server, and the address of `api` requests.
+NIMBUS_DB_URL=""
+API_CONTAINER=iCloud.com.mirxa.AppLocker
+API_ENV=development
+
+# start_store_server [ARGS...]: a fresh database and a server on it; sets NIMBUS_DB_URL.
+start_store_server() {
+  NIMBUS_DB_URL=$(fresh_database) || exit 1
+  start_nimbus --database-url "$NIMBUS_DB_URL" "$@"
+}
+
+# nimbus_admin ARGS...: an admin command against NIMBUS_DB_URL (beside the running server). Prints
+# its standard output; fails the scenario when it fails.
+nimbus_admin() {
+  local output status
+  output=$("$NIMBUS_BIN" "$@" --database-url "$NIMBUS_DB_URL" 2>"$TEST_TMP/admin-stderr")
+  status=$?
+  [ "$status" -eq 0 ] || fail "nimbus $* exited with $status: $output $(cat "$TEST_TMP/admin-stderr")"
+  printf '%s\n' "$output"
+}
+
+# issue_token VAR USER DEVICE: issues a device token; sets VAR to the secret and VAR_ID to its id.
+issue_token() {
+  local output id secret
+  output=$(nimbus_admin token issue "$2" --device "$3") || exit 1
+  id=$(printf '%s\n' "$output" | sed -n 's/^token-id: //p')
+  secret=$(printf '%s\n' "$output" | sed -n 's/^token: //p')
+  [ -n "$id" ] && [ -n "$secret" ] || fail "token issue printed no token-id/token lines: $output"
+  printf -v "$1" '%s' "$secret"
+  printf -v "${1}_ID" '%s' "$id"
+}
+
+# api_path OP: the path of a private-database operation of API_CONTAINER in API_ENV.
+api_path() { printf '/database/1/%s/%s/private/%s' "$API_CONTAINER" "$API_ENV" "$1"; }
+
+# api TOKEN OP [BODY]: one database request (GET for zones/list and users/current, else POST of
+# BODY; `@file` sends a file). Sets HTTP_STATUS, HTTP_BODY, HTTP_HEADERS like `request`.
+api() {
+  local token=$1 op=$2 body=${3-}
+  case $op in
+    zones/list|users/current) request GET "$(api_path "$op")" -H "Authorization: Bearer $token" ;;
+    *) request POST "$(api_path "$op")" -H "Authorization: Bearer $token" \
+         -H 'Content-Type: application/json' --data-binary "$body" ;;
+  esac
+}
+
+# api_ok TOKEN OP [BODY]: `api`, and the answer must be 200.
+api_ok() {
+  api "$@"
+  expect_status 200 "$2"
+}
+
+# api_call TOKEN OP BODY: a POST for background loops, which must not share `request`'s files:
+# prints the body, a space and the HTTP status on one line (status 000 when curl failed).
+api_call() {
+  curl -s --max-time 20 -X POST -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+    --data-binary "$3" -w ' %{http_code}' "$NIMBUS_URL$(api_path "$2")"
+}
+
+# expect_api_error STATUS CODE [WHAT]: the last answer is a request-level error in the API shape.
+expect_api_error() {
+  expect_status "$1" "${3:-request}"
+  expect_error_body "$2"
+}
+
+# record_items [JSON]: the top-level items of a "records" array, one per line (split before each
+# `{"recordName":` or `{"uuid":` (an error item without a name) that follows `[` or `,`;
+# REFERENCE_LIST values would split too).
+record_items() {
+  printf '%s' "${1-$HTTP_BODY}" | sed 's/\([[,]\){"\(recordName\|uuid\)":/\1\n{"\2":/g' | grep -a '^{"\(recordName\|uuid\)":'
+}
+
+# item_codes [JSON]: each record item's serverErrorCode, or `ok` for a record or deletion, one
+# per line in answer order.
+item_codes() {
+  local line
+  while IFS= read -r line; do
+    json_field serverErrorCode "$line" || echo ok
+  done < <(record_items "${1-$HTTP_BODY}")
+}
+
+# expect_item_codes EXPECTED [WHAT] [JSON]: item_codes joined by spaces equal EXPECTED.
+expect_item_codes() {
+  local got
+  got=$(item_codes "${3-$HTTP_BODY}" | tr '\n' ' ' | sed 's/ $//')
+  [ "$got" = "$1" ] || fail "${2:-records}: expected items '$1', got '$got' in ${HTTP_BODY:0:600}"
+}
+
+# record_summary [JSON]: `NAME TAG` for each live record and `NAME -` for each tombstone, in order
+# (records of an answer; a CONFLICT item's serverRecord counts as a record).
+record_summary() {
+  printf '%s' "${1-$HTTP_BODY}" \
+    | grep -a -o '"recordName":"[^"]*","recordType":"[^"]*","\(recordChangeTag":"[^"]*"\|deleted":true\)' \
+    | sed -e 's/^"recordName":"\([^"]*\)","recordType":"[^"]*","recordChangeTag":"\([^"]*\)"$/\1 \2/' \
+          -e 's/^"recordName":"\([^"]*\)","recordType":"[^"]*","deleted":true$/\1 -/'
+}
+
+# record_tag NAME [JSON]: the recordChangeTag of record NAME in an answer, empty when absent.
+record_tag() {
+  record_summary "${2-$HTTP_BODY}" | sed -n "s/^$1 \([^ -][^ ]*\)\$/\1/p" | head -n 1
+}
+
+# field_value NAME FIELD [JSON]: the raw JSON value of FIELD of record NAME (scalars only).
+field_value() {
+  local line
+  line=$(record_items "${3-$HTTP_BODY}" | grep -a -m1 "^{\"recordName\":\"$1\"") || return 1
+  printf '%s' "$line" | grep -a -o -m1 "\"$2\":{\"value\":\\(\"[^\"]*\"\\|[^,}]*\\)" | head -n 1 | sed 's/^"[^"]*":{"value"://'
+}
+
+# tag_number TAG: a recordChangeTag (base 36 of the zone sequence) as a decimal number.
+tag_number() { echo $((36#$1)); }
+
+# expect_no_server_errors: the server answered no 5xx (its /metrics counters) and logged no
+# internal error (NIMBUS_LOG).
+expect_no_server_errors() {
+  local metrics logged
+  metrics=$(curl -s --max-time 10 "$NIMBUS_URL/metrics") || fail "GET /metrics failed"
+  printf '%s\n' "$metrics" | grep -q '^nimbus_http_requests_total' || fail "/metrics has no request counters"
+  if printf '%s\n' "$metrics" | grep -q '^nimbus_http_requests_total{.*status="5[0-9][0-9]"}'; then
+    fail "the server answered 5xx: $(printf '%s\n' "$metrics" | grep '^nimbus_http_requests_total{.*status="5' | tr '\n' ' ')"
+  fi
+  logged=$(grep -a -i 'internal error\|INTERNAL_ERROR' "$NIMBUS_LOG" | head -n 3)
+  [ -z "$logged" ] || fail "the server logged internal errors: $logged"
+  ok "no 5xx answers and no internal errors in the log"
+}
+
+# defer_fail MESSAGE: a failed check that should not hide the checks after it (a known server
+# bug); the scenario still fails at finish_scenario.
+DEFERRED_FAILURES=0
+defer_fail() {
+  printf 'FAIL (deferred): %s\n' "$*" >&2
+  DEFERRED_FAILURES=$((DEFERRED_FAILURES + 1))
+}
+
+# finish_scenario: fails the scenario if any check was deferred.
+finish_scenario() {
+  [ "$DEFERRED_FAILURES" -eq 0 ] || fail "$DEFERRED_FAILURES deferred check(s) failed (see FAIL (deferred) above)"
+}
+
+# json_last_field NAME [JSON]: like json_field, but the last occurrence (the top-level syncToken
+# of zones/changes comes after the zones' own tokens).
+json_last_field() {
+  local json=${2-$HTTP_BODY} match
+  match=$(printf '%s' "$json" | grep -a -o "\"$1\":\(\"\([^\"\\\\]\|\\\\.\)*\"\|[^,}]*\)" | tail -n 1) || return 1
+  [ -n "$match" ] || return 1
+  match=${match#\"$1\":}
+  if [[ $match == \"*\" ]]; then match=${match:1:${#match}-2}; fi
+  printf '%s\n' "$match"
 }

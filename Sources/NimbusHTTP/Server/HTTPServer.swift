@@ -57,7 +57,18 @@ package final class HTTPServer: Sendable {
     /// within the drain timeout, then close whatever is left and stop the loops.
     package func shutdown() async {
         let all = loops.withLock { $0 }
-        for loop in all { loop.execute { loop.beginDraining() } }
+        // Every loop stops watching the listening socket, then it is closed, so that new
+        // connections are refused at once rather than accepted by the kernel and never served.
+        for loop in all {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                loop.execute {
+                    loop.beginDraining()
+                    continuation.resume()
+                }
+            }
+        }
+        let descriptor = listener.exchange(-1, ordering: .sequentiallyConsistent)
+        if descriptor >= 0 { close(descriptor) }
         let deadline = monotonicNanoseconds() + UInt64(configuration.drainTimeoutSeconds * 1_000_000_000)
         while connectionCount > 0, monotonicNanoseconds() < deadline {
             try? await Task.sleep(nanoseconds: 20_000_000)
@@ -66,8 +77,6 @@ package final class HTTPServer: Sendable {
             logger.warning("drain timeout: closing connections still in flight", ["open": connectionCount])
         }
         for loop in all { loop.stop() }
-        let descriptor = listener.exchange(-1, ordering: .sequentiallyConsistent)
-        if descriptor >= 0 { close(descriptor) }
     }
 
     // MARK: - For the event loops

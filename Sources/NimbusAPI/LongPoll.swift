@@ -1,0 +1,129 @@
+import Foundation
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+import NimbusSupport
+import Synchronization
+
+/// A waiting request (`wait` on a change feed, or a notification channel poll), parked in the
+/// change hub: its headers go out at once (chunked), a space every heartbeat interval keeps
+/// proxies from cutting it, a relevant change makes it re-read and answer, the deadline (or
+/// shutdown) answers it empty, and a client that goes away frees its entry at once.
+final class LongPoll: ParkedRequest, Sendable {
+    typealias Reread = @Sendable () async throws -> JSONValue?
+
+    private enum Phase { case waiting, reading, finished }
+
+    private struct State {
+        var phase = Phase.waiting
+        /// A wake-up arrived while a re-read was running: read again afterwards.
+        var dirty = false
+        var ticket: ChangeHub.Ticket?
+    }
+
+    private let writer: HTTPResponseWriter
+    private let hub: ChangeHub
+    private let isRelevant: @Sendable (ChangeEvent) -> Bool
+    private let reread: Reread
+    private let emptyAnswer: JSONValue
+    private let onFinish: @Sendable () -> Void
+    private let state = Mutex(State())
+    private let logger = Logger(subsystem: "longpoll")
+
+    init(writer: HTTPResponseWriter, hub: ChangeHub, emptyAnswer: JSONValue, onFinish: @escaping @Sendable () -> Void,
+         isRelevant: @escaping @Sendable (ChangeEvent) -> Bool, reread: @escaping Reread) {
+        self.writer = writer
+        self.hub = hub
+        self.emptyAnswer = emptyAnswer
+        self.onFinish = onFinish
+        self.isRelevant = isRelevant
+        self.reread = reread
+    }
+
+    /// Parks the request; throws THROTTLED (before anything was sent) over the caps.
+    func start(databaseID: Int64, deviceKey: String, wait: Int, heartbeatSeconds: Int) throws {
+        let ticket = try hub.park(self, databaseID: databaseID, deviceKey: deviceKey, wait: Double(wait),
+                                  heartbeat: Double(max(heartbeatSeconds, 1)))
+        state.withLock { $0.ticket = ticket }
+        writer.startStreaming(status: .ok, headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"])
+        writer.onCancel { [self] in cancel() }
+        // A change may have committed between the first read and parking: look once more.
+        wake(nil)
+    }
+
+    func wake(_ event: ChangeEvent?) {
+        if let event, !isRelevant(event) { return }
+        let shouldRead = state.withLock { state -> Bool in
+            switch state.phase {
+            case .finished: return false
+            case .reading:
+                state.dirty = true
+                return false
+            case .waiting:
+                state.phase = .reading
+                return true
+            }
+        }
+        guard shouldRead else { return }
+        Task { await readUntilQuiet() }
+    }
+
+    private func readUntilQuiet() async {
+        while true {
+            do {
+                if let answer = try await reread() {
+                    finish(answer)
+                    return
+                }
+            } catch let error as SyncError where error.code != .tryAgainLater {
+                // The zone went away or the token expired while waiting: answer empty; the next
+                // request gets the error with its proper status.
+                finish(emptyAnswer)
+                return
+            } catch {
+                logger.warning("re-read of a waiting request failed; still waiting", ["error": "\(error)"])
+            }
+            let again = state.withLock { state -> Bool in
+                guard state.phase != .finished else { return false }
+                if state.dirty {
+                    state.dirty = false
+                    return true
+                }
+                state.phase = .waiting
+                return false
+            }
+            if !again { return }
+        }
+    }
+
+    func heartbeat() {
+        let active = state.withLock { $0.phase != .finished }
+        if active { writer.writeChunk([0x20]) }
+    }
+
+    func expire() {
+        finish(emptyAnswer)
+    }
+
+    private func cancel() {
+        let ticket = state.withLock { state -> ChangeHub.Ticket? in
+            guard state.phase != .finished else { return nil }
+            state.phase = .finished
+            return state.ticket
+        }
+        if let ticket { hub.remove(ticket) }
+    }
+
+    private func finish(_ answer: JSONValue) {
+        let ticket = state.withLock { state -> ChangeHub.Ticket?? in
+            guard state.phase != .finished else { return nil }
+            state.phase = .finished
+            return .some(state.ticket)
+        }
+        guard let ticket else { return }
+        if let ticket { hub.remove(ticket) }
+        writer.writeChunk(answer.serialized())
+        writer.finishStreaming()
+        onFinish()
+    }
+}

@@ -1,0 +1,192 @@
+import Dispatch
+import Foundation
+import NimbusCore
+import NimbusSupport
+import Synchronization
+
+/// What changed, as announced by a committing writer (locally, and through NOTIFY to every
+/// instance). A hint to re-read, never the truth: the change feeds are.
+package struct ChangeEvent: Sendable, Hashable {
+    package enum Kind: String, Sendable {
+        /// Records of a zone changed; `sequence` is the zone's new change sequence.
+        case records = "r"
+        /// A zone was created or deleted.
+        case zones = "z"
+        /// Notifications were written; `sequence` is the database's newest notification.
+        case notifications = "n"
+    }
+
+    package var databaseID: Int64
+    package var kind: Kind
+    package var zoneID: Int64
+    package var sequence: Int64
+
+    package init(databaseID: Int64, kind: Kind, zoneID: Int64 = 0, sequence: Int64 = 0) {
+        self.databaseID = databaseID
+        self.kind = kind
+        self.zoneID = zoneID
+        self.sequence = sequence
+    }
+
+    /// The NOTIFY payload: `<database> <kind> <zone> <sequence>`.
+    package var payload: String { "\(databaseID) \(kind.rawValue) \(zoneID) \(sequence)" }
+
+    package init?(payload: String) {
+        let parts = payload.split(separator: " ")
+        guard parts.count == 4, let database = Int64(parts[0]), let kind = Kind(rawValue: String(parts[1])),
+              let zone = Int64(parts[2]), let sequence = Int64(parts[3]) else { return nil }
+        self.init(databaseID: database, kind: kind, zoneID: zone, sequence: sequence)
+    }
+
+    /// The channel every instance LISTENs on.
+    package static let channel = "nimbus_changes"
+}
+
+/// A parked long-poll request as the hub sees it.
+package protocol ParkedRequest: AnyObject, Sendable {
+    /// A change in the request's database (nil: anything may have changed — re-read).
+    func wake(_ event: ChangeEvent?)
+    /// Time for a heartbeat byte.
+    func heartbeat()
+    /// The wait is over (deadline or shutdown): answer with no changes.
+    func expire()
+}
+
+/// Parked long-poll requests keyed by database (DESIGN.md "Long-poll instead of push"). A parked
+/// request costs an entry here and its socket — no thread, no database connection. One timer
+/// scans for deadlines and heartbeats.
+package final class ChangeHub: @unchecked Sendable {
+    // @unchecked: `timer` is set once in init and only cancelled in deinit; every mutable field
+    // lives in `state`, a Mutex.
+    package struct Capacity: Sendable {
+        package var maxPerDevice: Int
+        package var maxTotal: Int
+
+        package init(maxPerDevice: Int = 8, maxTotal: Int = 10_000) {
+            self.maxPerDevice = maxPerDevice
+            self.maxTotal = maxTotal
+        }
+    }
+
+    package struct Ticket: Sendable, Hashable {
+        fileprivate let id: UInt64
+    }
+
+    private struct Entry {
+        var databaseID: Int64
+        var deviceKey: String
+        var request: any ParkedRequest
+        var deadline: UInt64
+        var heartbeatInterval: UInt64
+        var nextHeartbeat: UInt64
+    }
+
+    private struct State {
+        var entries: [UInt64: Entry] = [:]
+        var byDatabase: [Int64: Set<UInt64>] = [:]
+        var byDevice: [String: Int] = [:]
+        var nextID: UInt64 = 0
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    private let capacity: Capacity
+    private let timer: any DispatchSourceTimer
+    private let logger = Logger(subsystem: "hub")
+
+    package init(capacity: Capacity = Capacity(), tick: Double = 0.1) {
+        self.capacity = capacity
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "nimbus.hub.timer"))
+        timer.schedule(deadline: .now() + tick, repeating: tick, leeway: .milliseconds(20))
+        timer.setEventHandler { [weak self] in self?.scan() }
+        timer.resume()
+    }
+
+    deinit {
+        timer.cancel()
+    }
+
+    /// Parked requests right now (metrics, tests).
+    package var count: Int { state.withLock { $0.entries.count } }
+
+    /// Parks a request until `wait` seconds pass, with a heartbeat every `heartbeat` seconds.
+    /// Over the per-device or total cap: THROTTLED.
+    package func park(_ request: any ParkedRequest, databaseID: Int64, deviceKey: String,
+                      wait: Double, heartbeat: Double) throws(SyncError) -> Ticket {
+        let now = monotonicNanoseconds()
+        let result: Result<UInt64, SyncError> = state.withLock { state in
+            if state.closed {
+                return .failure(SyncError(.tryAgainLater, "The server is shutting down.", retryAfter: 1))
+            }
+            if state.entries.count >= capacity.maxTotal {
+                return .failure(SyncError(.throttled, "The server holds its maximum of \(capacity.maxTotal) waiting requests (maxWaiters); retry shortly.", retryAfter: 5))
+            }
+            if state.byDevice[deviceKey, default: 0] >= capacity.maxPerDevice {
+                return .failure(SyncError(.throttled, "This device already has \(capacity.maxPerDevice) waiting requests (maxWaitersPerDevice).", retryAfter: 5))
+            }
+            state.nextID += 1
+            let interval = UInt64(max(heartbeat, 0.05) * 1e9)
+            state.entries[state.nextID] = Entry(databaseID: databaseID, deviceKey: deviceKey, request: request,
+                                                deadline: now + UInt64(max(wait, 0) * 1e9), heartbeatInterval: interval,
+                                                nextHeartbeat: now + interval)
+            state.byDatabase[databaseID, default: []].insert(state.nextID)
+            state.byDevice[deviceKey, default: 0] += 1
+            return .success(state.nextID)
+        }
+        return Ticket(id: try result.get())
+    }
+
+    /// Removes a parked request (answered, or its client went away). Idempotent.
+    package func remove(_ ticket: Ticket) {
+        state.withLock { state in
+            guard let entry = state.entries.removeValue(forKey: ticket.id) else { return }
+            state.byDatabase[entry.databaseID]?.remove(ticket.id)
+            if state.byDatabase[entry.databaseID]?.isEmpty == true { state.byDatabase[entry.databaseID] = nil }
+            let remaining = (state.byDevice[entry.deviceKey] ?? 1) - 1
+            state.byDevice[entry.deviceKey] = remaining > 0 ? remaining : nil
+        }
+    }
+
+    /// Wakes the parked requests of the event's database.
+    package func publish(_ event: ChangeEvent) {
+        let requests = state.withLock { state in
+            (state.byDatabase[event.databaseID] ?? []).compactMap { state.entries[$0]?.request }
+        }
+        for request in requests { request.wake(event) }
+    }
+
+    /// Wakes every parked request to re-read: after the LISTEN connection was re-established,
+    /// changes may have been announced while nobody listened.
+    package func wakeAll() {
+        let requests = state.withLock { state in state.entries.values.map(\.request) }
+        logger.info("waking every parked request to re-read", ["count": requests.count])
+        for request in requests { request.wake(nil) }
+    }
+
+    /// Shutdown: answers every parked request now and refuses new ones.
+    package func close() {
+        let requests = state.withLock { state in
+            state.closed = true
+            return state.entries.values.map(\.request)
+        }
+        for request in requests { request.expire() }
+    }
+
+    private func scan() {
+        let now = monotonicNanoseconds()
+        var expired: [any ParkedRequest] = []
+        var beats: [any ParkedRequest] = []
+        state.withLock { state in
+            for (id, entry) in state.entries {
+                if entry.deadline <= now {
+                    expired.append(entry.request)
+                } else if entry.nextHeartbeat <= now {
+                    beats.append(entry.request)
+                    state.entries[id]?.nextHeartbeat = now + entry.heartbeatInterval
+                }
+            }
+        }
+        for request in beats { request.heartbeat() }
+        for request in expired { request.expire() }
+    }
+}
