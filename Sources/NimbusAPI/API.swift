@@ -13,13 +13,14 @@ package final class API: Sendable {
     let logger = Logger(subsystem: "api")
     private let router: HTTPRouter
 
-    package init(store: Store, limits: Limits, metrics: Metrics = Metrics()) {
+    package init(store: Store, limits: Limits, metrics: Metrics = Metrics(), publicURL: String? = nil) {
         self.store = store
         self.limits = limits
         self.metrics = metrics
         var router = HTTPRouter()
         SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: Self.routeBuilder(metrics))
-        DatabaseRoutes(store: store, limits: limits).register(in: &router, api: Self.routeBuilder(metrics))
+        DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: Self.routeBuilder(metrics))
+        WebcourierRoute(store: store, limits: limits).register(in: &router, api: Self.routeBuilder(metrics))
         self.router = router
     }
 

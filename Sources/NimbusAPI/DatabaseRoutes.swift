@@ -9,6 +9,7 @@ import NimbusSupport
 struct DatabaseRoutes: Sendable {
     let store: Store
     let limits: Limits
+    let publicURL: String?
 
     /// An authenticated request with its parsed body.
     struct Context: Sendable {
@@ -27,6 +28,7 @@ struct DatabaseRoutes: Sendable {
     func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
         let records = RecordHandlers(store: store, limits: limits)
         let zones = ZoneHandlers(store: store, limits: limits)
+        let subscriptions = SubscriptionHandlers(store: store, limits: limits, publicURL: publicURL)
         let operations: [String: (method: String, run: Operation)] = [
             "records/modify": ("POST", records.modify),
             "records/lookup": ("POST", records.lookup),
@@ -37,6 +39,10 @@ struct DatabaseRoutes: Sendable {
             "zones/modify": ("POST", zones.modify),
             "zones/changes": ("POST", zones.changes),
             "users/current": ("GET", zones.currentUser),
+            "subscriptions/list": ("GET", subscriptions.list),
+            "subscriptions/lookup": ("POST", subscriptions.lookup),
+            "subscriptions/modify": ("POST", subscriptions.modify),
+            "tokens/create": ("POST", subscriptions.createToken),
         ]
         let store = store, limits = limits
         let handler = api.streaming(Self.pattern) { request, answering in

@@ -41,8 +41,13 @@ extension Store {
     package func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
                                atomic: Bool, limits: Limits) async throws -> [ModifyResult] {
         let now = clock.nowMilliseconds()
-        let (results, event) = try await pool.withTransaction { connection -> ([ModifyResult], ChangeEvent?) in
-            guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName, lock: true), !zone.deleted else {
+        let (results, events) = try await pool.withTransaction { connection -> ([ModifyResult], [ChangeEvent]) in
+            let locked = try connection.queryFirst("""
+                SELECT zone_name, id, change_seq, tombstone_horizon_seq, deleted,
+                       EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID))
+                FROM zones WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName) FOR UPDATE
+                """) { row in (zone: try Self.decodeZone(row), hasSubscriptions: try row.bool(5)) }
+            guard let zone = locked?.zone, !zone.deleted else {
                 throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
             }
             var schema = try Self.loadSchema(connection, container: session.container, environment: session.environment)
@@ -74,6 +79,7 @@ extension Store {
                 }
             }
 
+            var cascaded: [String: Record] = [:]
             if !plan.deletedNames.isEmpty {
                 let handled = plan.writes.map { write -> String in
                     switch write {
@@ -81,16 +87,64 @@ extension Store {
                     case .delete(let name, _, _): name
                     }
                 }
-                plan.addCascade(try Self.cascadeTargets(connection, zoneID: zone.id, deleted: plan.deletedNames, exclude: handled))
+                let doomed = try Self.cascadeTargets(connection, zoneID: zone.id, zoneName: zoneName, deleted: plan.deletedNames, exclude: handled)
+                plan.addCascade(doomed.map { ($0.recordName, $0.recordType) })
+                cascaded = Dictionary(doomed.map { ($0.recordName, $0) }, uniquingKeysWith: { first, _ in first })
             }
-            guard plan.hasWrites else { return (plan.results, nil) }
-            let event = ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zone.id, sequence: plan.lastSequence)
-            try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now, event: event)
-            return (plan.results, event)
+            guard plan.hasWrites else { return (plan.results, []) }
+            var events = [ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zone.id, sequence: plan.lastSequence)]
+            try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now, event: events[0])
+            // Notifications commit with the change that fires them, or not at all.
+            if locked?.hasSubscriptions == true {
+                let subscriptions = try Self.loadSubscriptions(connection, databaseID: session.databaseID, schema: schema, limits: limits)
+                let fired = Self.notifications(for: plan, subscriptions: subscriptions, existing: existing, cascaded: cascaded, zoneName: zoneName)
+                if !fired.rows.isEmpty {
+                    let newest = try Self.writeNotifications(fired.rows, spent: fired.spent, connection: connection, session: session)
+                    events.append(ChangeEvent(databaseID: session.databaseID, kind: .notifications, sequence: newest))
+                }
+            }
+            return (plan.results, events)
         }
         // Committed: wake this instance's waiters now (the NOTIFY reaches the others).
-        if let event { hub.publish(event) }
+        for event in events { hub.publish(event) }
         return results
+    }
+
+    /// Appends notifications at the database's next cursor positions. The database row lock
+    /// makes cursor order commit order; it is taken only by writes that notify.
+    private static func writeNotifications(_ rows: [(subscription: Subscription, payload: JSONValue, record: Record)], spent: [String],
+                                           connection: PGConnection, session: Session) throws -> Int64 {
+        let count = Int64(rows.count)
+        let newest = try connection.queryFirst("""
+            WITH position AS (
+                UPDATE databases SET notification_seq = notification_seq + \(count) WHERE id = \(session.databaseID)
+                RETURNING notification_seq
+            ), written AS (
+                INSERT INTO notifications (database_id, seq, notification_id, subscription_id, notification_type, reason,
+                                           record_name, record_type, zone_name, origin_device, payload)
+                SELECT \(session.databaseID), position.notification_seq - \(count) + u.ordinal, u.id::uuid, u.subscription, u.kind,
+                       u.reason, u.name, u.type, u.zone, \(session.deviceID), u.payload::jsonb
+                FROM position, unnest(\(PGData.textArray(rows.map { $0.payload["notificationID"]?.stringValue ?? "" })),
+                                      \(PGData.textArray(rows.map(\.subscription.id))),
+                                      \(PGData.textArray(rows.map(\.subscription.kind.rawValue))),
+                                      \(PGData.textArray(rows.map { $0.payload["reason"]?.stringValue ?? "" })),
+                                      \(PGData.textArray(rows.map(\.record.recordName))),
+                                      \(PGData.textArray(rows.map(\.record.recordType))),
+                                      \(PGData.textArray(rows.map(\.record.zoneName))),
+                                      \(PGData.textArray(rows.map(\.payload.serializedString))))
+                     WITH ORDINALITY AS u(id, subscription, kind, reason, name, type, zone, payload, ordinal)
+                RETURNING 1
+            ), spent AS (
+                DELETE FROM subscriptions WHERE database_id = \(session.databaseID) AND subscription_id = ANY(\(PGData.textArray(spent)))
+                RETURNING 1
+            ), announce AS (
+                SELECT pg_notify(\(ChangeEvent.channel), \(session.databaseID)::text || ' n 0 ' || position.notification_seq::text)
+                FROM position
+            )
+            SELECT position.notification_seq, (SELECT count(*) FROM written), (SELECT count(*) FROM spent), (SELECT count(*) FROM announce)
+            FROM position
+            """) { try $0.int64(0) }
+        return newest ?? 0
     }
 
     /// Names referenced with DELETE_SELF anywhere in the operations' raw fields.
@@ -110,8 +164,9 @@ extension Store {
         return names
     }
 
-    /// Live records that reference the deleted ones with DELETE_SELF, transitively.
-    private static func cascadeTargets(_ connection: PGConnection, zoneID: Int64, deleted: [String], exclude: [String]) throws -> [(recordName: String, recordType: String)] {
+    /// Live records that reference the deleted ones with DELETE_SELF, transitively (as they are
+    /// before deletion: delete notifications match against them).
+    private static func cascadeTargets(_ connection: PGConnection, zoneID: Int64, zoneName: String, deleted: [String], exclude: [String]) throws -> [Record] {
         try connection.query("""
             WITH RECURSIVE doomed(name) AS (
                 SELECT unnest(\(PGData.textArray(deleted)))
@@ -119,10 +174,10 @@ extension Store {
                 SELECT ref.source_name FROM record_references ref JOIN doomed d
                     ON ref.zone_id = \(zoneID) AND ref.target_name = d.name
             )
-            SELECT r.record_name, r.record_type FROM records r JOIN doomed d ON r.zone_id = \(zoneID) AND r.record_name = d.name
+            SELECT \(unsafeColumns: recordColumns) FROM records r JOIN doomed d ON r.zone_id = \(zoneID) AND r.record_name = d.name
             WHERE NOT r.deleted AND NOT (r.record_name = ANY(\(PGData.textArray(exclude))))
             ORDER BY r.record_name
-            """) { (recordName: try $0.string(0), recordType: try $0.string(1)) }
+            """) { try decodeRecord($0, zoneName: zoneName) }
     }
 
     /// Every row change of a plan in one statement: saved rows, tombstones, DELETE_SELF edges and

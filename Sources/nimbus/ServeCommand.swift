@@ -23,6 +23,8 @@ enum ServeCommand {
             OptionSpec(name: "listen", valueName: "host:port", environment: "NIMBUS_LISTEN", defaultValue: "127.0.0.1:8080",
                        help: "Address to serve on; port 0 picks a free port."),
         ] + DatabaseOptions.specs + [
+            OptionSpec(name: "public-url", valueName: "url", environment: "NIMBUS_PUBLIC_URL",
+                       help: "Base of absolute URLs in answers (webcourierURL, downloadURL), e.g. https://sync.example.org; default: from the request's Host."),
             OptionSpec(name: "pool-size", valueName: "n", environment: "NIMBUS_POOL_SIZE", defaultValue: "16",
                        help: "Maximum database connections."),
             OptionSpec(name: "event-loops", valueName: "n", environment: "NIMBUS_EVENT_LOOPS",
@@ -95,7 +97,7 @@ enum ServeCommand {
         }
         let listener = store.startListening(url: database.url)
         let metrics = Metrics()
-        let api = API(store: store, limits: limits, metrics: metrics)
+        let api = API(store: store, limits: limits, metrics: metrics, publicURL: arguments.value("public-url"))
         let server = HTTPServer(configuration: http, handler: api.handler)
         metrics.addGauge("nimbus_http_open_connections", help: "Open client connections.") { Double(server.connectionCount) }
         metrics.addGauge("nimbus_db_pool_in_use", help: "Database connections lent out.") { Double(store.poolStatistics.inUse) }

@@ -1,0 +1,179 @@
+import Foundation
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+
+/// `subscriptions/list|lookup|modify` and `tokens/create`.
+struct SubscriptionHandlers: Sendable {
+    let store: Store
+    let limits: Limits
+    let publicURL: String?
+
+    func list(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
+        let subscriptions = try await store.listSubscriptions(context.session)
+        return Wire.json(.object(["subscriptions": .array(subscriptions.map(\.json))]))
+    }
+
+    func lookup(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
+        guard case .array(let entries)? = context.body["subscriptions"] else {
+            throw SyncError(.badRequest, "subscriptions/lookup needs a \"subscriptions\" array of {\"subscriptionID\"}.")
+        }
+        guard entries.count <= limits.maxOperationsPerRequest else {
+            throw SyncError(.limitExceeded, "The request names \(entries.count) subscriptions; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
+        }
+        let ids = try entries.map { entry -> String in
+            guard case .string(let id)? = entry["subscriptionID"] else {
+                throw SyncError(.badRequest, "Each element of subscriptions must be {\"subscriptionID\": \"...\"}.")
+            }
+            return id
+        }
+        let all = Dictionary(try await store.listSubscriptions(context.session).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let items: [JSONValue] = ids.map { id in
+            all[id]?.json ?? Wire.item(ItemError(.notFound, "Subscription \(Names.quoted(id)) does not exist."),
+                                        extra: ["subscriptionID": .string(id)])
+        }
+        return Wire.json(.object(["subscriptions": .array(items)]))
+    }
+
+    func modify(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
+        guard case .array(let entries)? = context.body["operations"] else {
+            throw SyncError(.badRequest, "subscriptions/modify needs an \"operations\" array.")
+        }
+        guard entries.count <= limits.maxOperationsPerRequest else {
+            throw SyncError(.limitExceeded, "The request has \(entries.count) operations; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
+        }
+        let schema = try await store.schema(container: context.session.container, environment: context.session.environment)
+        enum Planned { case run(SubscriptionOperation), refused(String, ItemError) }
+        var planned: [Planned] = []
+        for entry in entries {
+            let subscriptionValue = entry["subscription"] ?? .null
+            let id = subscriptionValue["subscriptionID"]?.stringValue ?? ""
+            guard case .string(let kind)? = entry["operationType"], ["create", "update", "delete"].contains(kind) else {
+                planned.append(.refused(id, ItemError(.badRequest, "operationType must be create, update or delete.")))
+                continue
+            }
+            if kind == "delete" {
+                guard Names.isValidRecordName(id) else {
+                    planned.append(.refused(id, ItemError(.badRequest, "A delete needs subscription.subscriptionID.")))
+                    continue
+                }
+                planned.append(.run(.delete(id)))
+                continue
+            }
+            do {
+                let subscription = try Subscription.parse(subscriptionValue, schema: schema.recordTypes, limits: limits)
+                planned.append(.run(.save(subscription, mustExist: kind == "update")))
+            } catch {
+                planned.append(.refused(id, ItemError(error.code, error.reason)))
+            }
+        }
+        let operations = planned.compactMap { entry -> SubscriptionOperation? in
+            if case .run(let operation) = entry { return operation } else { return nil }
+        }
+        var results = try await store.modifySubscriptions(context.session, operations: operations).makeIterator()
+        let items: [JSONValue] = planned.map { entry in
+            switch entry {
+            case .refused(let id, let error):
+                return Wire.item(error, extra: ["subscriptionID": .string(id)])
+            case .run:
+                switch results.next() {
+                case .saved(let subscription)?: return subscription.json
+                case .deleted(let id)?: return .object(["subscriptionID": .string(id), "deleted": .bool(true)])
+                case .failed(let id, let error)?: return Wire.item(error, extra: ["subscriptionID": .string(id)])
+                case nil: return Wire.item(ItemError(.internalError, "No result."))
+                }
+            }
+        }
+        return Wire.json(.object(["subscriptions": .array(items)]))
+    }
+
+    /// `tokens/create`: the notification channel of this database and its current cursor.
+    func createToken(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
+        let session = context.session
+        let channel = store.channelID(databaseID: session.databaseID)
+        let sequence = try await store.currentNotificationSequence(databaseID: session.databaseID)
+        let base = publicURL ?? "http://\(context.request.headers["Host"] ?? "127.0.0.1")"
+        return Wire.json(.object([
+            "apnsToken": .string(channel),
+            "webcourierURL": .string(base.trimmingSuffix("/") + "/webcourier/1/" + channel),
+            "cursor": .string(store.cursor(databaseID: session.databaseID, sequence: sequence)),
+        ]))
+    }
+}
+
+/// `GET /webcourier/1/{channel}?since=<cursor>&wait=<0..55>`: the long-poll that replaces push.
+struct WebcourierRoute: Sendable {
+    let store: Store
+    let limits: Limits
+
+    static let pattern = "/webcourier/1/:channel"
+
+    func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
+        let store = store, limits = limits
+        router.add("GET", Self.pattern, api.streaming(Self.pattern) { request, answering in
+            try await Self.poll(request, answering: answering, store: store, limits: limits)
+        })
+    }
+
+    private static func poll(_ request: HTTPRequest, answering: API.Answering, store: Store, limits: Limits) async throws -> HTTPResponse? {
+        let digest = try DatabaseRoutes.bearerDigest(request.headers["Authorization"])
+        let notFound = SyncError(.notFound, "There is no notification channel at \(request.path).")
+        guard let databaseID = store.databaseID(channel: request.pathParameters["channel"] ?? "") else {
+            // Authenticate first, so a bad token is 401 whatever the channel.
+            if case .unauthenticated = try await store.channelAccess(tokenDigest: digest, databaseID: -1) {
+                throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+            }
+            throw notFound
+        }
+        let session: Session
+        switch try await store.channelAccess(tokenDigest: digest, databaseID: databaseID) {
+        case .unauthenticated: throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+        case .notFound: throw notFound
+        case .granted(let granted): session = granted
+        }
+        var after: Int64 = 0
+        let sinceText = request.queryParameter("since")
+        if let since = sinceText, !since.isEmpty {
+            guard let sequence = store.sequence(cursor: since, databaseID: databaseID) else {
+                throw SyncError(.badRequest, "since is not a cursor of this channel.")
+            }
+            after = sequence
+        }
+        var wait = 0
+        if let text = request.queryParameter("wait") {
+            guard let seconds = Int(text), seconds >= 0, seconds <= limits.maxWaitSeconds else {
+                throw SyncError(.badRequest, "wait must be a whole number of seconds from 0 to \(limits.maxWaitSeconds).")
+            }
+            wait = seconds
+        }
+        let limit = limits.defaultResultsLimit
+        @Sendable func answer(_ page: NotificationPage) -> JSONValue {
+            .object(["notifications": .array(page.notifications),
+                     "cursor": .string(store.cursor(databaseID: databaseID, sequence: page.cursor)),
+                     "moreComing": .bool(page.moreComing)])
+        }
+        let first = try await store.notifications(session, after: after, limit: limit)
+        if !first.notifications.isEmpty || first.moreComing || wait == 0 {
+            return Wire.json(answer(first))
+        }
+        let position = first.cursor
+        let empty = JSONValue.object(["notifications": .array([]),
+                                      "cursor": .string(sinceText.flatMap { $0.isEmpty ? nil : $0 } ?? store.cursor(databaseID: databaseID, sequence: position)),
+                                      "moreComing": .bool(false)])
+        let poll = LongPoll(writer: answering.writer, hub: store.hub, emptyAnswer: empty, onFinish: answering.answered,
+                            isRelevant: { $0.kind == .notifications && $0.sequence > position },
+                            reread: {
+                                let page = try await store.notifications(session, after: position, limit: limit)
+                                return page.notifications.isEmpty ? nil : answer(page)
+                            })
+        try poll.start(databaseID: databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,
+                       heartbeatSeconds: limits.heartbeatSeconds)
+        return nil
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
+}
