@@ -34,6 +34,13 @@ package enum ErrorResponse {
             logger.warning("database unavailable", ["error": "\(pgError)"])
             return make(SyncError(.tryAgainLater, "The database is unavailable right now; retry shortly.", retryAfter: 1))
         }
+        if let pgError = error as? PGError, pgError.sqlState?.hasPrefix("22") == true {
+            // Data exceptions are input the database cannot hold (a value out of range): the
+            // request's fault, not the server's. Validation should catch them first; this is
+            // the net below it.
+            logger.warning("the database refused a value", ["error": "\(pgError)"])
+            return make(SyncError(.badRequest, "A value in the request cannot be stored: \(pgError.message)."))
+        }
         let id = UUID().uuidString.lowercased()
         logger.error("internal error", ["uuid": id, "error": "\(error)"])
         var response = make(SyncError(.internalError, "The server failed to answer this request (error id \(id))."))

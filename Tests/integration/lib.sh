@@ -605,3 +605,166 @@ json_last_field() {
   if [[ $match == \"*\" ]]; then match=${match:1:${#match}-2}; fi
   printf '%s\n' "$match"
 }
+
+# MARK: - Long-poll (scenarios 40–44)
+# Waiting requests run in the background (one curl each, or many per curl with --parallel), are
+# timed with bash's clock (no fork), and the server's /metrics gauges are polled. Everything
+# started here is registered with track_pid.
+
+declare -A LP_PIDS=()
+
+# now_us: wall clock in microseconds.
+now_us() { echo "${EPOCHREALTIME/./}"; }
+
+# metric NAME [BASE_URL]: the value of the unlabelled /metrics sample NAME (empty when absent).
+metric() {
+  curl -s --max-time 5 "${2:-$NIMBUS_URL}/metrics" | awk -v n="$1" '$1 == n {print $2; exit}'
+}
+
+# wait_metric NAME VALUE SECONDS [BASE_URL]: polls /metrics every 20 ms until NAME equals VALUE;
+# status 1 when it does not within SECONDS. LP_METRIC is the last value seen, LP_METRIC_MS the
+# time it took.
+wait_metric() {
+  local name=$1 want=$2 seconds=$3 base=${4:-$NIMBUS_URL} start
+  start=$(now_ms)
+  local deadline=$(( start + $(awk -v s="$seconds" 'BEGIN {printf "%d", s * 1000}') ))
+  while :; do
+    LP_METRIC=$(metric "$name" "$base")
+    LP_METRIC_MS=$(( $(now_ms) - start ))
+    [ "$LP_METRIC" = "$want" ] && return 0
+    [ "$(now_ms)" -ge "$deadline" ] && return 1
+    sleep 0.02
+  done
+}
+
+# _lp_spawn NAME CURL_ARGS...: one curl in the background; its answer and times go to
+# $TEST_TMP/lp-NAME/{status,headers,body,stderr,start,done} (times in µs since the epoch).
+_lp_spawn() {
+  local name=$1; shift
+  local dir=$TEST_TMP/lp-$name
+  mkdir -p "$dir"
+  rm -f "$dir"/*
+  (
+    trap 'kill "$c" 2>/dev/null; exit 143' TERM
+    echo "${EPOCHREALTIME/./}" >"$dir/start"
+    curl -sS -N --max-time 70 -o "$dir/body" -D "$dir/headers" -w '%{http_code} %{time_starttransfer}' "$@" \
+      >"$dir/status" 2>"$dir/stderr" &
+    c=$!
+    wait "$c"
+    echo "${EPOCHREALTIME/./}" >"$dir/done"
+  ) &
+  LP_PIDS[$name]=$!
+  track_pid "$!"
+}
+
+# lp_start NAME TOKEN OP BODY [BASE_URL]: a (waiting) database POST of OP in the background.
+lp_start() {
+  _lp_spawn "$1" -X POST -H "Authorization: Bearer $2" -H 'Content-Type: application/json' --data-binary "$4" \
+    "${5:-$NIMBUS_URL}$(api_path "$3")"
+}
+
+# lp_get NAME TOKEN URL: a (waiting) GET in the background, e.g. a webcourier poll.
+lp_get() {
+  _lp_spawn "$1" -H "Authorization: Bearer $2" "$3"
+}
+
+# lp_running NAME: true while the background request NAME has no complete answer.
+lp_running() { process_alive "${LP_PIDS[$1]}"; }
+
+# lp_finish NAME [SECONDS]: waits (default 70 s) for the background request NAME. Sets LP_STATUS,
+# LP_BODY, LP_HEADERS, LP_START_US, LP_DONE_US, LP_ELAPSED_MS and LP_FIRST_BYTE_S (curl's
+# time_starttransfer: when the headers arrived). Fails the scenario when it does not end in time.
+lp_finish() {
+  local name=$1 seconds=${2:-70} dir=$TEST_TMP/lp-$1 pid=${LP_PIDS[$1]}
+  wait_exit "$pid" "$seconds"
+  [ $? -eq 124 ] && fail "waiting request $name is still unanswered after ${seconds}s"
+  LP_STATUS=$(cut -d' ' -f1 "$dir/status" 2>/dev/null)
+  LP_FIRST_BYTE_S=$(cut -d' ' -f2 "$dir/status" 2>/dev/null)
+  LP_BODY=$(cat "$dir/body" 2>/dev/null)
+  LP_HEADERS=$(tr -d '\r' <"$dir/headers" 2>/dev/null)
+  LP_START_US=$(cat "$dir/start" 2>/dev/null)
+  LP_DONE_US=$(cat "$dir/done" 2>/dev/null)
+  LP_ELAPSED_MS=$(( (${LP_DONE_US:-0} - ${LP_START_US:-0}) / 1000 ))
+  [ -n "$LP_STATUS" ] || LP_STATUS=000
+}
+
+# lp_kill NAME: ends the background request NAME (the client goes away).
+lp_kill() {
+  local pid=${LP_PIDS[$1]}
+  process_alive "$pid" && kill -TERM "$pid" 2>/dev/null
+  wait_exit "$pid" 5 >/dev/null
+}
+
+# lp_batch NAME CONCURRENCY: runs the requests listed in $TEST_TMP/NAME.list, one per line
+# `METHOD URL TOKEN BODY` (BODY: JSON without spaces, or `-` for none), with curl --parallel in
+# the background: ceil(CONCURRENCY/250) curl processes, CONCURRENCY transfers at a time in all.
+# Answer i (line i) goes to $TEST_TMP/NAME/i.out, and a line `i STATUS` to $TEST_TMP/NAME.status.
+# Sets LP_BATCH_PIDS (also registered with track_pid).
+lp_batch() {
+  local name=$1 concurrency=$2 list=$TEST_TMP/$1.list dir=$TEST_TMP/$1
+  local total processes per_process i=0 method url token body p
+  total=$(wc -l <"$list")
+  processes=$(( (concurrency + 249) / 250 ))
+  [ "$processes" -gt "$total" ] && processes=$total
+  [ "$processes" -lt 1 ] && processes=1
+  per_process=$(( (concurrency + processes - 1) / processes ))
+  rm -rf "$dir" "$TEST_TMP/$name".cfg.* "$TEST_TMP/$name".status.*
+  mkdir -p "$dir"
+  while read -r method url token body; do
+    i=$((i + 1))
+    p=$(( (i - 1) * processes / total ))
+    {
+      # `next` separates requests; one after the last would start an empty one.
+      [ -s "$TEST_TMP/$name.cfg.$p" ] && printf 'next\n'
+      printf 'url = "%s"\nrequest = "%s"\nmax-time = 70\n' "$url" "$method"
+      printf 'header = "Authorization: Bearer %s"\n' "$token"
+      if [ "$body" != - ]; then
+        printf 'header = "Content-Type: application/json"\n'
+        printf 'data-binary = "%s"\n' "$(printf '%s' "$body" | sed 's/\\/\\\\/g; s/"/\\"/g')"
+      fi
+      printf 'output = "%s/%d.out"\nwrite-out = "%d %%{http_code}\\n"\n' "$dir" "$i" "$i"
+    } >>"$TEST_TMP/$name.cfg.$p"
+  done <"$list"
+  LP_BATCH_PIDS=()
+  for ((p = 0; p < processes; p++)); do
+    [ -f "$TEST_TMP/$name.cfg.$p" ] || continue
+    curl -s -Z --parallel-immediate --parallel-max "$per_process" -K "$TEST_TMP/$name.cfg.$p" \
+      >"$TEST_TMP/$name.status.$p" 2>"$TEST_TMP/$name.stderr.$p" &
+    LP_BATCH_PIDS+=("$!")
+    track_pid "$!"
+  done
+}
+
+# lp_batch_wait NAME SECONDS: waits for lp_batch's curl processes; status 124 when one still runs
+# after SECONDS. Then $TEST_TMP/NAME.status has every `i STATUS` line, sorted by i.
+lp_batch_wait() {
+  local name=$1 seconds=$2 pid deadline
+  deadline=$(( $(now_ms) + seconds * 1000 ))
+  for pid in "${LP_BATCH_PIDS[@]}"; do
+    while process_alive "$pid"; do
+      [ "$(now_ms)" -gt "$deadline" ] && return 124
+      sleep 0.02
+    done
+    wait "$pid" 2>/dev/null
+  done
+  cat "$TEST_TMP/$name".status.* 2>/dev/null | sort -n >"$TEST_TMP/$name.status"
+  return 0
+}
+
+# lp_batch_kill: ends lp_batch's curl processes (their clients go away).
+lp_batch_kill() {
+  local pid
+  for pid in "${LP_BATCH_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${LP_BATCH_PIDS[@]}"; do wait_exit "$pid" 5 >/dev/null; done
+}
+
+# notification_lines [JSON]: one line per notification of a webcourier answer:
+# `subscriptionID notificationType reason recordName recordType zoneName`.
+notification_lines() {
+  local item
+  printf '%s' "${1-$HTTP_BODY}" | sed 's/},{"/}\n{"/g' | grep -a '"notificationID"' | while IFS= read -r item; do
+    printf '%s %s %s %s %s %s\n' "$(json_field subscriptionID "$item")" "$(json_field notificationType "$item")" \
+      "$(json_field reason "$item")" "$(json_field recordName "$item")" "$(json_field recordType "$item")" \
+      "$(printf '%s' "$item" | grep -a -o '"zoneID":{"zoneName":"[^"]*"' | sed 's/.*"zoneName":"//; s/"$//')"
+  done
+}

@@ -162,6 +162,22 @@ package struct RecordQuery: Sendable, Hashable {
         case .createTime, .modTime: fieldType = .timestamp
         case .field(let fieldName): fieldType = schema?.fields[fieldName]
         }
+        // A declared type must agree with the field's (a _LIST for IN/NOT_IN, the element for
+        // LIST_CONTAINS); ___recordID also takes REFERENCE values.
+        if let declared, let fieldType {
+            let expected: FieldType = switch comparator {
+            case .in, .notIn: FieldType(fieldType.base, isList: true)
+            case .listContains: fieldType.element
+            default: fieldType
+            }
+            let allowedReference = field == .recordName && declared.base == .reference && declared.isList == expected.isList
+            if declared != expected && !allowedReference {
+                throw fail("filterBy on \(name) sends \(declared.name), but the comparison needs \(expected.name).")
+            }
+        }
+        if comparator == .listContains, declared?.isList == true {
+            throw fail("LIST_CONTAINS on \(name) takes one element, not a _LIST value.")
+        }
         // The type the value must have for this comparator.
         var valueType: FieldType?
         switch comparator {
@@ -182,6 +198,12 @@ package struct RecordQuery: Sendable, Hashable {
         }
         guard let type = valueType ?? FieldValue.inferType(raw) else {
             throw fail("filterBy on \(name): the value's type is unknown; send fieldValue.type.")
+        }
+        if (comparator == .in || comparator == .notIn) && !type.isList {
+            throw fail("\(comparator.rawValue) on \(name) needs a _LIST value.")
+        }
+        if comparator == .listContains && type.isList {
+            throw fail("LIST_CONTAINS on \(name) takes one element, not a _LIST value.")
         }
         let value: FieldValue
         do {

@@ -90,6 +90,8 @@ extension FieldValue {
         }
         switch (type.base, json) {
         case (.string, .string(let text)):
+            // PostgreSQL's text and jsonb cannot hold U+0000.
+            guard !text.utf8.contains(0) else { throw FieldValueError(given: "a string containing U+0000, which cannot be stored") }
             return .string(text)
         case (.int64, .integer(let number)):
             return .int64(number)
@@ -98,9 +100,12 @@ extension FieldValue {
         case (.double, .integer(let number)):
             return .double(Double(number))
         case (.timestamp, .integer(let number)):
+            guard timestampRange.contains(number) else { throw FieldValueError(given: "a time outside the years 1–9999") }
             return .timestamp(number)
         case (.timestamp, .double(let number)) where number.isFinite && abs(number) < 9e15:
-            return .timestamp(Int64(number.rounded(.down)))
+            let milliseconds = Int64(number.rounded(.down))
+            guard timestampRange.contains(milliseconds) else { throw FieldValueError(given: "a time outside the years 1–9999") }
+            return .timestamp(milliseconds)
         case (.bytes, .string(let text)):
             guard let data = Data(base64Encoded: text) else { throw FieldValueError(given: "a string that is not base64") }
             return .bytes(Array(data))
@@ -108,10 +113,11 @@ extension FieldValue {
             guard case .string(let name)? = object["recordName"] else {
                 throw FieldValueError(given: "an object without a string recordName")
             }
+            guard Names.isValidRecordName(name) else { throw FieldValueError(given: "a reference to an invalid record name") }
             var zoneName: String?
             if let zone = object["zoneID"], !zone.isNull {
-                guard case .string(let zoneText)? = zone["zoneName"] else {
-                    throw FieldValueError(given: "a reference whose zoneID has no zoneName")
+                guard case .string(let zoneText)? = zone["zoneName"], Names.isValidZoneName(zoneText) else {
+                    throw FieldValueError(given: "a reference whose zoneID has no valid zoneName")
                 }
                 zoneName = zoneText
             }
@@ -134,6 +140,10 @@ extension FieldValue {
             throw FieldValueError(given: json.kindDescription)
         }
     }
+
+    /// TIMESTAMP values: milliseconds from 0001-01-01 to 9999-12-31, so that retention dates and
+    /// database timestamps derived from them stay in range.
+    package static let timestampRange: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
 
     /// The type a development schema gives a field first seen without `type` (API.md Details):
     /// string STRING, integer INT64, fraction/exponent DOUBLE, non-empty array of those the

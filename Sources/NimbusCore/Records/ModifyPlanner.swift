@@ -103,18 +103,24 @@ package struct ModifyPlanner: Sendable {
         let deletedHere = Set(pending.compactMap { step -> String? in
             if case .delete(let name, _) = step { return name } else { return nil }
         })
-        let savedHere = Set(pending.compactMap { step -> String? in
-            if case .save(let record, _, _, _) = step { return record.recordName } else { return nil }
-        })
-        for index in pending.indices {
-            guard case .save(let record, _, let targets, _) = pending[index] else { continue }
-            for target in targets {
-                let existsAfter = savedHere.contains(target) || (existing[target].map { !$0.deleted } ?? false && !deletedHere.contains(target))
-                if !existsAfter {
-                    pending[index] = .failed(ItemError(.validatingReferenceError,
-                        "Record \(record.recordName) references \(target) with DELETE_SELF, but \(target) does not exist in zone \(context.zoneName).",
-                        recordName: record.recordName))
-                    break
+        // Until nothing changes: a save refused here no longer makes its name exist for others.
+        var changed = true
+        while changed {
+            changed = false
+            let savedHere = Set(pending.compactMap { step -> String? in
+                if case .save(let record, _, _, _) = step { return record.recordName } else { return nil }
+            })
+            for index in pending.indices {
+                guard case .save(let record, _, let targets, _) = pending[index] else { continue }
+                for target in targets {
+                    let existsAfter = savedHere.contains(target) || (existing[target].map { !$0.deleted } ?? false && !deletedHere.contains(target))
+                    if !existsAfter {
+                        pending[index] = .failed(ItemError(.validatingReferenceError,
+                            "Record \(record.recordName) references \(target) with DELETE_SELF, but \(target) does not exist in zone \(context.zoneName).",
+                            recordName: record.recordName))
+                        changed = true
+                        break
+                    }
                 }
             }
         }
@@ -211,6 +217,9 @@ package struct ModifyPlanner: Sendable {
             return fail(.conflict, "Record \(name) was changed since recordChangeTag \(operation.changeTag ?? ""); fetch it and retry.", server: live)
         }
         let recordType = operation.recordType ?? live?.recordType ?? ""
+        if operation.kind == .create, let live, live.recordType != recordType {
+            return fail(.exists, "Record \(name) already exists as a \(live.recordType).", server: live)
+        }
         if let live, live.recordType != recordType {
             return fail(.badRequest, "Record \(name) is a \(live.recordType); its type cannot change to \(recordType).")
         }

@@ -78,7 +78,9 @@ package struct Subscription: Sendable, Hashable {
             for (key, value) in infoObject {
                 switch key {
                 case "title", "alertBody", "alertLocalizationKey", "soundName":
-                    guard case .string = value else { throw fail("notificationInfo.\(key) of \(id) must be a string.") }
+                    guard case .string(let text) = value, !text.utf8.contains(0), text.utf8.count <= 4096 else {
+                        throw fail("notificationInfo.\(key) of \(id) must be a string of at most 4096 bytes without U+0000.")
+                    }
                 case "shouldBadge", "shouldSendContentAvailable":
                     guard case .bool = value else { throw fail("notificationInfo.\(key) of \(id) must be true or false.") }
                 case "desiredKeys":

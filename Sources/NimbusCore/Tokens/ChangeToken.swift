@@ -77,7 +77,7 @@ package struct TokenSigner: Sendable {
         let payload = Array(bytes[0..<(bytes.count - Self.macLength)])
         guard constantTimeEquals(Array(bytes[payload.count...]), mac(payload, context: "database")) else { return nil }
         let count = payload.bigEndianInt64(at: 10)
-        guard count >= 0, payload.count == 18 + Int(count) * 16 else { return nil }
+        guard count >= 0, count <= Int64((payload.count - 18) / 16), payload.count == 18 + Int(count) * 16 else { return nil }
         var zones: [Int64: Int64] = [:]
         for index in 0..<Int(count) {
             zones[payload.bigEndianInt64(at: 18 + index * 16)] = payload.bigEndianInt64(at: 26 + index * 16)

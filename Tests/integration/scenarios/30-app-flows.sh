@@ -53,17 +53,20 @@ printf '%s' "$page1" | grep -a -q '"created":{"timestamp":[0-9]*,"userRecordName
 marker=$(json_field continuationMarker "$page1") || fail "100 of 150 events but no continuationMarker"
 ok "the phone fetched the latest 100 events, newest first, with a continuationMarker"
 
-note "events inserted between pages: one older than all (must come on page 2), one newer (must not)"
+note "between pages: one event older than all inserted (must come on page 2), one newer (must not), two deleted"
 api_ok "$MAC" records/modify "{\"operations\":[
   {\"operationType\":\"create\",\"record\":{\"recordName\":\"evt-late-old\",\"recordType\":\"BlockedAppEvent\",\"fields\":{\"appName\":{\"value\":\"Old\"},\"timestamp\":{\"value\":$((base - 5000))}}}},
   {\"operationType\":\"create\",\"record\":{\"recordName\":\"evt-late-new\",\"recordType\":\"BlockedAppEvent\",\"fields\":{\"appName\":{\"value\":\"New\"},\"timestamp\":{\"value\":$((base + 500000))}}}}]}"
 expect_item_codes "ok ok" "late events"
+# Events are append-only, but deletable: one already on page 1 and one due on page 2.
+api_ok "$MAC" records/modify "{\"operations\":[{\"operationType\":\"forceDelete\",\"record\":{\"recordName\":\"$(event_name 120)\"}},{\"operationType\":\"forceDelete\",\"record\":{\"recordName\":\"$(event_name 10)\"}}]}"
+expect_item_codes "ok ok" "deletes between pages"
 api_ok "$PHONE" records/query "{$latest_query,\"continuationMarker\":\"$marker\"}"
 names2=$(record_summary | cut -d' ' -f1)
-expected2=$(for ((i = total - 101; i >= 0; i--)); do event_name $i; echo; done; echo evt-late-old)
+expected2=$(for ((i = total - 101; i >= 0; i--)); do [ "$i" -ne 10 ] && { event_name $i; echo; }; done; echo evt-late-old)
 [ "$names2" = "$expected2" ] || fail "page 2 is not the remaining 50 (+ the older late event): $(printf '%s' "$names2" | tr '\n' ' ' | head -c 300)"
 json_field continuationMarker >/dev/null && fail "the last page carries a continuationMarker"
-ok "page 2: the other 50 events and the older one inserted meanwhile, no repeat, no marker"
+ok "page 2: the other events (less the one deleted meanwhile) and the older one inserted meanwhile, no repeat, no marker"
 
 api_ok "$PHONE" records/query '{"query":{"recordType":"BlockedAppEvent","filterBy":[{"fieldName":"timestamp","comparator":"GREATER_THAN_OR_EQUALS","fieldValue":{"value":'$((base + 140000))',"type":"TIMESTAMP"}}],"sortBy":[{"fieldName":"timestamp","ascending":false}]}}'
 [ "$(record_summary | cut -d' ' -f1 | tr '\n' ' ')" = "evt-late-new $(for i in 149 148 147 146 145 144 143 142 141 140; do printf '%s ' "$(event_name $i)"; done)" ] \

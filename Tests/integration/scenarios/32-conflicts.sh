@@ -86,4 +86,56 @@ api_ok "$MAC" records/modify '{"operations":[{"operationType":"forceUpdate","rec
 expect_item_codes ok "forceUpdate ignores the stale tag"
 ok "delete with a stale tag is a CONFLICT with serverRecord; forceUpdate ignores tags"
 
+note "concurrent creates of one new name: same content both succeed with one tag; other content: one EXISTS"
+for ((round = 1; round <= 5; round++)); do
+  same='{"operations":[{"operationType":"create","record":{"recordName":"same-'$round'","recordType":"Counter","fields":{"owner":{"value":"both"},"round":{"value":'$round'}}}}]}'
+  api_call "$MAC" records/modify "$same" >"$TEST_TMP/mac-same" &
+  mac_pid=$!
+  api_call "$PHONE" records/modify "$same" >"$TEST_TMP/phone-same" &
+  phone_pid=$!
+  wait "$mac_pid" "$phone_pid"
+  mac_out=$(cat "$TEST_TMP/mac-same") phone_out=$(cat "$TEST_TMP/phone-same")
+  [ "$(item_codes "${mac_out% *}") $(item_codes "${phone_out% *}")" = "ok ok" ] || fail "round $round: identical concurrent creates: $mac_out / $phone_out"
+  [ "$(record_tag "same-$round" "${mac_out% *}")" = "$(record_tag "same-$round" "${phone_out% *}")" ] || fail "round $round: identical creates answered two tags: $mac_out / $phone_out"
+  api_call "$MAC" records/modify "$(KIND=create update_body "new-$round" "" mac "$round" | sed 's/"recordChangeTag":"",//')" >"$TEST_TMP/mac-new" &
+  mac_pid=$!
+  api_call "$PHONE" records/modify "$(KIND=create update_body "new-$round" "" phone "$round" | sed 's/"recordChangeTag":"",//')" >"$TEST_TMP/phone-new" &
+  phone_pid=$!
+  wait "$mac_pid" "$phone_pid"
+  mac_out=$(cat "$TEST_TMP/mac-new") phone_out=$(cat "$TEST_TMP/phone-new")
+  case "$(item_codes "${mac_out% *}") $(item_codes "${phone_out% *}")" in
+    "ok EXISTS") winner_out=${mac_out% *} loser_out=${phone_out% *} ;;
+    "EXISTS ok") winner_out=${phone_out% *} loser_out=${mac_out% *} ;;
+    *) fail "round $round: different concurrent creates: $mac_out / $phone_out" ;;
+  esac
+  expect_error_body EXISTS "$(record_items "$loser_out")"
+  # API.md promises serverRecord only with CONFLICT; if EXISTS carries one, it is the winner's.
+  if [[ $loser_out == *'"serverRecord":'* ]]; then
+    [ "$(record_tag "new-$round" "$loser_out")" = "$(record_tag "new-$round" "$winner_out")" ] || fail "round $round: EXISTS carries another record than the winner's: $loser_out"
+  fi
+done
+ok "5 rounds: identical concurrent creates both succeed with one tag; different ones give one EXISTS"
+
+note "a new user's first requests from 8 devices at once (the private database is created once)"
+nimbus_admin user add bob >/dev/null
+pids=()
+for ((d = 1; d <= 8; d++)); do
+  issue_token "BOB_$d" bob "device-$d"
+done
+for ((d = 1; d <= 8; d++)); do
+  token_var=BOB_$d
+  api_call "${!token_var}" records/modify "{\"operations\":[{\"operationType\":\"create\",\"record\":{\"recordName\":\"first-$d\",\"recordType\":\"Hello\",\"fields\":{\"device\":{\"value\":$d}}}}]}" >"$TEST_TMP/first-$d" &
+  pids+=($!)
+done
+wait "${pids[@]}"
+for ((d = 1; d <= 8; d++)); do
+  out=$(cat "$TEST_TMP/first-$d")
+  [ "${out##* }" = 200 ] && [ "$(item_codes "${out% *}")" = ok ] || fail "bob's device $d, first request: $out"
+done
+api_ok "$BOB_1" records/query '{"query":{"recordType":"Hello"}}'
+[ "$(record_summary | cut -d' ' -f1 | tr '\n' ' ')" = "first-1 first-2 first-3 first-4 first-5 first-6 first-7 first-8 " ] || fail "bob's records after concurrent first use: $(record_summary | tr '\n' ' ')"
+api_ok "$BOB_1" zones/list
+[ "$(printf '%s' "$HTTP_BODY" | grep -a -o '"zoneName"' | wc -l)" = 1 ] || fail "bob has more than one _defaultZone: $HTTP_BODY"
+ok "8 concurrent first requests of a new user all succeed into one database"
+
 expect_no_server_errors

@@ -1,0 +1,75 @@
+@testable import NimbusCore
+import Testing
+
+/// The record dictionary, the stored form of fields and change tags (API.md Records).
+@Suite struct RecordTests {
+    static let fields: [String: FieldValue] = [
+        "title": .string("Safari"), "count": .int64(3), "ratio": .double(0.5), "at": .timestamp(1_795_000_000_000),
+        "blob": .bytes([0, 255]), "parent": .reference(RecordReference(recordName: "p", zoneName: "Z", action: .deleteSelf)),
+        "photo": .asset(AssetValue(fileChecksum: "c2hh", size: 9, receipt: "rc")),
+        "tags": .list(elementType: .string, ["a", "b"].map(FieldValue.string)),
+        "empty": .list(elementType: .int64, []),
+    ]
+
+    let record = Record(recordName: "evt-1", recordType: "BlockedAppEvent", fields: fields, changeTag: "3k1x9",
+                        created: RecordStamp(timestamp: 1, userRecordName: "_u1", deviceID: "mac-mini"),
+                        modified: RecordStamp(timestamp: 2, userRecordName: "_u1", deviceID: "iphone"), zoneName: "_defaultZone")
+
+    @Test func theRecordDictionaryHasTheAPIShape() {
+        let json = record.json()
+        #expect(json["recordName"] == "evt-1")
+        #expect(json["recordType"] == "BlockedAppEvent")
+        #expect(json["recordChangeTag"] == "3k1x9")
+        #expect(json["deleted"] == false)
+        #expect(json["zoneID"] == ["zoneName": "_defaultZone"])
+        #expect(json["created"] == ["timestamp": 1, "userRecordName": "_u1", "deviceID": "mac-mini"])
+        #expect(json["modified"]?["deviceID"] == "iphone")
+        #expect(json["fields"]?["title"] == ["value": "Safari", "type": "STRING"])
+        #expect(json["fields"]?["at"] == ["value": 1_795_000_000_000, "type": "TIMESTAMP"])
+        #expect(json["fields"]?["tags"]?["type"] == "STRING_LIST")
+        #expect(json["fields"]?.objectValue?.keys == Self.fields.keys.sorted())
+    }
+
+    @Test func desiredKeysLimitTheFieldsButNotTheSystemMembers() {
+        let json = record.json(desiredKeys: ["title", "nonexistent"])
+        #expect(json["fields"]?.objectValue?.keys == ["title"])
+        #expect(json["recordChangeTag"] == "3k1x9")
+        #expect(record.json(desiredKeys: [])["fields"] == .object([:]))
+    }
+
+    @Test func aTombstoneIsShortAndSaysDeleted() {
+        #expect(record.tombstoneJSON == ["recordName": "evt-1", "recordType": "BlockedAppEvent", "deleted": true])
+    }
+
+    @Test func storedFieldsReadBackToTheSameValues() throws {
+        let stored = Record.storedFields(Self.fields)
+        #expect(try Record.fields(fromStored: stored) == Self.fields)
+        // Through text too, as the database keeps it.
+        let reparsed = try JSONValue.parse(stored.serialized())
+        #expect(try Record.fields(fromStored: reparsed) == Self.fields)
+    }
+
+    @Test func storedFieldsAreSortedAndTyped() {
+        let stored = Record.storedFields(["b": .int64(1), "a": .string("x")])
+        #expect(stored.serializedString == #"{"a":{"type":"STRING","value":"x"},"b":{"type":"INT64","value":1}}"#)
+    }
+
+    @Test(arguments: [#"[]"#, #"{"a": {"value": 1}}"#, #"{"a": {"type": "INT64"}}"#, #"{"a": {"type": "NOPE", "value": 1}}"#,
+                      #"{"a": {"type": "INT64", "value": "x"}}"#])
+    func malformedStoredFieldsAreRefused(json: String) {
+        #expect(throws: FieldValueError.self) { try Record.fields(fromStored: Fixture.json(json)) }
+    }
+
+    @Test func storedSizeIsTheByteCountOfTheStoredJSON() {
+        #expect(Record.storedSize([:]) == 2)
+        #expect(Record.storedSize(["a": .string("é")]) == #"{"a":{"type":"STRING","value":"é"}}"#.utf8.count)
+        #expect(Record.storedSize(Self.fields) == Record.storedFields(Self.fields).serialized().count)
+    }
+
+    @Test func changeTagsAreTheSequenceInBase36() {
+        #expect(ChangeTag.make(sequence: 0) == "0")
+        #expect(ChangeTag.make(sequence: 35) == "z")
+        #expect(ChangeTag.make(sequence: 36) == "10")
+        #expect(ChangeTag.make(sequence: 101) != ChangeTag.make(sequence: 102))
+    }
+}
