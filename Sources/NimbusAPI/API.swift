@@ -21,8 +21,12 @@ package final class API: Sendable {
         SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: Self.routeBuilder(metrics))
         DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: Self.routeBuilder(metrics))
         WebcourierRoute(store: store, limits: limits).register(in: &router, api: Self.routeBuilder(metrics))
+        AssetRoutes(store: store, limits: limits).register(in: &router, api: Self.routeBuilder(metrics))
         self.router = router
     }
+
+    /// Which requests stream their bodies instead of buffering them (asset uploads).
+    package var bodyStreamLimit: @Sendable (HTTPRequestHead) -> Int? { AssetRoutes.streamLimit(limits) }
 
     /// The handler to give the HTTP server.
     package var handler: HTTPServer.Handler {

@@ -18,6 +18,16 @@ struct DatabaseRoutes: Sendable {
         var request: HTTPRequest
         /// For operations that park: they answer through it and return nil.
         var answering: API.Answering
+        /// Base of absolute URLs in answers: `--public-url`, else from the request's Host.
+        var baseURL: String
+
+        /// A record as answered: download URLs filled in for its assets.
+        func render(_ record: Record, desiredKeys: Set<String>?, store: Store) -> JSONValue {
+            let base = baseURL, databaseID = session.databaseID
+            return record.withDownloadURLs { asset in
+                base + store.downloadPath(databaseID: databaseID, fileChecksum: asset.fileChecksum, size: asset.size)
+            }.json(desiredKeys: desiredKeys)
+        }
     }
 
     /// An operation's answer, or nil when it answers through `context.answering` (long-polls).
@@ -43,17 +53,18 @@ struct DatabaseRoutes: Sendable {
             "subscriptions/lookup": ("POST", subscriptions.lookup),
             "subscriptions/modify": ("POST", subscriptions.modify),
             "tokens/create": ("POST", subscriptions.createToken),
+            "assets/upload": ("POST", { [store, limits] context in try await AssetRoutes.requestUploads(context, store: store, limits: limits) }),
         ]
-        let store = store, limits = limits
+        let store = store, limits = limits, publicURL = publicURL
         let handler = api.streaming(Self.pattern) { request, answering in
-            try await Self.handle(request, answering: answering, operations: operations, store: store, limits: limits)
+            try await Self.handle(request, answering: answering, operations: operations, store: store, limits: limits, publicURL: publicURL)
         }
         router.add("GET", Self.pattern, handler)
         router.add("POST", Self.pattern, handler)
     }
 
     private static func handle(_ request: HTTPRequest, answering: API.Answering, operations: [String: (method: String, run: Operation)],
-                               store: Store, limits: Limits) async throws -> HTTPResponse? {
+                               store: Store, limits: Limits, publicURL: String?) async throws -> HTTPResponse? {
         let parameters = request.pathParameters
         let container = parameters["container"] ?? ""
         guard Names.isValidContainer(container) else {
@@ -85,7 +96,8 @@ struct DatabaseRoutes: Sendable {
             throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         }
         let body = operation.method == "POST" ? try parseBody(request.body) : JSONValue.object([:])
-        return try await operation.run(Context(session: session, body: body, request: request, answering: answering))
+        let baseURL = (publicURL ?? "http://\(request.headers["Host"] ?? "127.0.0.1")").trimmingSuffix("/")
+        return try await operation.run(Context(session: session, body: body, request: request, answering: answering, baseURL: baseURL))
     }
 
     /// `Authorization: Bearer <token>` → the token's SHA-256.
@@ -135,13 +147,14 @@ enum Wire {
     static func zoneID(_ name: String) -> JSONValue { .object(["zoneName": .string(name)]) }
 
     /// An error item: the request-level error fields plus what it is about.
-    static func item(_ error: ItemError, desiredKeys: Set<String>? = nil, extra: JSONObject = [:]) -> JSONValue {
+    static func item(_ error: ItemError, desiredKeys: Set<String>? = nil, extra: JSONObject = [:],
+                     render: ((Record, Set<String>?) -> JSONValue)? = nil) -> JSONValue {
         var object = extra
         if let name = error.recordName { object["recordName"] = .string(name) }
         object["uuid"] = .string(UUID().uuidString.lowercased())
         object["serverErrorCode"] = .string(error.code.name)
         object["reason"] = .string(error.reason)
-        if let record = error.serverRecord { object["serverRecord"] = record.json(desiredKeys: desiredKeys) }
+        if let record = error.serverRecord { object["serverRecord"] = render?(record, desiredKeys) ?? record.json(desiredKeys: desiredKeys) }
         return .object(object)
     }
 

@@ -45,9 +45,9 @@ struct RecordHandlers: Sendable {
         let keysByName = Dictionary(operations.compactMap { try? $0.get() }.map { ($0.recordName, $0.desiredKeys) }, uniquingKeysWith: { first, _ in first })
         let items: [JSONValue] = results.map { result in
             switch result {
-            case .saved(let record, let keys): record.json(desiredKeys: keys)
+            case .saved(let record, let keys): context.render(record, desiredKeys: keys, store: store)
             case .deleted(let name): .object(["recordName": .string(name), "deleted": .bool(true)])
-            case .failed(let error): Wire.item(error, desiredKeys: error.recordName.flatMap { keysByName[$0] ?? nil })
+            case .failed(let error): Wire.item(error, desiredKeys: error.recordName.flatMap { keysByName[$0] ?? nil }, render: { context.render($0, desiredKeys: $1, store: store) })
             }
         }
         return Wire.json(.object(["records": .array(items)]))
@@ -84,7 +84,7 @@ struct RecordHandlers: Sendable {
                 continue
             }
             if let record = iterator.next() ?? nil {
-                items.append(record.json(desiredKeys: desiredKeys))
+                items.append(context.render(record, desiredKeys: desiredKeys, store: store))
             } else {
                 items.append(Wire.item(ItemError(.notFound, "Record \(name) does not exist.", recordName: name)))
             }
@@ -101,7 +101,7 @@ struct RecordHandlers: Sendable {
             throw SyncError(.badRequest, "Record type \(query.recordType) is not deployed to production.")
         }
         let page = try await store.queryRecords(context.session, zoneName: zoneName, query: query)
-        var object: JSONObject = ["records": .array(page.records.map { $0.json(desiredKeys: query.desiredKeys) })]
+        var object: JSONObject = ["records": .array(page.records.map { context.render($0, desiredKeys: query.desiredKeys, store: store) })]
         if let marker = page.continuationMarker { object["continuationMarker"] = .string(marker) }
         return Wire.json(.object(object))
     }
@@ -124,11 +124,11 @@ struct RecordHandlers: Sendable {
             }
             types = parsed
         }
-        let store = store, session = context.session, keys = desiredKeys, recordTypes = types
+        let store = store, session = context.session, keys = desiredKeys, recordTypes = types, renderer = context
         @Sendable func answer(_ changes: RecordChanges) -> JSONValue {
             .object([
                 "zoneID": Wire.zoneID(zoneName),
-                "records": .array(changes.records.map { $0.deleted ? $0.tombstoneJSON : $0.json(desiredKeys: keys) }),
+                "records": .array(changes.records.map { $0.deleted ? $0.tombstoneJSON : renderer.render($0, desiredKeys: keys, store: store) }),
                 "syncToken": .string(changes.token),
                 "moreComing": .bool(changes.moreComing),
             ])

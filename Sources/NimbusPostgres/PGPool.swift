@@ -77,6 +77,26 @@ package final class PGPool: Sendable {
         }
     }
 
+    /// A connection taken out of the pool until `giveBack` (for `withLease`).
+    func withConnectionHeld() async throws -> PGConnection {
+        let lease = try await acquire()
+        if let connection = lease.connection { return connection }
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue(label: "nimbus.postgres.connect").async {
+                do {
+                    continuation.resume(returning: try self.connect())
+                } catch {
+                    self.returnSlot()
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    func giveBack(_ connection: PGConnection, failure: (any Error)?) {
+        release(connection, failure: failure)
+    }
+
     /// Borrows a connection and runs `body` in a transaction on it.
     package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
         try await withConnection { connection in

@@ -55,9 +55,24 @@ extension Store {
             let names = operations.compactMap { try? $0.get().recordName }
             let existing = try Self.records(connection, zoneID: zone.id, zoneName: zoneName,
                                             names: Array(Set(names).union(Self.deleteSelfTargets(operations))))
-            let planner = ModifyPlanner(context: .init(
+            var context = ModifyPlanner.Context(
                 zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
-                baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic))
+                baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
+            // Assets named in the request that exist in this database, for checking receipts.
+            let mentioned = Self.assetCandidates(operations)
+            let stored = try Self.existingAssets(connection, databaseID: session.databaseID, candidates: mentioned)
+            let signer = self
+            let databaseID = session.databaseID
+            context.assetCheck = { asset in
+                guard signer.verifyReceipt(asset, databaseID: databaseID) else {
+                    return "the receipt does not belong to this database with checksum \(asset.fileChecksum) and size \(asset.size)."
+                }
+                guard stored.contains("\(asset.fileChecksum)/\(asset.size)") else {
+                    return "the asset \(asset.fileChecksum) is no longer stored; upload it again."
+                }
+                return nil
+            }
+            let planner = ModifyPlanner(context: context)
             var plan = planner.plan(operations, existing: existing, schema: schema)
 
             // The development schema learns new fields under the types' row locks; a field typed
@@ -147,6 +162,26 @@ extension Store {
         return newest ?? 0
     }
 
+    /// (checksum, size) of every asset-shaped object in the operations' raw fields.
+    private static func assetCandidates(_ operations: [Result<RecordOperation, ItemError>]) -> [(sha256: [UInt8], size: Int64)] {
+        var found: [(sha256: [UInt8], size: Int64)] = []
+        func visit(_ value: JSONValue) {
+            switch value {
+            case .object(let object):
+                if case .string(let checksum)? = object["fileChecksum"], case .integer(let size)? = object["size"],
+                   let sha = Data(base64Encoded: checksum), sha.count == 32 {
+                    found.append((Array(sha), size))
+                }
+            case .array(let values): values.forEach(visit)
+            default: break
+            }
+        }
+        for case .success(let operation) in operations {
+            operation.fields.forEach { visit($0.value) }
+        }
+        return found
+    }
+
     /// Names referenced with DELETE_SELF anywhere in the operations' raw fields.
     private static func deleteSelfTargets(_ operations: [Result<RecordOperation, ItemError>]) -> Set<String> {
         var names = Set<String>()
@@ -189,6 +224,7 @@ extension Store {
         var saveExpires: [Int64] = []
         var deleteNames: [String] = [], deleteSequences: [Int64] = [], deleteTags: [String] = []
         var edgeTargets: [String] = [], edgeSources: [String] = []
+        var assetRecords: [String] = [], assetChecksums: [String] = [], assetSizes: [Int64] = []
         var touched: [String] = []
         for write in plan.writes {
             switch write {
@@ -205,6 +241,11 @@ extension Store {
                 for target in targets {
                     edgeTargets.append(target)
                     edgeSources.append(record.recordName)
+                }
+                for asset in record.fields.values.flatMap(\.assets) {
+                    assetRecords.append(record.recordName)
+                    assetChecksums.append(asset.fileChecksum)
+                    assetSizes.append(asset.size)
                 }
                 touched.append(record.recordName)
             case .delete(let name, _, let sequence):
@@ -255,12 +296,32 @@ extension Store {
                 RETURNING 1
             ), sequence AS (
                 UPDATE zones SET change_seq = \(plan.lastSequence) WHERE id = \(zoneID) RETURNING 1
+            ), asset_refs AS (
+                SELECT u.r, decode(u.c, 'base64') AS sha256, u.z
+                FROM unnest(\(PGData.textArray(assetRecords)), \(PGData.textArray(assetChecksums)), \(PGData.int64Array(assetSizes))) AS u(r, c, z)
+            ), stale_asset_refs AS (
+                DELETE FROM asset_references ref
+                WHERE ref.zone_id = \(zoneID) AND ref.record_name = ANY(\(PGData.textArray(touched)))
+                  AND NOT EXISTS (SELECT 1 FROM asset_refs n WHERE n.r = ref.record_name AND n.sha256 = ref.sha256 AND n.z = ref.size)
+                RETURNING ref.sha256, ref.size
+            ), new_asset_refs AS (
+                INSERT INTO asset_references (zone_id, record_name, database_id, sha256, size)
+                SELECT \(zoneID), n.r, \(session.databaseID), n.sha256, n.z FROM asset_refs n
+                ON CONFLICT DO NOTHING
+                RETURNING 1
+            ), touched_assets AS (
+                -- Newly referenced or just released assets: the grace period counts from now.
+                UPDATE assets a SET last_referenced_at = now(), referenced = true
+                WHERE a.database_id = \(session.databaseID) AND a.complete
+                  AND ((a.sha256, a.size) IN (SELECT sha256, z FROM asset_refs) OR (a.sha256, a.size) IN (SELECT sha256, size FROM stale_asset_refs))
+                RETURNING 1
             ), announce AS (
                 -- Delivered at commit, to every instance's LISTEN connection.
                 SELECT pg_notify(\(ChangeEvent.channel), \(event.payload))
             )
             SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM tombstones), (SELECT count(*) FROM stale_edges),
-                   (SELECT count(*) FROM new_edges), (SELECT count(*) FROM sequence), (SELECT count(*) FROM announce)
+                   (SELECT count(*) FROM new_edges), (SELECT count(*) FROM sequence), (SELECT count(*) FROM announce),
+                   (SELECT count(*) FROM new_asset_refs), (SELECT count(*) FROM touched_assets)
             """)
     }
 

@@ -106,6 +106,12 @@ extension Store {
                         return .failed(name, ItemError(.zoneNotFound, "Zone \(name) does not exist."))
                     }
                     try connection.run("DELETE FROM record_references WHERE zone_id = \(zone.id)")
+                    // Its records' assets are released: their grace period starts now.
+                    try connection.run("""
+                        WITH released AS (DELETE FROM asset_references WHERE zone_id = \(zone.id) RETURNING database_id, sha256, size)
+                        UPDATE assets a SET last_referenced_at = now()
+                        FROM released r WHERE a.database_id = r.database_id AND a.sha256 = r.sha256 AND a.size = r.size
+                        """)
                     try connection.run("DELETE FROM records WHERE zone_id = \(zone.id)")
                     try connection.run("""
                         UPDATE zones SET deleted = true, change_seq = change_seq + 1 WHERE id = \(zone.id)

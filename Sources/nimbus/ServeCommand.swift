@@ -68,6 +68,9 @@ enum ServeCommand {
         http.parserLimits.maxBodyBytes = limits.maxRequestBytes
         http.errorResponse = ErrorResponse.forHTTPCore
         let poolSize = max(try arguments.integer("pool-size") ?? 16, 1)
+        guard limits.maxAssetBytes <= 1 << 30 else {
+            throw UsageError(message: "option '--max-asset-bytes' may be at most 1073741824 (1 GiB)", command: "serve")
+        }
 
         logger.info("starting nimbus \(Nimbus.version)", [
             "listen": "\(host):\(port)",
@@ -98,6 +101,7 @@ enum ServeCommand {
         let listener = store.startListening(url: database.url)
         let metrics = Metrics()
         let api = API(store: store, limits: limits, metrics: metrics, publicURL: arguments.value("public-url"))
+        http.bodyStreamLimit = api.bodyStreamLimit
         let server = HTTPServer(configuration: http, handler: api.handler)
         metrics.addGauge("nimbus_http_open_connections", help: "Open client connections.") { Double(server.connectionCount) }
         metrics.addGauge("nimbus_db_pool_in_use", help: "Database connections lent out.") { Double(store.poolStatistics.inUse) }

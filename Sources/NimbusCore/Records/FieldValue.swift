@@ -60,6 +60,38 @@ package enum FieldValue: Sendable, Hashable {
         }
     }
 
+    /// Every asset in the value (an ASSETID, or the elements of an ASSETID_LIST).
+    package var assets: [AssetValue] {
+        switch self {
+        case .asset(let asset): [asset]
+        case .list(_, let values): values.flatMap(\.assets)
+        default: []
+        }
+    }
+
+    /// The value as stored: assets keep only checksum and size (receipts are checked on save,
+    /// download URLs are made when answering).
+    package var storedForm: FieldValue {
+        switch self {
+        case .asset(let asset): .asset(AssetValue(fileChecksum: asset.fileChecksum, size: asset.size))
+        case .list(let type, let values) where type == .assetID: .list(elementType: type, values.map(\.storedForm))
+        default: self
+        }
+    }
+
+    /// The same value with download URLs filled in for its assets.
+    package func withDownloadURLs(_ url: (AssetValue) -> String) -> FieldValue {
+        switch self {
+        case .asset(var asset):
+            asset.downloadURL = url(asset)
+            return .asset(asset)
+        case .list(let type, let values) where type == .assetID:
+            return .list(elementType: type, values.map { $0.withDownloadURLs(url) })
+        default:
+            return self
+        }
+    }
+
     /// Every reference in the value (a REFERENCE, or the elements of a REFERENCE_LIST).
     package var references: [RecordReference] {
         switch self {

@@ -53,6 +53,8 @@ package struct ModifyPlanner: Sendable {
         package var environment: Environment
         package var maxRecordBytes: Int
         package var atomic: Bool
+        /// Checks ASSETID values (see `FieldTyper.assetCheck`); nil refuses them.
+        package var assetCheck: (@Sendable (AssetValue) -> String?)? = nil
 
         package init(zoneName: String, userRecordName: String, deviceID: String, now: Int64, baseSequence: Int64,
                      environment: Environment, maxRecordBytes: Int, atomic: Bool) {
@@ -84,7 +86,7 @@ package struct ModifyPlanner: Sendable {
         var plan = ModifyPlan(lastSequence: context.baseSequence)
         var workingSchema = schema
         var pending: [Pending] = []
-        let typer = FieldTyper(environment: context.environment)
+        let typer = FieldTyper(environment: context.environment, assetCheck: context.assetCheck)
 
         for entry in operations {
             switch entry {

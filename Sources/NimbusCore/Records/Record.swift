@@ -60,6 +60,15 @@ package struct Record: Sendable, Hashable {
         return .object(object)
     }
 
+    /// The record with download URLs filled in for its asset fields.
+    package func withDownloadURLs(_ url: (AssetValue) -> String) -> Record {
+        var copy = self
+        for (name, value) in fields where !value.assets.isEmpty {
+            copy.fields[name] = value.withDownloadURLs(url)
+        }
+        return copy
+    }
+
     /// The short form of a deleted record in change feeds: `{"recordName", "recordType", "deleted": true}`.
     package var tombstoneJSON: JSONValue {
         .object(["recordName": .string(recordName), "recordType": .string(recordType), "deleted": .bool(true)])

@@ -3,9 +3,13 @@
 /// refused in `production`.
 package struct FieldTyper: Sendable {
     package let environment: Environment
+    /// Checks an ASSETID value (its receipt, and that the asset exists); returns why it is
+    /// refused, or nil. Without one, asset values are refused.
+    package let assetCheck: (@Sendable (AssetValue) -> String?)?
 
-    package init(environment: Environment) {
+    package init(environment: Environment, assetCheck: (@Sendable (AssetValue) -> String?)? = nil) {
         self.environment = environment
+        self.assetCheck = assetCheck
     }
 
     /// The typed changes of one operation: a value to set, or nil to remove the field.
@@ -59,14 +63,20 @@ package struct FieldTyper: Sendable {
                 }
                 typed.newFields[field.name] = fieldType
             }
-            if fieldType.base == .assetID {
-                // Asset references need receipts from the assets API, which is not available
-                // yet; accepting unverified checksums would let a record point at anything.
-                return fail("Field \(field.name) of record \(recordName) is an ASSETID; asset uploads are not available on this server yet.")
+            if fieldType.base == .assetID, assetCheck == nil {
+                return fail("Field \(field.name) of record \(recordName) is an ASSETID; asset uploads are not available here.")
             }
             switch Result(catching: { () throws(FieldValueError) -> FieldValue in try FieldValue.decode(field.value, as: fieldType) }) {
             case .success(let value):
-                typed.changes[field.name] = value
+                if let assetCheck {
+                    for asset in value.assets {
+                        // A receipt proves the upload happened in this database, with these bytes.
+                        if let problem = assetCheck(asset) {
+                            return fail("Field \(field.name) of record \(recordName): \(problem)")
+                        }
+                    }
+                }
+                typed.changes[field.name] = value.storedForm
             case .failure(let error):
                 return fail("Field \(field.name) of record \(recordName) expects \(fieldType.name), but the value is \(error.given).")
             }

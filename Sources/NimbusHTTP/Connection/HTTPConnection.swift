@@ -46,6 +46,15 @@ final class HTTPConnection: @unchecked Sendable {
     private var streaming = false
     private var closeAfterResponse = false
     private var cancelHandler: (@Sendable () -> Void)?
+    /// The body of the request being answered, while it still streams in (uploads).
+    private var bodyStream: HTTPBodyStream?
+    /// Reading paused because the body consumer is behind.
+    private var bodyPaused = false
+    /// Bytes left to send of a fixed-length streamed response (nil: chunked or none).
+    private var fixedLengthRemaining: Int?
+    /// A writer waiting for the outbound buffer to drain (download backpressure).
+    private var drainWaiter: CheckedContinuation<Bool, Never>?
+    static let outboundHighWatermark = 1 << 20
 
     init(descriptor: Int32, loop: EventLoop) {
         self.descriptor = descriptor
@@ -72,7 +81,7 @@ final class HTTPConnection: @unchecked Sendable {
             flush()
             if state == .closed { return }
         }
-        if events & EventLoop.epollIn != 0, state != .responding {
+        if events & EventLoop.epollIn != 0, state != .responding || (bodyStream != nil && !bodyPaused) {
             readAvailable()
             if state == .closed { return }
         }
@@ -95,7 +104,7 @@ final class HTTPConnection: @unchecked Sendable {
             switch Socket.read(descriptor, into: buffer) {
             case .bytes(let count):
                 process(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                if state == .responding || state == .closed { return }
+                if state == .closed || (state == .responding && (bodyStream == nil || bodyPaused)) { return }
                 if count < buffer.count { return }
             case .wouldBlock:
                 return
@@ -127,7 +136,7 @@ final class HTTPConnection: @unchecked Sendable {
             offset += consumed
             switch event {
             case .needMore:
-                if state == .readingBody {
+                if state == .readingBody || (bodyStream != nil && !bodyPaused) {
                     setDeadline(seconds: configuration.bodyTimeoutSeconds, answers408: true)
                 }
                 return
@@ -136,19 +145,50 @@ final class HTTPConnection: @unchecked Sendable {
                 body = []
                 state = .readingBody
                 setDeadline(seconds: configuration.bodyTimeoutSeconds, answers408: true)
+                let streamLimit = parsedHead.framing == .none ? nil : configuration.bodyStreamLimit(parsedHead)
+                if let streamLimit { parser.maxBodyBytes = streamLimit }
                 if parsedHead.expectsContinue, parsedHead.version == .http1_1 {
                     sendContinueIfBodyFits(parsedHead)
                 }
+                if streamLimit != nil {
+                    // The handler gets the request now and reads the body as it arrives.
+                    let stream = HTTPBodyStream(resumeReading: { [loop, self] in loop.execute { self.resumeBodyReading() } })
+                    dispatch(bodyStream: stream)
+                }
             case .body(let range):
                 let absolute = UnsafeRawBufferPointer(rebasing: input[(sliceStart + range.lowerBound)..<(sliceStart + range.upperBound)])
-                body.append(contentsOf: absolute)
+                if let stream = bodyStream {
+                    if !stream.append(Array(absolute)) {
+                        bodyPaused = true
+                        deadline = 0
+                        setInterest(EventLoop.epollRDHUP | (outboundOffset < outbound.count ? EventLoop.epollOut : 0))
+                    }
+                } else {
+                    body.append(contentsOf: absolute)
+                }
             case .messageEnd:
                 if offset < input.count {
                     pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[offset...]))
                 }
-                dispatch()
+                if let stream = bodyStream {
+                    stream.finish()
+                    bodyStream = nil
+                    deadline = 0
+                    setInterest(EventLoop.epollRDHUP | (outboundOffset < outbound.count ? EventLoop.epollOut : 0))
+                    if responseComplete, outboundOffset >= outbound.count { finishExchange() }
+                } else {
+                    dispatch()
+                }
                 return
             case .error(let error):
+                if let stream = bodyStream {
+                    stream.fail(HTTPBodyStream.Failure(reason: error.reason, status: error.status))
+                    bodyStream = nil
+                    if responseStarted {
+                        close()
+                        return
+                    }
+                }
                 respondWithError(status: error.status, reason: error.reason)
                 return
             }
@@ -165,7 +205,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: - Answering
 
-    private func dispatch() {
+    private func dispatch(bodyStream stream: HTTPBodyStream? = nil) {
         guard let head else { return }
         state = .responding
         deadline = 0
@@ -178,10 +218,15 @@ final class HTTPConnection: @unchecked Sendable {
         responseComplete = false
         streaming = false
         cancelHandler = nil
-        let request = HTTPRequest(head: head, body: body)
+        fixedLengthRemaining = nil
+        var request = HTTPRequest(head: head, body: body)
+        request.bodyStream = stream
+        bodyStream = stream
+        bodyPaused = false
         self.head = nil
         body = []
-        setInterest(EventLoop.epollRDHUP | (outboundOffset < outbound.count ? EventLoop.epollOut : 0))
+        let reading = stream == nil ? 0 : EventLoop.epollIn
+        setInterest(reading | EventLoop.epollRDHUP | (outboundOffset < outbound.count ? EventLoop.epollOut : 0))
         let writer = HTTPResponseWriter(connection: self, requestID: requestID)
         loop.server.handle(request, writer)
     }
@@ -203,19 +248,46 @@ final class HTTPConnection: @unchecked Sendable {
         flush()
     }
 
-    func startStreaming(status: HTTPStatus, headers: HTTPHeaders, requestID: UInt64) {
+    func startStreaming(status: HTTPStatus, headers: HTTPHeaders, contentLength: Int?, requestID: UInt64) {
         guard requestID == self.requestID, state == .responding, !responseStarted else { return }
         responseStarted = true
         streaming = true
+        fixedLengthRemaining = contentLength
         // HTTP/1.0 has no chunked coding: the body ends when the connection closes.
-        if requestVersion == .http1_0 { keepAlive = false }
-        outbound.append(contentsOf: serializeHead(status, headers, contentLength: nil))
+        if requestVersion == .http1_0 && contentLength == nil { keepAlive = false }
+        outbound.append(contentsOf: serializeHead(status, headers, contentLength: contentLength))
+        if isHeadRequest, contentLength != nil {
+            // HEAD: the length is announced, no body follows.
+            responseComplete = true
+            cancelHandler = nil
+        }
         flush()
+    }
+
+    /// Queues body bytes and calls back (on the loop) when the outbound buffer has room again;
+    /// false when the connection is gone.
+    func write(_ bytes: [UInt8], requestID: UInt64, resume: CheckedContinuation<Bool, Never>) {
+        guard requestID == self.requestID, state == .responding, streaming, !responseComplete else {
+            resume.resume(returning: false)
+            return
+        }
+        writeChunk(bytes, requestID: requestID)
+        if state == .closed {
+            resume.resume(returning: false)
+        } else if outbound.count - outboundOffset > Self.outboundHighWatermark {
+            drainWaiter = resume
+        } else {
+            resume.resume(returning: true)
+        }
     }
 
     func writeChunk(_ bytes: [UInt8], requestID: UInt64) {
         guard requestID == self.requestID, state == .responding, streaming, !responseComplete, !bytes.isEmpty, !isHeadRequest else { return }
-        if requestVersion == .http1_1 {
+        if let remaining = fixedLengthRemaining {
+            let count = min(bytes.count, remaining)
+            outbound.append(contentsOf: bytes[0..<count])
+            fixedLengthRemaining = remaining - count
+        } else if requestVersion == .http1_1 {
             outbound.append(contentsOf: String(bytes.count, radix: 16).utf8)
             outbound.append(contentsOf: [13, 10])
             outbound.append(contentsOf: bytes)
@@ -228,12 +300,25 @@ final class HTTPConnection: @unchecked Sendable {
 
     func finishStreaming(requestID: UInt64) {
         guard requestID == self.requestID, state == .responding, streaming, !responseComplete else { return }
+        if let remaining = fixedLengthRemaining, remaining > 0 {
+            // Fewer bytes than announced: the framing is broken, only closing tells the client.
+            close()
+            return
+        }
         responseComplete = true
         cancelHandler = nil
-        if requestVersion == .http1_1, !isHeadRequest {
+        if requestVersion == .http1_1, !isHeadRequest, fixedLengthRemaining == nil {
             outbound.append(contentsOf: "0\r\n\r\n".utf8)
         }
         flush()
+    }
+
+    /// The body consumer caught up: read the socket again.
+    func resumeBodyReading() {
+        guard state == .responding, bodyStream != nil, bodyPaused else { return }
+        bodyPaused = false
+        setDeadline(seconds: configuration.bodyTimeoutSeconds, answers408: true)
+        setInterest(EventLoop.epollIn | EventLoop.epollRDHUP | (outboundOffset < outbound.count ? EventLoop.epollOut : 0))
     }
 
     /// Answers a protocol error (parse error, timeout) and closes after writing it.
@@ -300,6 +385,10 @@ final class HTTPConnection: @unchecked Sendable {
         }
         outbound.removeAll(keepingCapacity: outbound.count <= 4096)
         outboundOffset = 0
+        if let waiter = drainWaiter {
+            drainWaiter = nil
+            waiter.resume(returning: true)
+        }
         if interest & EventLoop.epollOut != 0 { setInterest(interest & ~EventLoop.epollOut) }
         if state == .responding, responseComplete {
             finishExchange()
@@ -308,6 +397,12 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// The answer is on the wire: close, or go back to reading the next request.
     private func finishExchange() {
+        if bodyStream != nil {
+            // Answered before the request body ended (a refusal): the rest of the body is still
+            // on the wire, so the connection cannot carry another request.
+            close()
+            return
+        }
         if !keepAlive || closeAfterResponse || loop.draining {
             close()
             return
@@ -340,7 +435,16 @@ final class HTTPConnection: @unchecked Sendable {
             }
         case .idle:
             close()
-        case .responding, .closed:
+        case .responding:
+            // The only timer while answering: a streamed request body that stalled.
+            if let stream = bodyStream, !bodyPaused {
+                stream.fail(HTTPBodyStream.Failure(reason: "The request body stalled.", status: .requestTimeout))
+                bodyStream = nil
+                if responseStarted { close() } else {
+                    respondWithError(status: .requestTimeout, reason: "The request body stalled for more than \(Self.format(configuration.bodyTimeoutSeconds)) seconds.")
+                }
+            }
+        case .closed:
             break
         }
     }
@@ -364,6 +468,14 @@ final class HTTPConnection: @unchecked Sendable {
         outbound = []
         pending = []
         body = []
+        if let stream = bodyStream {
+            bodyStream = nil
+            stream.fail(HTTPBodyStream.Failure(reason: "The client closed the connection before the body ended.", status: nil))
+        }
+        if let waiter = drainWaiter {
+            drainWaiter = nil
+            waiter.resume(returning: false)
+        }
         if wasAnswering { fireCancel() }
     }
 

@@ -4,6 +4,9 @@ package struct HTTPRequest: Sendable {
     package var body: [UInt8]
     /// Values of `:name` segments of the matched route pattern.
     package var pathParameters: [String: String] = [:]
+    /// For routes whose bodies stream (see `HTTPServer.Configuration.bodyStreamLimit`): the body
+    /// as it arrives; `body` is then empty.
+    package var bodyStream: HTTPBodyStream?
 
     package init(head: HTTPRequestHead, body: [UInt8] = []) {
         self.head = head

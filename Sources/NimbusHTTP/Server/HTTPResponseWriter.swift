@@ -22,10 +22,20 @@ package final class HTTPResponseWriter: @unchecked Sendable {
         loop.execute { connection.respond(response, requestID: requestID) }
     }
 
-    /// Sends the head of a chunked response.
-    package func startStreaming(status: HTTPStatus, headers: HTTPHeaders) {
+    /// Sends the head of a streamed response: chunked, or with `Content-Length` when the length
+    /// is known (downloads), in which case exactly that many bytes must follow.
+    package func startStreaming(status: HTTPStatus, headers: HTTPHeaders, contentLength: Int? = nil) {
         let connection = connection, requestID = requestID
-        loop.execute { connection.startStreaming(status: status, headers: headers, requestID: requestID) }
+        loop.execute { connection.startStreaming(status: status, headers: headers, contentLength: contentLength, requestID: requestID) }
+    }
+
+    /// Sends body bytes of a streamed response and returns once the connection's outbound
+    /// buffer has room (backpressure for large bodies); false when the client is gone.
+    package func write(_ bytes: [UInt8]) async -> Bool {
+        let connection = connection, requestID = requestID
+        return await withCheckedContinuation { continuation in
+            loop.execute { connection.write(bytes, requestID: requestID, resume: continuation) }
+        }
     }
 
     /// Sends one chunk (empty chunks are skipped: an empty chunk would end the body).

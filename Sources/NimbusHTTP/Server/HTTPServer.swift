@@ -23,6 +23,9 @@ package final class HTTPServer: Sendable {
         package var keepAliveTimeoutSeconds: Double = 60
         package var drainTimeoutSeconds: Double = 10
         package var errorResponse: ErrorResponder = HTTPServer.plainErrorResponse
+        /// For requests whose bodies should stream to the handler instead of being buffered
+        /// (uploads): the largest body accepted; nil buffers the body up to `maxBodyBytes`.
+        package var bodyStreamLimit: @Sendable (HTTPRequestHead) -> Int? = { _ in nil }
 
         package init() {}
     }

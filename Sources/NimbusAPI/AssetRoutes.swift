@@ -1,0 +1,172 @@
+import Foundation
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+import NimbusSupport
+
+/// `assets/upload` hands out upload URLs; `POST /assets/1/upload/{id}` streams the bytes into
+/// the database; `GET /assets/1/download/{handle}` streams them back (ETag, Range).
+struct AssetRoutes: Sendable {
+    let store: Store
+    let limits: Limits
+
+    static let uploadPattern = "/assets/1/upload/:id"
+    static let downloadPattern = "/assets/1/download/:handle"
+
+    /// Which requests stream their bodies (the HTTP core asks before reading them).
+    static func streamLimit(_ limits: Limits) -> @Sendable (HTTPRequestHead) -> Int? {
+        let maximum = limits.maxAssetBytes
+        return { head in head.method == "POST" && head.path.hasPrefix("/assets/1/upload/") ? maximum : nil }
+    }
+
+    func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
+        let store = store, limits = limits
+        router.add("POST", Self.uploadPattern, api.task(Self.uploadPattern) { request in
+            try await Self.upload(request, store: store, limits: limits)
+        })
+        router.add("GET", Self.downloadPattern, api.streaming(Self.downloadPattern) { request, answering in
+            try await Self.download(request, answering: answering, store: store)
+        })
+    }
+
+    /// `assets/upload` (a database operation).
+    static func requestUploads(_ context: DatabaseRoutes.Context, store: Store, limits: Limits) async throws -> HTTPResponse? {
+        let zoneName = try Wire.zoneName(context.body)
+        guard case .array(let entries)? = context.body["tokens"] else {
+            throw SyncError(.badRequest, "assets/upload needs a \"tokens\" array of {\"recordType\", \"fieldName\", \"recordName\"?}.")
+        }
+        guard entries.count <= limits.maxAssetTokensPerRequest else {
+            throw SyncError(.limitExceeded, "The request asks for \(entries.count) upload URLs; maxAssetTokensPerRequest is \(limits.maxAssetTokensPerRequest).")
+        }
+        var requests: [(recordType: String, fieldName: String, recordName: String)] = []
+        for entry in entries {
+            guard case .string(let type)? = entry["recordType"], Names.isValidRecordType(type),
+                  case .string(let field)? = entry["fieldName"], Names.isValidFieldName(field) else {
+                throw SyncError(.badRequest, "Each token needs a valid recordType and fieldName.")
+            }
+            var name = UUID().uuidString
+            if let value = entry["recordName"], !value.isNull {
+                guard case .string(let text) = value, Names.isValidRecordName(text) else {
+                    throw SyncError(.badRequest, "recordName must be 1–255 letters, digits, '-', '_', '.', ':'.")
+                }
+                name = text
+            }
+            requests.append((type, field, name))
+        }
+        let ids = try await store.createUploads(context.session, zoneName: zoneName, requests: requests)
+        let tokens: [JSONValue] = zip(requests, ids).map { request, id in
+            .object(["recordName": .string(request.recordName), "fieldName": .string(request.fieldName),
+                     "url": .string(context.baseURL + "/assets/1/upload/" + id)])
+        }
+        return Wire.json(.object(["tokens": .array(tokens)]))
+    }
+
+    private static func upload(_ request: HTTPRequest, store: Store, limits: Limits) async throws -> HTTPResponse {
+        let digest = try DatabaseRoutes.bearerDigest(request.headers["Authorization"])
+        let session: Session
+        switch try await store.uploadAccess(tokenDigest: digest, uploadID: request.pathParameters["id"] ?? "") {
+        case .unauthenticated: throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+        case .notFound: throw SyncError(.notFound, "There is no upload at \(request.path) (unknown, another user's, or already used).")
+        case .granted(let granted, _): session = granted
+        }
+        let stream = request.bodyStream
+        let uploaded: UploadedAsset
+        do {
+            uploaded = try await store.upload(session, uploadID: request.pathParameters["id"] ?? "", next: { try await stream?.next() },
+                                              maxBytes: limits.maxAssetBytes, quotaBytes: limits.userQuotaBytes)
+        } catch let failure as HTTPBodyStream.Failure {
+            if failure.status?.code == 413 {
+                throw SyncError(.limitExceeded, "The asset is larger than maxAssetBytes (\(limits.maxAssetBytes) bytes).")
+            }
+            throw SyncError(.badRequest, "The upload did not complete: \(failure.reason)")
+        }
+        return Wire.json(.object(["singleFile": .object([
+            "fileChecksum": .string(uploaded.fileChecksum), "size": .integer(uploaded.size), "receipt": .string(uploaded.receipt),
+        ])]))
+    }
+
+    private static func download(_ request: HTTPRequest, answering: API.Answering, store: Store) async throws -> HTTPResponse? {
+        let digest = try DatabaseRoutes.bearerDigest(request.headers["Authorization"])
+        let (access, stored) = try await store.downloadAccess(tokenDigest: digest, handle: request.pathParameters["handle"] ?? "")
+        switch access {
+        case .unauthenticated: throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+        case .notFound: throw SyncError(.notFound, "There is no asset at \(request.path).")
+        case .granted: break
+        }
+        guard let asset = stored else { throw SyncError(.notFound, "There is no asset at \(request.path).") }
+        let etag = "\"\(asset.fileChecksum)\""
+        var headers: HTTPHeaders = ["ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "private, max-age=31536000, immutable"]
+        if let match = request.headers["If-None-Match"],
+           match.split(separator: ",").contains(where: { let tag = $0.trimmingCharacters(in: .whitespaces); return tag == etag || tag == "*" || tag == "W/\(etag)" }) {
+            return HTTPResponse(status: .notModified, headers: headers)
+        }
+        var first: Int64 = 0, last = asset.size - 1
+        var status = HTTPStatus.ok
+        switch ByteRange.parse(request.headers["Range"], size: asset.size) {
+        case .whole: break
+        case .unsatisfiable:
+            var response = ErrorResponse.make(SyncError(.badRequest, "The range is outside the asset's \(asset.size) bytes."))
+            response.status = .rangeNotSatisfiable
+            response.headers.add(name: "Content-Range", value: "bytes */\(asset.size)")
+            return response
+        case .range(let from, let to):
+            first = from
+            last = to
+            status = .partialContent
+            headers.add(name: "Content-Range", value: "bytes \(from)-\(to)/\(asset.size)")
+        }
+        headers.add(name: "Content-Type", value: "application/octet-stream")
+        let length = asset.size == 0 ? 0 : Int(last - first + 1)
+        let writer = answering.writer
+        writer.startStreaming(status: status, headers: headers, contentLength: length)
+        if length > 0 && request.method != "HEAD" {
+            let chunk = Int64(Store.assetChunkBytes)
+            var index = Int(first / chunk)
+            let end = Int(last / chunk) + 1
+            streaming: while index < end {
+                let batch = try await store.assetChunks(assetID: asset.id, from: index, to: min(index + 4, end))
+                guard !batch.isEmpty else { break }
+                for bytes in batch {
+                    let start = Int64(index) * chunk
+                    let lower = Int(max(first - start, 0))
+                    let upper = Int(min(last - start + 1, Int64(bytes.count)))
+                    index += 1
+                    guard lower < upper else { continue }
+                    if !(await writer.write(Array(bytes[lower..<upper]))) { break streaming }
+                }
+            }
+        }
+        writer.finishStreaming()
+        answering.answered()
+        return nil
+    }
+}
+
+/// A `Range: bytes=...` header (RFC 9110 §14.2): one range is served as 206; several, or a
+/// syntax we do not read, get the whole body (200), as the contract allows.
+enum ByteRange: Equatable {
+    case whole
+    case range(Int64, Int64)
+    case unsatisfiable
+
+    static func parse(_ header: String?, size: Int64) -> ByteRange {
+        guard let header, header.hasPrefix("bytes=") else { return .whole }
+        let spec = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
+        let startText = spec[..<dash], endText = spec[spec.index(after: dash)...]
+        if startText.isEmpty {
+            // Suffix range: the last n bytes.
+            guard let count = Int64(endText), count >= 0 else { return .whole }
+            guard count > 0, size > 0 else { return .unsatisfiable }
+            return .range(max(size - count, 0), size - 1)
+        }
+        guard let start = Int64(startText), start >= 0 else { return .whole }
+        var end = size - 1
+        if !endText.isEmpty {
+            guard let parsed = Int64(endText), parsed >= start else { return .whole }
+            end = min(parsed, size - 1)
+        }
+        guard start < size else { return .unsatisfiable }
+        return .range(start, end)
+    }
+}

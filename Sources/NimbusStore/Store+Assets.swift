@@ -1,0 +1,268 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+
+package struct UploadedAsset: Sendable, Hashable {
+    package var fileChecksum: String
+    package var size: Int64
+    package var receipt: String
+}
+
+/// An asset to download: where its bytes are and what identifies them.
+package struct StoredAsset: Sendable, Hashable {
+    package var id: Int64
+    package var size: Int64
+    package var fileChecksum: String
+}
+
+package enum AssetAccess: Sendable {
+    case unauthenticated
+    case notFound
+    case granted(Session, databaseID: Int64)
+}
+
+extension Store {
+    /// Bytes per `asset_chunks` row: uploads and downloads stream a chunk at a time.
+    package static let assetChunkBytes = 256 << 10
+
+    // MARK: - Signed handles
+
+    /// A receipt binds database, checksum and size (API.md Assets).
+    package func receipt(databaseID: Int64, sha256: [UInt8], size: Int64) -> String {
+        var payload: [UInt8] = []
+        payload.appendBigEndian64(databaseID)
+        payload.appendBigEndian64(size)
+        return signer.sign(payload + sha256, context: "receipt")
+    }
+
+    /// Whether `asset` carries a receipt of this database for exactly its checksum and size.
+    package func verifyReceipt(_ asset: AssetValue, databaseID: Int64) -> Bool {
+        guard let receipt = asset.receipt, let payload = signer.verify(receipt, context: "receipt"), payload.count == 48,
+              let sha = Data(base64Encoded: asset.fileChecksum), sha.count == 32 else { return false }
+        return payload.int64(at: 0) == databaseID && payload.int64(at: 8) == asset.size && Array(payload[16...]) == Array(sha)
+    }
+
+    /// The path of an asset's download URL (content-addressed within its database).
+    package func downloadPath(databaseID: Int64, fileChecksum: String, size: Int64) -> String {
+        var payload: [UInt8] = []
+        payload.appendBigEndian64(databaseID)
+        payload.appendBigEndian64(size)
+        payload += Array(Data(base64Encoded: fileChecksum) ?? Data())
+        return "/assets/1/download/" + signer.sign(payload, context: "download")
+    }
+
+    func download(handle: String) -> (databaseID: Int64, size: Int64, sha256: [UInt8])? {
+        guard let payload = signer.verify(handle, context: "download"), payload.count == 48 else { return nil }
+        return (payload.int64(at: 0), payload.int64(at: 8), Array(payload[16...]))
+    }
+
+    // MARK: - Upload URLs
+
+    /// `assets/upload`: one single-use upload id per requested field.
+    package func createUploads(_ session: Session, zoneName: String, requests: [(recordType: String, fieldName: String, recordName: String)]) async throws -> [String] {
+        var random = SystemRandomNumberGenerator()
+        let ids = requests.map { _ in Base64URL.encode((0..<18).map { _ in UInt8.random(in: .min ... .max, using: &random) }) }
+        try await pool.withConnection { connection in
+            guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
+                throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
+            }
+            try connection.run("""
+                INSERT INTO asset_uploads (id, database_id, record_type, field_name, record_name)
+                SELECT u.id, \(session.databaseID), u.t, u.f, u.r
+                FROM unnest(\(PGData.textArray(ids)), \(PGData.textArray(requests.map(\.recordType))),
+                            \(PGData.textArray(requests.map(\.fieldName))), \(PGData.textArray(requests.map(\.recordName)))) AS u(id, t, f, r)
+                """)
+        }
+        return ids
+    }
+
+    /// Resolves the bearer token and the upload id: only the user whose database asked for the
+    /// URL may use it, and only until a successful upload used it up.
+    package func uploadAccess(tokenDigest: [UInt8], uploadID: String) async throws -> AssetAccess {
+        try await pool.withConnection { connection in
+            let found = try connection.queryFirst("""
+                SELECT t.user_id, u.record_name, t.token_id, t.device_name, d.id, d.container, d.environment
+                FROM device_tokens t JOIN users u ON u.id = t.user_id
+                LEFT JOIN asset_uploads a ON a.id = \(uploadID) AND a.used_at IS NULL
+                LEFT JOIN databases d ON d.id = a.database_id AND d.owner_user_id = t.user_id
+                WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
+                """) { row -> AssetAccess in
+                guard !row.isNull(4), let environment = Environment(rawValue: try row.string(6)) else { return .notFound }
+                let session = Session(userID: try row.int64(0), userRecordName: try row.string(1), tokenID: try row.string(2),
+                                      deviceID: try row.string(3), databaseID: try row.int64(4), container: try row.string(5),
+                                      environment: environment)
+                return .granted(session, databaseID: session.databaseID)
+            }
+            return found ?? .unauthenticated
+        }
+    }
+
+    /// Streams an upload into `asset_chunks` inside one transaction while hashing it: a cut-off
+    /// upload rolls back and leaves nothing. Identical bytes already stored in the database are
+    /// kept once (the new copy is rolled back and the existing one answered).
+    package func upload(_ session: Session, uploadID: String, next: @escaping @Sendable () async throws -> [UInt8]?,
+                        maxBytes: Int, quotaBytes: Int) async throws -> UploadedAsset {
+        let databaseID = session.databaseID, userID = session.userID
+        return try await pool.withLease { lease in
+            let used = try await lease.run { connection in
+                try connection.queryFirst("""
+                    SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a JOIN databases d ON d.id = a.database_id
+                    WHERE d.owner_user_id = \(userID) AND a.complete
+                    """) { try $0.int64(0) } ?? 0
+            }
+            try await lease.run { try $0.run("BEGIN") }
+            do {
+                let assetID = try await lease.run { connection in
+                    try connection.queryFirst("INSERT INTO assets (database_id) VALUES (\(databaseID)) RETURNING id") { try $0.int64(0) } ?? 0
+                }
+                var hasher = SHA256()
+                var size: Int64 = 0
+                var pending: [UInt8] = []
+                pending.reserveCapacity(Self.assetChunkBytes)
+                var index: Int32 = 0
+                func store(_ bytes: [UInt8]) async throws {
+                    let n = index
+                    index += 1
+                    try await lease.run { try $0.run("INSERT INTO asset_chunks (asset_id, n, bytes) VALUES (\(assetID), \(n), \(bytes))") }
+                }
+                while let piece = try await next() {
+                    hasher.update(piece)
+                    size += Int64(piece.count)
+                    guard size <= Int64(maxBytes) else {
+                        throw SyncError(.limitExceeded, "The asset is larger than maxAssetBytes (\(maxBytes) bytes).")
+                    }
+                    guard used + size <= Int64(quotaBytes) else {
+                        throw SyncError(.quotaExceeded, "This upload would exceed the storage quota of \(quotaBytes) bytes (userQuotaBytes).")
+                    }
+                    var offset = 0
+                    while offset < piece.count {
+                        let take = min(Self.assetChunkBytes - pending.count, piece.count - offset)
+                        pending.append(contentsOf: piece[offset..<(offset + take)])
+                        offset += take
+                        if pending.count == Self.assetChunkBytes {
+                            try await store(pending)
+                            pending.removeAll(keepingCapacity: true)
+                        }
+                    }
+                }
+                if !pending.isEmpty { try await store(pending) }
+                let digest = hasher.finalize()
+                let finalSize = size
+                let duplicate = try await lease.run { connection in
+                    try connection.queryFirst("""
+                        SELECT id FROM assets WHERE database_id = \(databaseID) AND sha256 = \(digest) AND size = \(finalSize) AND complete
+                        """) { try $0.int64(0) }
+                }
+                if duplicate != nil {
+                    try await lease.run { try $0.run("ROLLBACK") }
+                    try await lease.run { try $0.run("UPDATE asset_uploads SET used_at = now() WHERE id = \(uploadID)") }
+                } else {
+                    try await lease.run { connection in
+                        try connection.run("""
+                            UPDATE assets SET sha256 = \(digest), size = \(finalSize), complete = true WHERE id = \(assetID)
+                            """)
+                        try connection.run("UPDATE asset_uploads SET used_at = now() WHERE id = \(uploadID)")
+                        try connection.run("COMMIT")
+                    }
+                }
+                return UploadedAsset(fileChecksum: Data(digest).base64EncodedString(), size: finalSize,
+                                     receipt: self.receipt(databaseID: databaseID, sha256: digest, size: finalSize))
+            } catch {
+                _ = try? await lease.run { connection in
+                    if connection.isInTransaction { try connection.run("ROLLBACK") }
+                }
+                if let pgError = error as? PGError, pgError.sqlState == PGError.SQLState.uniqueViolation {
+                    throw SyncError(.tryAgainLater, "The same bytes were uploaded at the same moment; retry.", retryAfter: 1)
+                }
+                throw error
+            }
+        }
+    }
+
+    // MARK: - Download
+
+    /// Resolves the bearer token and download handle: another user's asset is not found.
+    package func downloadAccess(tokenDigest: [UInt8], handle: String) async throws -> (AssetAccess, StoredAsset?) {
+        let target = download(handle: handle)
+        return try await pool.withConnection { connection in
+            let row = try connection.queryFirst("""
+                SELECT t.user_id, u.record_name, t.token_id, t.device_name, d.id, d.container, d.environment, a.id, a.size
+                FROM device_tokens t JOIN users u ON u.id = t.user_id
+                LEFT JOIN databases d ON d.id = \(target?.databaseID ?? -1) AND d.owner_user_id = t.user_id
+                LEFT JOIN assets a ON a.database_id = d.id AND a.sha256 = \(target?.sha256 ?? []) AND a.size = \(target?.size ?? -1) AND a.complete
+                WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
+                """) { row -> (AssetAccess, StoredAsset?) in
+                guard let target, !row.isNull(4), !row.isNull(7), let environment = Environment(rawValue: try row.string(6)) else {
+                    return (.notFound, nil)
+                }
+                let session = Session(userID: try row.int64(0), userRecordName: try row.string(1), tokenID: try row.string(2),
+                                      deviceID: try row.string(3), databaseID: try row.int64(4), container: try row.string(5),
+                                      environment: environment)
+                return (.granted(session, databaseID: session.databaseID),
+                        StoredAsset(id: try row.int64(7), size: try row.int64(8), fileChecksum: Data(target.sha256).base64EncodedString()))
+            }
+            return row ?? (.unauthenticated, nil)
+        }
+    }
+
+    /// Chunks `first..<end` of an asset, in order.
+    package func assetChunks(assetID: Int64, from first: Int, to end: Int) async throws -> [[UInt8]] {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT bytes FROM asset_chunks WHERE asset_id = \(assetID) AND n >= \(Int32(first)) AND n < \(Int32(end)) ORDER BY n
+                """) { try $0.bytes(0) }
+        }
+    }
+
+    // MARK: - References and collection
+
+    /// Complete assets of a database among the given contents (checksum, size) — what receipts
+    /// in a save may refer to.
+    static func existingAssets(_ connection: PGConnection, databaseID: Int64, candidates: [(sha256: [UInt8], size: Int64)]) throws -> Set<String> {
+        guard !candidates.isEmpty else { return [] }
+        let found = try connection.query("""
+            SELECT encode(a.sha256, 'base64'), a.size FROM assets a
+            JOIN unnest(\(PGData.textArray(candidates.map { Data($0.sha256).base64EncodedString() })), \(PGData.int64Array(candidates.map(\.size)))) AS c(s, z)
+              ON a.sha256 = decode(c.s, 'base64') AND a.size = c.z
+            WHERE a.database_id = \(databaseID) AND a.complete
+            """) { "\(try $0.string(0))/\(try $0.int64(1))" }
+        return Set(found)
+    }
+
+    /// Deletes complete assets that no record references and that were neither created nor
+    /// referenced within `graceSeconds`. Returns (assets, bytes) removed.
+    package func collectUnreferencedAssets(graceSeconds: Int64, dryRun: Bool = false) async throws -> (count: Int, bytes: Int64) {
+        try await pool.withConnection { connection in
+            let sql: SQL = dryRun ? """
+                SELECT count(*), COALESCE(sum(a.size), 0)::int8 FROM assets a
+                WHERE a.complete AND GREATEST(a.created_at, COALESCE(a.last_referenced_at, a.created_at)) < now() - \(graceSeconds) * interval '1 second'
+                  AND NOT EXISTS (SELECT 1 FROM asset_references r WHERE r.database_id = a.database_id AND r.sha256 = a.sha256 AND r.size = a.size)
+                """ : """
+                WITH doomed AS (
+                    DELETE FROM assets a
+                    WHERE a.complete AND GREATEST(a.created_at, COALESCE(a.last_referenced_at, a.created_at)) < now() - \(graceSeconds) * interval '1 second'
+                      AND NOT EXISTS (SELECT 1 FROM asset_references r WHERE r.database_id = a.database_id AND r.sha256 = a.sha256 AND r.size = a.size)
+                    RETURNING a.size
+                )
+                SELECT count(*), COALESCE(sum(size), 0)::int8 FROM doomed
+                """
+            let result = try connection.queryFirst(sql) { (try $0.int(0), try $0.int64(1)) } ?? (0, 0)
+            if !dryRun {
+                // Unused upload URLs older than a day are dropped too.
+                try connection.run("DELETE FROM asset_uploads WHERE created_at < now() - interval '1 day'")
+            }
+            return result
+        }
+    }
+}
+
+extension [UInt8] {
+    mutating func appendBigEndian64(_ value: Int64) {
+        Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+    }
+
+    func int64(at offset: Int) -> Int64 {
+        self[offset..<(offset + 8)].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+    }
+}
