@@ -40,6 +40,13 @@ extension Store {
     /// writer of the zone, so the sequence numbers it assigns follow commit order.
     package func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
                                atomic: Bool, limits: Limits) async throws -> [ModifyResult] {
+        try await modifyRecords(session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits, onlyWhere: nil)
+    }
+
+    /// `onlyWhere`: a condition on `r` (the records row) checked under the zone lock; operations
+    /// on records that fail it are dropped (the pruner deletes only what is still expired).
+    func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
+                       atomic: Bool, limits: Limits, onlyWhere: SQL?) async throws -> [ModifyResult] {
         let now = clock.nowMilliseconds()
         let (results, events) = try await pool.withTransaction { connection -> ([ModifyResult], [ChangeEvent]) in
             let locked = try connection.queryFirst("""
@@ -58,6 +65,14 @@ extension Store {
             var context = ModifyPlanner.Context(
                 zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
                 baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
+            var operations = operations
+            if let onlyWhere {
+                var statement: SQL = "SELECT r.record_name FROM records r WHERE r.zone_id = \(zone.id) AND r.record_name = ANY(\(PGData.textArray(names))) AND ("
+                statement.append(onlyWhere)
+                statement.append(")")
+                let eligible = Set(try connection.query(statement) { try $0.string(0) })
+                operations = operations.filter { (try? $0.get()).map { eligible.contains($0.recordName) } ?? false }
+            }
             // Assets named in the request that exist in this database, for checking receipts.
             let mentioned = Self.assetCandidates(operations)
             let stored = try Self.existingAssets(connection, databaseID: session.databaseID, candidates: mentioned)

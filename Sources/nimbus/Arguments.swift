@@ -57,6 +57,8 @@ struct UsageError: Error, CustomStringConvertible {
 struct ParsedArguments: Sendable {
     let spec: CommandSpec
     var values: [String: String] = [:]
+    /// Every value of options given more than once (`--record-type A --record-type B`).
+    var repeatedValues: [String: [String]] = [:]
     var flags: Set<String> = []
     var positionals: [String] = []
     var helpRequested = false
@@ -92,15 +94,18 @@ struct ParsedArguments: Sendable {
                 flags.insert(name)
                 continue
             }
+            let value: String
             if let inlineValue {
-                values[name] = inlineValue
+                value = inlineValue
             } else {
                 guard index < arguments.count else {
                     throw UsageError(message: "option '--\(name)' needs a value <\(option.valueName)>", command: spec.name)
                 }
-                values[name] = arguments[index]
+                value = arguments[index]
                 index += 1
             }
+            values[name] = value
+            repeatedValues[name, default: []].append(value)
         }
     }
 
@@ -115,6 +120,9 @@ struct ParsedArguments: Sendable {
     }
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    /// All values of a repeatable option, in order.
+    func repeated(_ name: String) -> [String] { repeatedValues[name] ?? [] }
 
     /// An integer option; a value that is not one is a usage error naming the option.
     func integer(_ name: String) throws -> Int? {

@@ -19,6 +19,8 @@ struct Nimbus {
             ("user", "Manage users: add, list."),
             ("token", "Manage device tokens: issue, list, revoke."),
             ("schema", "Manage container schemas: import, show, deploy."),
+            ("prune", "Delete expired records, old tombstones, unreferenced assets and old notifications."),
+            ("stats", "Show records, tombstones, assets and each device's last sync per user and container."),
             ("version", "Print the version."),
         ]
     )
@@ -43,6 +45,10 @@ struct Nimbus {
                 exit(try await AdminCommands.token(arguments))
             case "schema":
                 exit(try await AdminCommands.schema(arguments))
+            case "prune":
+                exit(try await PruneCommands.prune(arguments))
+            case "stats":
+                exit(try await PruneCommands.stats(arguments))
             case "version", "--version":
                 print("nimbus \(version)")
                 exit(0)

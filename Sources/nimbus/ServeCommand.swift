@@ -30,6 +30,10 @@ enum ServeCommand {
             OptionSpec(name: "event-loops", valueName: "n", environment: "NIMBUS_EVENT_LOOPS",
                        defaultValue: String(max(ProcessInfo.processInfo.activeProcessorCount, 1)), help: "HTTP event loop threads."),
             OptionSpec(name: "backlog", valueName: "n", environment: "NIMBUS_BACKLOG", defaultValue: "1024", help: "Listen backlog."),
+            OptionSpec(name: "prune-interval", valueName: "duration", environment: "NIMBUS_PRUNE_INTERVAL", defaultValue: "1h",
+                       help: "How often the pruning job runs (one instance at a time across instances); 0s disables it."),
+            OptionSpec(name: "asset-grace", valueName: "duration", environment: "NIMBUS_ASSET_GRACE", defaultValue: "24h",
+                       help: "How long an asset no record references is kept."),
             OptionSpec(name: "drain-timeout", valueName: "seconds", environment: "NIMBUS_DRAIN_TIMEOUT", defaultValue: "10",
                        help: "On shutdown, how long in-flight requests may take to finish."),
         ] + limitOptions
@@ -120,10 +124,12 @@ enum ServeCommand {
             throw error
         }
         logger.notice("listening on http://\(bound.host):\(bound.port)")
+        let pruner = startPruner(store: store, limits: limits, arguments: arguments, logger: logger)
 
         await shutdownRequested.wait()
         // Parked long-polls are answered at once (empty, same token), then in-flight requests
         // get the drain timeout, then LISTEN and the pool close.
+        pruner?.cancel()
         store.hub.close()
         await server.shutdown()
         listener.stop()
@@ -132,6 +138,37 @@ enum ServeCommand {
         withExtendedLifetime(trap) {}
         logger.notice("stopped")
         return 0
+    }
+
+    /// The scheduled pruning job: first a minute after start, then every interval. Instances
+    /// share it through an advisory lock; the one holding it prunes, the others skip.
+    static func startPruner(store: Store, limits: Limits, arguments: ParsedArguments, logger: Logger) -> Task<Void, Never>? {
+        guard let text = arguments.value("prune-interval"), let interval = DurationText.seconds(text), interval > 0 else {
+            logger.info("pruning job disabled")
+            return nil
+        }
+        var options = PruneOptions()
+        options.tombstonesOlderThanSeconds = Int64(limits.tombstoneRetentionDays) * 86_400
+        options.notificationRetentionSeconds = Int64(limits.notificationRetentionDays) * 86_400
+        options.assetGraceSeconds = arguments.value("asset-grace").flatMap(DurationText.seconds) ?? 86_400
+        let prune = options
+        return Task {
+            var delay = min(interval, 60)
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(delay) * 1_000_000_000)
+                delay = interval
+                if Task.isCancelled { return }
+                do {
+                    if let report = try await store.prune(prune, limits: limits) {
+                        let records = report.counts.reduce(0) { $0 + $1.records }, tombstones = report.counts.reduce(0) { $0 + $1.tombstones }
+                        logger.info("pruned", ["records": records, "tombstones": tombstones, "assets": report.assets,
+                                               "notifications": report.notifications, "seconds": report.seconds])
+                    }
+                } catch {
+                    logger.warning("pruning failed; will retry at the next interval", ["error": "\(error)"])
+                }
+            }
+        }
     }
 
     static func parseListen(_ text: String) throws -> (String, Int) {

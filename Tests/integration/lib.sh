@@ -555,14 +555,24 @@ record_summary() {
 
 # record_tag NAME [JSON]: the recordChangeTag of record NAME in an answer, empty when absent.
 record_tag() {
-  record_summary "${2-$HTTP_BODY}" | sed -n "s/^$1 \([^ -][^ ]*\)\$/\1/p" | head -n 1
+  record_summary "${2-$HTTP_BODY}" | sed -n "s/^$1 \([^ -][^ ]*\)\$/\1/p" | sed -n 1p
 }
 
 # field_value NAME FIELD [JSON]: the raw JSON value of FIELD of record NAME (scalars only).
+# (No `grep -m1`/`head` behind a writer here or below: an early exit kills the writer with
+# SIGPIPE, which pipefail turns into a spurious failure on large bodies.)
 field_value() {
-  local line
-  line=$(record_items "${3-$HTTP_BODY}" | grep -a -m1 "^{\"recordName\":\"$1\"") || return 1
-  printf '%s' "$line" | grep -a -o -m1 "\"$2\":{\"value\":\\(\"[^\"]*\"\\|[^,}]*\\)" | head -n 1 | sed 's/^"[^"]*":{"value"://'
+  local items line
+  items=$(record_items "${3-$HTTP_BODY}")
+  line=$(grep -a -m1 "^{\"recordName\":\"$1\"" <<<"$items") || return 1
+  grep -a -o "\"$2\":{\"value\":\\(\"[^\"]*\"\\|[^,}]*\\)" <<<"$line" | sed -n '1s/^"[^"]*":{"value"://p'
+}
+
+# contains TEXT GREP-ARGS...: grep over TEXT from a here-string (see field_value on pipes).
+contains() {
+  local text=$1
+  shift
+  grep "$@" <<<"$text"
 }
 
 # tag_number TAG: a recordChangeTag (base 36 of the zone sequence) as a decimal number.

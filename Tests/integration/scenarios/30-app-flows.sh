@@ -44,13 +44,13 @@ names=$(record_summary "$page1" | cut -d' ' -f1)
 [ "$(printf '%s\n' "$names" | grep -c .)" = 100 ] || fail "the phone got $(printf '%s\n' "$names" | grep -c .) events, not 100"
 expected=$(for ((i = total - 1; i >= total - 100; i--)); do event_name $i; echo; done)
 [ "$names" = "$expected" ] || fail "the latest 100 are not in timestamp-descending order: $(printf '%s' "$names" | head -5 | tr '\n' ' ')..."
-timestamps=$(printf '%s' "$page1" | grep -a -o '"timestamp":{"value":[0-9]*,"type":"TIMESTAMP"}' | grep -a -o '[0-9][0-9]*')
-[ "$(printf '%s\n' "$timestamps" | head -n 1)" = $((base + (total - 1) * 1000)) ] || fail "the first event is not the newest"
+timestamps=$(contains "$page1" -a -o '"timestamp":{"value":[0-9]*,"type":"TIMESTAMP"}' | grep -a -o '[0-9][0-9]*')
+[ "$(sed -n 1p <<<"$timestamps")" = $((base + (total - 1) * 1000)) ] || fail "the first event is not the newest"
 [ "$timestamps" = "$(printf '%s\n' "$timestamps" | sort -rn)" ] || fail "timestamps are not descending"
 [ "$(field_value "$(event_name 149)" deviceName "$page1")" = '"mac-mini"' ] || fail "deviceName of the newest event is not mac-mini"
-printf '%s' "$page1" | grep -a -q '"created":{"timestamp":[0-9]*,"userRecordName":"'"$mac_user"'","deviceID":"mac-mini"}' \
+contains "$page1" -a -q '"created":{"timestamp":[0-9]*,"userRecordName":"'"$mac_user"'","deviceID":"mac-mini"}' \
   || fail "created does not name alice's mac-mini: ${page1:0:400}"
-marker=$(json_field continuationMarker "$page1") || fail "100 of 150 events but no continuationMarker"
+marker=$(json_last_field continuationMarker "$page1") || fail "100 of 150 events but no continuationMarker"
 ok "the phone fetched the latest 100 events, newest first, with a continuationMarker"
 
 note "between pages: one event older than all inserted (must come on page 2), one newer (must not), two deleted"
@@ -65,7 +65,7 @@ api_ok "$PHONE" records/query "{$latest_query,\"continuationMarker\":\"$marker\"
 names2=$(record_summary | cut -d' ' -f1)
 expected2=$(for ((i = total - 101; i >= 0; i--)); do [ "$i" -ne 10 ] && { event_name $i; echo; }; done; echo evt-late-old)
 [ "$names2" = "$expected2" ] || fail "page 2 is not the remaining 50 (+ the older late event): $(printf '%s' "$names2" | tr '\n' ' ' | head -c 300)"
-json_field continuationMarker >/dev/null && fail "the last page carries a continuationMarker"
+json_last_field continuationMarker >/dev/null && fail "the last page carries a continuationMarker"
 ok "page 2: the other events (less the one deleted meanwhile) and the older one inserted meanwhile, no repeat, no marker"
 
 api_ok "$PHONE" records/query '{"query":{"recordType":"BlockedAppEvent","filterBy":[{"fieldName":"timestamp","comparator":"GREATER_THAN_OR_EQUALS","fieldValue":{"value":'$((base + 140000))',"type":"TIMESTAMP"}}],"sortBy":[{"fieldName":"timestamp","ascending":false}]}}'
@@ -84,7 +84,7 @@ api_ok "$PHONE" records/modify '{"operations":[{"operationType":"create","record
 expect_item_codes ok "create locked-iphone"
 tag1=$(record_tag locked-iphone)
 [ -n "$tag1" ] || fail "create answered no recordChangeTag: $HTTP_BODY"
-printf '%s' "$HTTP_BODY" | grep -a -q '"modified":{"timestamp":[0-9]*,"userRecordName":"[^"]*","deviceID":"iphone"}' || fail "modified.deviceID is not iphone"
+contains "$HTTP_BODY" -a -q '"modified":{"timestamp":[0-9]*,"userRecordName":"[^"]*","deviceID":"iphone"}' || fail "modified.deviceID is not iphone"
 
 # The Mac has its own list.
 api_ok "$MAC" records/modify '{"operations":[{"operationType":"create","record":{"recordName":"locked-mac-mini","recordType":"LockedAppList","fields":{"deviceName":{"value":"mac-mini"},"updatedAt":{"value":'"$((t0 - 1000))"'}}}}]}'
@@ -106,9 +106,9 @@ api_ok "$MAC" records/modify '{"operations":[{"operationType":"update","record":
 expect_item_codes CONFLICT "update with a stale tag"
 item=$(record_items)
 expect_error_body CONFLICT "$item"
-printf '%s' "$item" | grep -a -q '"serverRecord":{"recordName":"locked-iphone","recordType":"LockedAppList","recordChangeTag":"'"$tag2"'"' \
+contains "$item" -a -q '"serverRecord":{"recordName":"locked-iphone","recordType":"LockedAppList","recordChangeTag":"'"$tag2"'"' \
   || fail "CONFLICT does not carry the current record with tag $tag2: $item"
-printf '%s' "$item" | grep -a -q '"updatedAt":{"value":'"$((t0 + 2000))"',' || fail "serverRecord lacks the current updatedAt: $item"
+contains "$item" -a -q '"updatedAt":{"value":'"$((t0 + 2000))"',' || fail "serverRecord lacks the current updatedAt: $item"
 api_ok "$PHONE" records/lookup '{"records":[{"recordName":"locked-iphone"}]}'
 [ "$(record_tag locked-iphone)" = "$tag2" ] || fail "the stale update changed the record"
 ok "stale tag: CONFLICT with serverRecord (tag $tag2), nothing written"
@@ -139,13 +139,13 @@ api_ok "$MAC" records/modify "{\"zoneID\":{\"zoneName\":\"History\"},\"operation
 [ "$(item_codes | grep -c '^ok$')" = 15 ] || fail "history creates failed: ${HTTP_BODY:0:500}"
 
 api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"History"}}'
-[ "$(json_field moreComing)" = false ] || fail "15 records and moreComing"
+[ "$(json_last_field moreComing)" = false ] || fail "15 records and moreComing"
 [ "$(record_summary | cut -d' ' -f1 | sort | tr '\n' ' ')" = "c1-a c1-b c2-a c2-b c3-a c3-b c4-a c4-b c5-a c5-b h1 h2 h3 h4 h5 " ] \
   || fail "the phone's first fetch: $(record_summary | tr '\n' ' ')"
-printf '%s' "$HTTP_BODY" | grep -a -q '"item":{"value":{"recordName":"h3","action":"DELETE_SELF"},"type":"REFERENCE"}' \
+contains "$HTTP_BODY" -a -q '"item":{"value":{"recordName":"h3","action":"DELETE_SELF"},"type":"REFERENCE"}' \
   || fail "c3 contents do not carry their REFERENCE: ${HTTP_BODY:0:600}"
-printf '%s' "$HTTP_BODY" | grep -a -q "\"value\":{\"value\":\"$(printf 'copied text 2b' | base64)\",\"type\":\"BYTES\"}" || fail "BYTES value did not round-trip"
-phone_token=$(json_field syncToken)
+contains "$HTTP_BODY" -a -q "\"value\":{\"value\":\"$(printf 'copied text 2b' | base64)\",\"type\":\"BYTES\"}" || fail "BYTES value did not round-trip"
+phone_token=$(json_last_field syncToken)
 ok "the phone received 5 items and 10 contents with their references and bytes"
 
 note "the Mac copies h2 twice more: the phone sees h2 once, in its latest state"
@@ -159,7 +159,7 @@ done
 api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"History"},"syncToken":"'"$phone_token"'"}'
 [ "$(record_summary | tr '\n' ' ')" = "h2 $h2_tag " ] || fail "changes after two updates of h2: $(record_summary | tr '\n' ' ') (want h2 $h2_tag)"
 [ "$(field_value h2 numberOfCopies)" = 3 ] || fail "h2 numberOfCopies is $(field_value h2 numberOfCopies), want 3"
-phone_token=$(json_field syncToken)
+phone_token=$(json_last_field syncToken)
 ok "one h2 with numberOfCopies 3 and tag $h2_tag"
 
 note "the Mac clears the history: every HistoryItem deleted, contents cascade"
@@ -175,9 +175,9 @@ api_ok "$MAC" records/modify "{\"zoneID\":{\"zoneName\":\"History\"},\"operation
 api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"History"},"syncToken":"'"$phone_token"'"}'
 [ "$(record_summary | sort | tr '\n' ' ')" = "c1-a - c1-b - c2-a - c2-b - c3-a - c3-b - c4-a - c4-b - c5-a - c5-b - h1 - h2 - h3 - h4 - h5 - " ] \
   || fail "the phone's changes after clearing: $(record_summary | tr '\n' ' ')"
-printf '%s' "$HTTP_BODY" | grep -a -q '{"recordName":"c4-b","recordType":"HistoryItemContent","deleted":true}' || fail "content tombstone shape: ${HTTP_BODY:0:300}"
-printf '%s' "$HTTP_BODY" | grep -a -q '{"recordName":"h4","recordType":"HistoryItem","deleted":true}' || fail "item tombstone shape: ${HTTP_BODY:0:300}"
-phone_token=$(json_field syncToken)
+contains "$HTTP_BODY" -a -q '{"recordName":"c4-b","recordType":"HistoryItemContent","deleted":true}' || fail "content tombstone shape: ${HTTP_BODY:0:300}"
+contains "$HTTP_BODY" -a -q '{"recordName":"h4","recordType":"HistoryItem","deleted":true}' || fail "item tombstone shape: ${HTTP_BODY:0:300}"
+phone_token=$(json_last_field syncToken)
 api_ok "$PHONE" records/lookup '{"zoneID":{"zoneName":"History"},"records":[{"recordName":"h1"},{"recordName":"c1-a"}]}'
 expect_item_codes "NOT_FOUND NOT_FOUND" "lookup after clearing"
 api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"History"},"syncToken":"'"$phone_token"'"}'

@@ -18,9 +18,9 @@ alice_tag=$(record_tag alice-note)
 api_ok "$ALICE" records/modify '{"zoneID":{"zoneName":"Secrets"},"operations":[{"operationType":"create","record":{"recordName":"alice-secret","recordType":"Note","fields":{"text":{"value":"hidden"}}}}]}'
 expect_item_codes ok
 api_ok "$ALICE" records/changes '{"zoneID":{"zoneName":"_defaultZone"}}'
-alice_default_token=$(json_field syncToken)
+alice_default_token=$(json_last_field syncToken)
 api_ok "$ALICE" records/changes '{"zoneID":{"zoneName":"Secrets"}}'
-alice_secrets_token=$(json_field syncToken)
+alice_secrets_token=$(json_last_field syncToken)
 api_ok "$ALICE" zones/changes '{}'
 alice_db_token=$(json_last_field syncToken)
 
@@ -77,7 +77,7 @@ ok "records/query: no Note of alice's; her zone is ZONE_NOT_FOUND as a missing o
 
 api_ok "$BOB" records/changes '{"zoneID":{"zoneName":"_defaultZone"}}'
 [ -z "$(record_summary)" ] || fail "bob's _defaultZone changes carry $(record_summary | tr '\n' ' ')"
-bob_default_token=$(json_field syncToken)
+bob_default_token=$(json_last_field syncToken)
 got=$(same_as_missing "records/changes on alice's zone" records/changes Secrets NoSuchZone '{"zoneID":{"zoneName":"@"}}') || exit 1
 [[ $got == "404 "*'"serverErrorCode":"ZONE_NOT_FOUND"'* ]] || fail "records/changes on a foreign zone: $got"
 
@@ -100,9 +100,9 @@ got=$(same_as_missing "zones/lookup" zones/lookup Secrets NoSuchZone '{"zones":[
 got=$(same_as_missing "zones/modify delete" zones/modify Secrets NoSuchZone '{"operations":[{"operationType":"delete","zone":{"zoneID":{"zoneName":"@"}}}]}') || exit 1
 [[ $got == "200 "*'"serverErrorCode":"ZONE_NOT_FOUND"'* ]] || fail "zones/modify delete of a foreign zone: $got"
 api_ok "$BOB" zones/list
-[ "$(printf '%s' "$HTTP_BODY" | grep -a -o '"zoneName":"[^"]*"' | tr '\n' ' ')" = '"zoneName":"_defaultZone" ' ] || fail "bob's zones/list: $HTTP_BODY"
+[ "$(contains "$HTTP_BODY" -a -o '"zoneName":"[^"]*"' | tr '\n' ' ')" = '"zoneName":"_defaultZone" ' ] || fail "bob's zones/list: $HTTP_BODY"
 api_ok "$BOB" zones/changes '{}'
-[ "$(printf '%s' "$HTTP_BODY" | grep -a -o '"zoneName":"[^"]*"' | sort -u | tr '\n' ' ')" = '"zoneName":"_defaultZone" ' ] || fail "bob's zones/changes: $HTTP_BODY"
+[ "$(contains "$HTTP_BODY" -a -o '"zoneName":"[^"]*"' | sort -u | tr '\n' ' ')" = '"zoneName":"_defaultZone" ' ] || fail "bob's zones/changes: $HTTP_BODY"
 forged_db=${alice_db_token:0:20}A${alice_db_token:21}
 [ "$forged_db" != "$alice_db_token" ] || forged_db=${alice_db_token:0:20}B${alice_db_token:21}
 got=$(same_as_missing "alice's database token" zones/changes "$alice_db_token" "$forged_db" '{"syncToken":"@"}') || exit 1
@@ -133,7 +133,7 @@ api_ok "$ALICE" records/changes '{"zoneID":{"zoneName":"_defaultZone"},"syncToke
 api_ok "$ALICE" records/changes '{"zoneID":{"zoneName":"Secrets"},"syncToken":"'"$alice_secrets_token"'"}'
 [ -z "$(record_summary)" ] || fail "alice's Secrets feed changed: $(record_summary | tr '\n' ' ')"
 api_ok "$ALICE" zones/list
-[ "$(printf '%s' "$HTTP_BODY" | grep -a -o '"zoneName":"[^"]*"' | sort | tr '\n' ' ')" = '"zoneName":"Secrets" "zoneName":"_defaultZone" ' ] || fail "alice's zones/list: $HTTP_BODY"
+[ "$(contains "$HTTP_BODY" -a -o '"zoneName":"[^"]*"' | sort | tr '\n' ' ')" = '"zoneName":"Secrets" "zoneName":"_defaultZone" ' ] || fail "alice's zones/list: $HTTP_BODY"
 api "$ALICE" records/changes '{"zoneID":{"zoneName":"_defaultZone"},"syncToken":"'"$bob_default_token"'"}'
 expect_api_error 400 BAD_REQUEST "bob's token on alice's zone"
 ok "alice's records, feeds and zones are as she left them; bob's token is refused on her zone"

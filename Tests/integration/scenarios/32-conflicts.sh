@@ -45,12 +45,12 @@ for ((round = 1; round <= ROUNDS; round++)); do
   [ -n "$new_tag" ] && [ "$new_tag" != "$tag" ] || fail "round $round: the winner's tag '$new_tag' (was $tag)"
   loser_item=$(record_items "$loser_out")
   expect_error_body CONFLICT "$loser_item"
-  printf '%s' "$loser_item" | grep -a -q '"serverRecord":{"recordName":"shared","recordType":"Counter","recordChangeTag":"'"$new_tag"'","fields":{' \
+  contains "$loser_item" -a -q '"serverRecord":{"recordName":"shared","recordType":"Counter","recordChangeTag":"'"$new_tag"'","fields":{' \
     || fail "round $round: the CONFLICT's serverRecord is not the winner's record (tag $new_tag): $loser_item"
   server_record=${loser_item#*\"serverRecord\":}
   [ "$(field_value shared owner "[$server_record")" = "\"$winner\"" ] || fail "round $round: serverRecord owner is $(field_value shared owner "[$server_record"), the winner is $winner"
   [ "$(field_value shared round "[$server_record")" = "$round" ] || fail "round $round: serverRecord round is $(field_value shared round "[$server_record")"
-  printf '%s' "$server_record" | grep -a -q '"modified":{"timestamp":[0-9]*,"userRecordName":"[^"]*","deviceID":"'"$winner"'"}' \
+  contains "$server_record" -a -q '"modified":{"timestamp":[0-9]*,"userRecordName":"[^"]*","deviceID":"'"$winner"'"}' \
     || fail "round $round: serverRecord.modified is not the winner's device $winner: $server_record"
   api_ok "$PHONE" records/lookup '{"records":[{"recordName":"shared"}]}'
   [ "$(record_tag shared)" = "$new_tag" ] || fail "round $round: stored tag $(record_tag shared), the winner got $new_tag"
@@ -81,7 +81,7 @@ ok "5 rounds of concurrent updates of two records: both win every time, distinct
 note "a stale delete and a stale forceUpdate"
 api_ok "$MAC" records/modify '{"operations":[{"operationType":"delete","record":{"recordName":"shared","recordChangeTag":"'"$tag"'"}}]}'
 expect_item_codes CONFLICT "delete with a stale tag"
-printf '%s' "$HTTP_BODY" | grep -a -q '"serverRecord":{"recordName":"shared"' || fail "stale delete without serverRecord: $HTTP_BODY"
+contains "$HTTP_BODY" -a -q '"serverRecord":{"recordName":"shared"' || fail "stale delete without serverRecord: $HTTP_BODY"
 api_ok "$MAC" records/modify '{"operations":[{"operationType":"forceUpdate","record":{"recordName":"shared","recordType":"Counter","recordChangeTag":"'"$tag"'","fields":{"owner":{"value":"forced"}}}}]}'
 expect_item_codes ok "forceUpdate ignores the stale tag"
 ok "delete with a stale tag is a CONFLICT with serverRecord; forceUpdate ignores tags"
@@ -135,7 +135,7 @@ done
 api_ok "$BOB_1" records/query '{"query":{"recordType":"Hello"}}'
 [ "$(record_summary | cut -d' ' -f1 | tr '\n' ' ')" = "first-1 first-2 first-3 first-4 first-5 first-6 first-7 first-8 " ] || fail "bob's records after concurrent first use: $(record_summary | tr '\n' ' ')"
 api_ok "$BOB_1" zones/list
-[ "$(printf '%s' "$HTTP_BODY" | grep -a -o '"zoneName"' | wc -l)" = 1 ] || fail "bob has more than one _defaultZone: $HTTP_BODY"
+[ "$(contains "$HTTP_BODY" -a -o '"zoneName"' | wc -l)" = 1 ] || fail "bob has more than one _defaultZone: $HTTP_BODY"
 ok "8 concurrent first requests of a new user all succeed into one database"
 
 expect_no_server_errors

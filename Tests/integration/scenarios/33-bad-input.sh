@@ -96,8 +96,8 @@ ok "wrong top-level field types: 400 BAD_REQUEST"
 note "unknown operationType (item) and comparator (request)"
 api_ok "$TOK" records/modify '{"operations":[{"operationType":"upsert","record":{"recordName":"u1","recordType":"Note"}},{"operationType":"create","record":{"recordName":"u2","recordType":"Note","fields":{"text":{"value":"fine"}}}}]}'
 expect_item_codes "BAD_REQUEST ok" "unknown operationType beside a good operation"
-expect_error_body BAD_REQUEST "$(record_items | head -n 1)"
-[[ $(json_field reason "$(record_items | head -n 1)") == *upsert* ]] || fail "the reason does not name the operationType: $HTTP_BODY"
+expect_error_body BAD_REQUEST "$(record_items | sed -n 1p)"
+[[ $(json_field reason "$(record_items | sed -n 1p)") == *upsert* ]] || fail "the reason does not name the operationType: $HTTP_BODY"
 bad records/query '{"query":{"recordType":"Note","filterBy":[{"fieldName":"text","comparator":"LIKE","fieldValue":{"value":"h%"}}]}}' 400 BAD_REQUEST "comparator LIKE"
 bad records/query '{"query":{"recordType":"Note","filterBy":[{"fieldName":"text","comparator":"equals","fieldValue":{"value":"hello"}}]}}' 400 BAD_REQUEST "comparator in lower case"
 bad records/query '{"query":{"recordType":"Note","filterBy":[{"fieldName":"text","comparator":5,"fieldValue":{"value":"hello"}}]}}' 400 BAD_REQUEST "comparator a number"
@@ -233,9 +233,9 @@ ok "401: no header → AUTHENTICATION_REQUIRED; Basic, empty, malformed, unknown
 
 note "forged and foreign sync tokens and markers"
 api_ok "$TOK" records/changes '{"zoneID":{"zoneName":"_defaultZone"}}'
-default_token=$(json_field syncToken)
+default_token=$(json_last_field syncToken)
 api_ok "$TOK" records/changes '{"zoneID":{"zoneName":"Z"}}'
-z_token=$(json_field syncToken)
+z_token=$(json_last_field syncToken)
 api_ok "$TOK" zones/changes '{}'
 db_token=$(json_last_field syncToken)
 flip() { local t=$1 c=${1:$2:1} r=A; [ "$c" = A ] && r=B; printf '%s' "${t:0:$2}$r${t:$(($2 + 1))}"; }
@@ -249,7 +249,7 @@ done
 api_ok "$TOK" records/changes '{"zoneID":{"zoneName":"_defaultZone"},"syncToken":"'"$default_token"'"}'
 api_ok "$TOK" records/modify '{"operations":[{"operationType":"forceUpdate","record":{"recordName":"q1","recordType":"Note","fields":{"text":{"value":"a"}}}},{"operationType":"forceUpdate","record":{"recordName":"q2","recordType":"Note","fields":{"text":{"value":"b"}}}}]}'
 api_ok "$TOK" records/query '{"query":{"recordType":"Note","sortBy":[{"fieldName":"text","ascending":true}]},"resultsLimit":1}'
-marker=$(json_field continuationMarker) || fail "no continuationMarker on a page of 1"
+marker=$(json_last_field continuationMarker) || fail "no continuationMarker on a page of 1"
 bad records/query '{"query":{"recordType":"Note","sortBy":[{"fieldName":"text","ascending":true}]},"resultsLimit":1,"continuationMarker":"'"$(flip "$marker" 3)"'"}' 400 BAD_REQUEST "a tampered continuationMarker"
 bad records/query '{"query":{"recordType":"Note","sortBy":[{"fieldName":"text","ascending":false}]},"resultsLimit":1,"continuationMarker":"'"$marker"'"}' 400 BAD_REQUEST "a continuationMarker of another order"
 bad records/query '{"zoneID":{"zoneName":"Z"},"query":{"recordType":"Note","sortBy":[{"fieldName":"text","ascending":true}]},"resultsLimit":1,"continuationMarker":"'"$marker"'"}' 400 BAD_REQUEST "a continuationMarker of another zone"
@@ -324,10 +324,10 @@ for op in records/query records/changes zones/changes; do
 done
 api_ok "$TOK" records/query '{"query":{"recordType":"Bulk"},"resultsLimit":1000}'
 [ "$(record_summary | wc -l)" = 400 ] || fail "resultsLimit 1000 answered $(record_summary | wc -l) records, not the cap 400"
-! json_field continuationMarker >/dev/null || fail "all 400 Bulk records on one page, yet a continuationMarker"
+! json_last_field continuationMarker >/dev/null || fail "all 400 Bulk records on one page, yet a continuationMarker"
 api_ok "$TOK" records/changes '{"zoneID":{"zoneName":"_defaultZone"},"resultsLimit":1000}'
 [ "$(record_summary | wc -l)" = 400 ] || fail "changes resultsLimit 1000 answered $(record_summary | wc -l) records, not the cap 400"
-[ "$(json_field moreComing)" = true ] || fail "changes capped at 400 with more left but moreComing false"
+[ "$(json_last_field moreComing)" = true ] || fail "changes capped at 400 with more left but moreComing false"
 ok "resultsLimit 0, -1, a string: 400; null and 1 accepted; 1000 capped at 400; 401 operations or lookups: 413; 400 saved"
 
 for op in records/changes zones/changes; do

@@ -115,7 +115,7 @@ reader() {
     summary=$(record_summary "$body")
     count=$(record_items "$body" | grep -c .)
     [ "$count" -le "$PAGE" ] || printf 'reader %d: page of %d records, limit %d\n' "$i" "$count" "$PAGE" >>"$ERRORS"
-    [ "$count" = "$(printf '%s' "$summary" | grep -c .)" ] || printf 'reader %d: unparsed items in %s\n' "$i" "${body:0:300}" >>"$ERRORS"
+    [ "$count" = "$(contains "$summary" -c .)" ] || printf 'reader %d: unparsed items in %s\n' "$i" "${body:0:300}" >>"$ERRORS"
     received=$((received + count))
     page_max=$previous_max
     seen=()

@@ -23,7 +23,7 @@ modify_zones() { # PAIRS...: create:NAME / delete:NAME
 # zone_items: each zones/modify or zones/lookup item as `NAME ok|deleted|CODE`.
 zone_items() {
   printf '%s' "$HTTP_BODY" | sed 's/},{"zoneID"/}\n{"zoneID"/g; s/},{"uuid"/}\n{"uuid"/g' | while IFS= read -r item || [ -n "$item" ]; do
-    name=$(printf '%s' "$item" | grep -a -o -m1 '"zoneID":{"zoneName":"[^"]*"' | sed 's/.*"zoneName":"//; s/"$//')
+    name=$(contains "$item" -a -o -m1 '"zoneID":{"zoneName":"[^"]*"' | sed 's/.*"zoneName":"//; s/"$//')
     if code=$(json_field serverErrorCode "$item"); then echo "$name $code"
     elif [[ $item == *'"deleted":true'* ]]; then echo "$name deleted"
     else echo "$name ok"; fi
@@ -80,7 +80,7 @@ api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"Alpha"},"desiredRecordTy
 api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"Alpha"},"desiredKeys":["size"],"desiredRecordTypes":["Note"]}'
 [ "$(record_summary | cut -d' ' -f1 | tr '\n' ' ')" = "a1 a2 a4 " ] || fail "desiredRecordTypes [Note]: $(record_summary | tr '\n' ' ')"
 [ "$(field_value a2 size)" = 2 ] || fail "desiredKeys [size] dropped size: $HTTP_BODY"
-! printf '%s' "$HTTP_BODY" | grep -a -q '"text":' || fail "desiredKeys [size] still returns text: $HTTP_BODY"
+! contains "$HTTP_BODY" -a -q '"text":' || fail "desiredKeys [size] still returns text: $HTTP_BODY"
 ok "pages of 1 give a1..a4 in order with moreComing; desiredRecordTypes and desiredKeys filter"
 
 note "zones/changes against a database token"
@@ -98,8 +98,8 @@ modify_zones delete:Beta
 api_ok "$PHONE" zones/changes "{\"syncToken\":\"$db_token1\"}"
 changes=$HTTP_BODY
 [ "$(echo $(zone_names "$changes" | tr ' ' '\n' | sort))" = "Beta Delta Gamma" ] || fail "zones/changes: $(zone_names "$changes") (want Beta deleted, Delta created, Gamma changed)"
-printf '%s' "$changes" | grep -a -q '{"zoneID":{"zoneName":"Beta"},"deleted":true}' || fail "Beta is not reported deleted: $changes"
-printf '%s' "$changes" | grep -a -q '{"zoneID":{"zoneName":"Gamma"},"syncToken":"' || fail "Gamma without its token: $changes"
+contains "$changes" -a -q '{"zoneID":{"zoneName":"Beta"},"deleted":true}' || fail "Beta is not reported deleted: $changes"
+contains "$changes" -a -q '{"zoneID":{"zoneName":"Gamma"},"syncToken":"' || fail "Gamma without its token: $changes"
 gamma_token=$(zone_token Gamma "$changes")
 api_ok "$PHONE" records/changes "{\"zoneID\":{\"zoneName\":\"Gamma\"},\"syncToken\":\"$gamma_token\"}"
 [ -z "$(record_summary)" ] || fail "the token zones/changes gives for Gamma is not current: $(record_summary)"
@@ -176,7 +176,7 @@ note "reserved names and _defaultZone"
 modify_zones create:_private create:_ create:Epsilon create:_defaultZone delete:_defaultZone create:Alpha
 [ "$(zone_items)" = "_private BAD_REQUEST,_ BAD_REQUEST,Epsilon ok,_defaultZone ok,_defaultZone BAD_REQUEST,Alpha ok" ] \
   || fail "zones/modify with reserved names: $(zone_items) — $HTTP_BODY"
-expect_error_body BAD_REQUEST "$(printf '%s' "$HTTP_BODY" | grep -a -o '{"zoneID":{"zoneName":"_private"}[^}]*}')"
+expect_error_body BAD_REQUEST "$(contains "$HTTP_BODY" -a -o '{"zoneID":{"zoneName":"_private"}[^}]*}')"
 api_ok "$PHONE" records/lookup '{"zoneID":{"zoneName":"Alpha"},"records":[{"recordName":"a1"}]}'
 expect_item_codes ok "a record of Alpha after creating Alpha again"
 api_ok "$PHONE" records/changes "{\"zoneID\":{\"zoneName\":\"Alpha\"},\"syncToken\":\"$alpha_list_token\"}"

@@ -22,10 +22,10 @@ save create w1 Widget '{"name":{"value":"first"},"count":{"value":3},"ratio":{"v
 expect_item_codes ok "first Widget"
 shown=$(nimbus_admin schema show "$C") || exit 1
 for pair in name:STRING count:INT64 ratio:DOUBLE big:DOUBLE tags:STRING_LIST nums:DOUBLE_LIST ints:INT64_LIST when:TIMESTAMP blob:BYTES link:REFERENCE; do
-  printf '%s' "$shown" | grep -q "\"${pair%%:*}\":\"${pair#*:}\"" || fail "schema show lacks ${pair%%:*} ${pair#*:}: $shown"
+  contains "$shown" -q "\"${pair%%:*}\":\"${pair#*:}\"" || fail "schema show lacks ${pair%%:*} ${pair#*:}: $shown"
 done
 [[ $(field_value w1 count) == 3 ]] && [[ $(field_value w1 ratio) == 0.5 ]] || fail "the answer lost values: $HTTP_BODY"
-printf '%s' "$HTTP_BODY" | grep -a -q '"nums":{"value":\[1\(\.0\)\?,2.5\],"type":"DOUBLE_LIST"}' || fail "nums is not a DOUBLE_LIST: $HTTP_BODY"
+contains "$HTTP_BODY" -a -q '"nums":{"value":\[1\(\.0\)\?,2.5\],"type":"DOUBLE_LIST"}' || fail "nums is not a DOUBLE_LIST: $HTTP_BODY"
 ok "untyped values typed from JSON (STRING, INT64, DOUBLE, STRING_LIST, DOUBLE_LIST, INT64_LIST), declared ones as declared; schema show lists them"
 
 note "development: a later save with another type is refused, the schema's type applies"
@@ -40,8 +40,8 @@ reason=$(json_field reason "$(record_items)")
 for word in w2 count INT64 string; do [[ $reason == *"$word"* ]] || fail "reason '$reason' does not name $word"; done
 save forceUpdate w2 Widget '{"count":{"value":7},"ratio":{"value":2},"when":{"value":1795000000001}}'
 expect_item_codes ok "values of the schema's types sent without type"
-printf '%s' "$HTTP_BODY" | grep -a -q '"ratio":{"value":2\(\.0\)\?,"type":"DOUBLE"}' || fail "an integer for a DOUBLE field is not a DOUBLE: $HTTP_BODY"
-printf '%s' "$HTTP_BODY" | grep -a -q '"when":{"value":1795000000001,"type":"TIMESTAMP"}' || fail "an integer for a TIMESTAMP field is not a TIMESTAMP: $HTTP_BODY"
+contains "$HTTP_BODY" -a -q '"ratio":{"value":2\(\.0\)\?,"type":"DOUBLE"}' || fail "an integer for a DOUBLE field is not a DOUBLE: $HTTP_BODY"
+contains "$HTTP_BODY" -a -q '"when":{"value":1795000000001,"type":"TIMESTAMP"}' || fail "an integer for a TIMESTAMP field is not a TIMESTAMP: $HTTP_BODY"
 ok "other types for known fields: BAD_REQUEST items naming record, field and types; known types apply to untyped values"
 
 note "a refused save teaches the schema nothing"
@@ -50,8 +50,8 @@ expect_item_codes BAD_REQUEST "a save with one bad field"
 api_ok "$TOK" records/modify '{"atomic":true,"operations":[{"operationType":"create","record":{"recordName":"g1","recordType":"Gizmo","fields":{"size":{"value":"large"}}}},{"operationType":"update","record":{"recordName":"w1","recordChangeTag":"zzzz","fields":{"count":{"value":1}}}}]}'
 expect_item_codes "ATOMIC_ERROR CONFLICT" "a failed atomic request"
 shown=$(nimbus_admin schema show "$C") || exit 1
-printf '%s' "$shown" | grep -q '"learned"' && fail "a refused save defined field 'learned': $shown"
-printf '%s' "$shown" | grep -q '"Gizmo"' && fail "a failed atomic request defined type Gizmo: $shown"
+contains "$shown" -q '"learned"' && fail "a refused save defined field 'learned': $shown"
+contains "$shown" -q '"Gizmo"' && fail "a failed atomic request defined type Gizmo: $shown"
 save forceUpdate w3 Widget '{"learned":{"value":42}}'
 expect_item_codes ok "'learned' as INT64 after the refused STRING"
 save create g1 Gizmo '{"size":{"value":3}}'
@@ -157,7 +157,7 @@ for env in development production; do
   [ "$(field_value locked-mac deviceName)" = '"mac"' ] || fail "$env: forceUpdate dropped a field it did not send: $HTTP_BODY"
   save forceUpdate locked-mac LockedAppList '{"deviceName":{"value":null}}'
   expect_item_codes ok "$env: removing a field"
-  ! printf '%s' "$HTTP_BODY" | grep -a -q '"deviceName"' || fail "$env: value null did not remove deviceName: $HTTP_BODY"
+  ! contains "$HTTP_BODY" -a -q '"deviceName"' || fail "$env: value null did not remove deviceName: $HTTP_BODY"
   [ "$(field_value locked-mac updatedAt)" = 1 ] || fail "$env: removing deviceName lost updatedAt: $HTTP_BODY"
 done
 API_ENV=development
@@ -167,7 +167,7 @@ note "schema show prints the imported schema; it re-imports; a conflicting impor
 shown=$(nimbus_admin schema show iCloud.com.mirxa.AppLocker) || exit 1
 for part in '"container":"iCloud.com.mirxa.AppLocker"' '"BlockedAppEvent":{"appendOnly":true,"fields":{"appName":"STRING","bundleID":"STRING","deviceName":"STRING","timestamp":"TIMESTAMP"},"retention":{"days":30,"field":"timestamp"}}' \
             '"photoAsset":"ASSETID"' '"LockedAppList":{"fields":{"apps":"ASSETID","deviceName":"STRING","updatedAt":"TIMESTAMP"}}' '"retention":{"days":7,"field":"timestamp"}'; do
-  printf '%s' "$shown" | grep -q -F "$part" || fail "schema show lacks $part: $shown"
+  contains "$shown" -q -F "$part" || fail "schema show lacks $part: $shown"
 done
 production=$(nimbus_admin schema show iCloud.com.mirxa.AppLocker --environment production) || exit 1
 [ "$production" = "$shown" ] || fail "import without --environment did not load production the same: $production"
@@ -181,8 +181,8 @@ fi
 grep -q appName "$TEST_TMP/conflict.out" || fail "the refused import does not name the field: $(cat "$TEST_TMP/conflict.out")"
 [ "$(nimbus_admin schema show iCloud.com.mirxa.AppLocker)" = "$shown" ] || fail "a refused import changed the schema"
 nimbus_admin schema import "$REPO_DIR/deploy/schemas/maccy.json" --environment production >/dev/null
-printf '%s' "$(nimbus_admin schema show iCloud.org.p0deje.Maccy --environment production)" | grep -q '"HistoryItemContent"' || fail "import --environment production did not load production"
-printf '%s' "$(nimbus_admin schema show iCloud.org.p0deje.Maccy)" | grep -q '"HistoryItem' && fail "import --environment production also loaded development"
+contains "$(nimbus_admin schema show iCloud.org.p0deje.Maccy --environment production)" -q '"HistoryItemContent"' || fail "import --environment production did not load production"
+contains "$(nimbus_admin schema show iCloud.org.p0deje.Maccy)" -q '"HistoryItem' && fail "import --environment production also loaded development"
 ok "schema show: types, fields, retention and appendOnly as imported, same in both environments; it re-imports unchanged; a type change is refused; --environment loads one"
 
 expect_no_server_errors

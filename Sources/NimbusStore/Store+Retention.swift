@@ -1,0 +1,229 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+
+/// What `prune` does (DESIGN.md "Retention"; issue: `nimbus prune`).
+package struct PruneOptions: Sendable {
+    /// Prune records whose retention start (the earlier of `created` and the type's retention
+    /// field) is older than this; nil: use each type's schema retention (`expires_at`).
+    package var olderThanSeconds: Int64?
+    /// Only these record types (with `olderThanSeconds`: exactly these, even without a policy).
+    package var recordTypes: [String] = []
+    package var container: String?
+    /// Expire tombstones modified longer ago than this (raising zone horizons).
+    package var tombstonesOlderThanSeconds: Int64 = 90 * 86_400
+    package var assetGraceSeconds: Int64 = 86_400
+    package var notificationRetentionSeconds: Int64 = 7 * 86_400
+    package var dryRun = false
+    /// Records per transaction: short transactions keep writers and readers moving.
+    package var batchSize = 500
+
+    package init() {}
+}
+
+/// Counts for one (container, environment, zone, record type).
+package struct PruneCount: Sendable, Hashable {
+    package var container: String
+    package var environment: String
+    package var owner: String
+    package var zoneName: String
+    package var recordType: String
+    package var records = 0
+    package var tombstones = 0
+}
+
+package struct PruneReport: Sendable {
+    package var counts: [PruneCount] = []
+    package var assets = 0
+    package var assetBytes: Int64 = 0
+    package var notifications = 0
+    package var seconds = 0.0
+}
+
+extension Store {
+    static let pruneLockKey: Int64 = 0x4E494D4255535F50  // "NIMBUS_P"
+
+    /// Runs the pruner unless another instance holds its advisory lock (`wait` false) or after
+    /// it (`wait` true). Returns nil when skipped.
+    package func prune(_ options: PruneOptions, limits: Limits = Limits(), wait: Bool = false,
+                       progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> PruneReport? {
+        try await pool.withLease { lease in
+            let locked = try await lease.run { connection in
+                wait ? (try connection.queryFirst("SELECT pg_advisory_lock(\(Self.pruneLockKey)) IS NOT NULL") { try $0.bool(0) } ?? false)
+                     : (try connection.queryFirst("SELECT pg_try_advisory_lock(\(Self.pruneLockKey))") { try $0.bool(0) } ?? false)
+            }
+            guard locked else { return nil }
+            do {
+                let report = try await runPrune(options, limits: limits, progress: progress)
+                _ = try await lease.run { try $0.run("SELECT pg_advisory_unlock(\(Self.pruneLockKey))") }
+                return report
+            } catch {
+                _ = try? await lease.run { try $0.run("SELECT pg_advisory_unlock(\(Self.pruneLockKey))") }
+                throw error
+            }
+        }
+    }
+
+    private func runPrune(_ options: PruneOptions, limits: Limits, progress: @escaping @Sendable (String) -> Void) async throws -> PruneReport {
+        let start = monotonicNanoseconds()
+        let now = clock.nowMilliseconds()
+        var report = PruneReport()
+        var counts: [String: PruneCount] = [:]
+        var done = 0
+        var lastProgress = start
+
+        // 1. Expired records, zone by zone, in batches through the normal delete path
+        //    (tombstones, DELETE_SELF cascades, delete notifications, NOTIFY).
+        let condition = expiryCondition(options, now: now)
+        for zone in try await zonesWithRecords(matching: condition, container: options.container) {
+            let session = zone.session
+            while true {
+                var select: SQL = "SELECT r.record_name, r.record_type FROM records r WHERE r.zone_id = \(zone.id) AND NOT r.deleted AND ("
+                select.append(condition)
+                select.append(") ORDER BY r.record_name LIMIT \(Int64(options.batchSize))")
+                let statement = select
+                let batch = try await pool.withConnection { try $0.query(statement) { (try $0.string(0), try $0.string(1)) } }
+                if batch.isEmpty { break }
+                var deleted = batch
+                if !options.dryRun {
+                    let operations = batch.map { Result<RecordOperation, ItemError>.success(RecordOperation(kind: .forceDelete, recordName: $0.0)) }
+                    let results = try await modifyRecords(session, zoneName: zone.name, operations: operations, atomic: false,
+                                                          limits: limits, onlyWhere: condition)
+                    let gone = Set(results.compactMap { if case .deleted(let name) = $0 { name } else { nil } })
+                    deleted = batch.filter { gone.contains($0.0) }
+                }
+                for (_, type) in deleted {
+                    let key = "\(zone.container)|\(zone.environment)|\(zone.owner)|\(zone.name)|\(type)"
+                    counts[key, default: PruneCount(container: zone.container, environment: zone.environment, owner: zone.owner,
+                                                    zoneName: zone.name, recordType: type)].records += 1
+                }
+                done += deleted.count
+                if monotonicNanoseconds() - lastProgress > 2_000_000_000 {
+                    lastProgress = monotonicNanoseconds()
+                    progress("pruned \(done) records so far (zone \(zone.name) of \(zone.owner), \(zone.container))")
+                }
+                if options.dryRun || batch.count < options.batchSize || deleted.isEmpty { break }
+            }
+        }
+
+        // 2. Tombstones past their retention: deleted for good, raising each zone's horizon so
+        //    that older tokens get CHANGE_TOKEN_EXPIRED instead of a list missing deletions.
+        let cutoff = now - options.tombstonesOlderThanSeconds * 1000
+        let tombstoneCondition: SQL = "r.deleted AND r.modified_at < 'epoch'::timestamptz + \(cutoff) * interval '1 millisecond'"
+        for zone in try await zonesWithRecords(matching: tombstoneCondition, container: options.container, includeDeleted: true) {
+            while true {
+                let zoneID = zone.id, batchSize = Int64(options.batchSize), dryRun = options.dryRun
+                let removed = try await pool.withTransaction { connection -> [(String, Int)] in
+                    try connection.run("SELECT 1 FROM zones WHERE id = \(zoneID) FOR UPDATE")
+                    if dryRun {
+                        return try connection.query("""
+                            SELECT r.record_type, count(*)::int8 FROM records r WHERE r.zone_id = \(zoneID) AND \(tombstoneCondition) GROUP BY r.record_type
+                            """) { (try $0.string(0), try $0.int(1)) }
+                    }
+                    return try connection.query("""
+                        WITH gone AS (
+                            DELETE FROM records WHERE zone_id = \(zoneID) AND record_name IN (
+                                SELECT r.record_name FROM records r WHERE r.zone_id = \(zoneID) AND \(tombstoneCondition) LIMIT \(batchSize))
+                            RETURNING record_type, change_seq
+                        ), horizon AS (
+                            UPDATE zones SET tombstone_horizon_seq = GREATEST(tombstone_horizon_seq, (SELECT max(change_seq) FROM gone))
+                            WHERE id = \(zoneID) AND EXISTS (SELECT 1 FROM gone)
+                            RETURNING 1
+                        )
+                        SELECT record_type, count(*)::int8 FROM gone GROUP BY record_type
+                        """) { (try $0.string(0), try $0.int(1)) }
+                }
+                for (type, count) in removed {
+                    let key = "\(zone.container)|\(zone.environment)|\(zone.owner)|\(zone.name)|\(type)"
+                    counts[key, default: PruneCount(container: zone.container, environment: zone.environment, owner: zone.owner,
+                                                    zoneName: zone.name, recordType: type)].tombstones += count
+                }
+                let total = removed.reduce(0) { $0 + $1.1 }
+                if dryRun || total < options.batchSize { break }
+            }
+        }
+
+        // 3. Unreferenced assets after their grace period; 4. old notifications.
+        let assets = try await collectUnreferencedAssets(graceSeconds: options.assetGraceSeconds, dryRun: options.dryRun)
+        report.assets = assets.count
+        report.assetBytes = assets.bytes
+        let notificationCutoff = now - options.notificationRetentionSeconds * 1000
+        report.notifications = try await pool.withConnection { connection in
+            let condition: SQL = "created_at < 'epoch'::timestamptz + \(notificationCutoff) * interval '1 millisecond'"
+            return options.dryRun
+                ? try connection.queryFirst("SELECT count(*)::int8 FROM notifications WHERE \(condition)") { try $0.int(0) } ?? 0
+                : try connection.run("DELETE FROM notifications WHERE \(condition)")
+        }
+        report.counts = counts.values.sorted { ($0.container, $0.owner, $0.zoneName, $0.recordType) < ($1.container, $1.owner, $1.zoneName, $1.recordType) }
+        report.seconds = Double(monotonicNanoseconds() - start) / 1e9
+        return report
+    }
+
+    /// Which live records are expired: by `expires_at` (schema retention), or by age of their
+    /// retention start for `olderThanSeconds` (the types named, else the types with a policy).
+    private func expiryCondition(_ options: PruneOptions, now: Int64) -> SQL {
+        var condition: SQL
+        if let seconds = options.olderThanSeconds {
+            let cutoff = now - seconds * 1000
+            // Retention start: the earlier of creation and the retention field (when the type's
+            // schema names one); a future-dated event cannot live forever.
+            condition = """
+                LEAST(r.created_at, COALESCE((SELECT 'epoch'::timestamptz + (r.fields->s.retention_field->>'value')::int8 * interval '1 millisecond'
+                    FROM zones z JOIN databases d ON d.id = z.database_id
+                    JOIN schema_record_types s ON s.container = d.container AND s.environment = d.environment AND s.record_type = r.record_type
+                    WHERE z.id = r.zone_id AND s.retention_field IS NOT NULL AND r.fields->s.retention_field->>'type' = 'TIMESTAMP'), r.created_at))
+                < 'epoch'::timestamptz + \(cutoff) * interval '1 millisecond'
+                """
+            if options.recordTypes.isEmpty {
+                condition.append("""
+                     AND EXISTS (SELECT 1 FROM zones z JOIN databases d ON d.id = z.database_id
+                        JOIN schema_record_types s ON s.container = d.container AND s.environment = d.environment AND s.record_type = r.record_type
+                        WHERE z.id = r.zone_id AND s.retention_days IS NOT NULL)
+                    """)
+            }
+        } else {
+            condition = "r.expires_at IS NOT NULL AND r.expires_at <= 'epoch'::timestamptz + \(now) * interval '1 millisecond'"
+        }
+        if !options.recordTypes.isEmpty {
+            condition.append(" AND r.record_type = ANY(\(PGData.textArray(options.recordTypes)))")
+        }
+        return condition
+    }
+
+    private struct PruneZone: Sendable {
+        var id: Int64
+        var name: String
+        var container: String
+        var environment: String
+        var owner: String
+        var session: Session
+    }
+
+    /// Zones that have rows matching `condition`, with a session to delete through (the
+    /// pruner acts as device `nimbus-prune`, so every device is notified of its deletions).
+    private func zonesWithRecords(matching condition: SQL, container: String?, includeDeleted: Bool = false) async throws -> [PruneZone] {
+        var sql: SQL = """
+            SELECT z.id, z.zone_name, d.container, d.environment, u.name, u.id, u.record_name, d.id
+            FROM zones z JOIN databases d ON d.id = z.database_id JOIN users u ON u.id = d.owner_user_id
+            WHERE NOT z.deleted
+            """
+        if let container { sql.append(" AND d.container = \(container)") }
+        sql.append(" AND EXISTS (SELECT 1 FROM records r WHERE r.zone_id = z.id AND ")
+        if !includeDeleted { sql.append("NOT r.deleted AND ") }
+        sql.append("(")
+        sql.append(condition)
+        sql.append(")) ORDER BY d.container, u.name, z.zone_name")
+        let statement = sql
+        return try await pool.withConnection { connection in
+            try connection.query(statement) { row in
+                let environment = Environment(rawValue: try row.string(3)) ?? .development
+                return PruneZone(id: try row.int64(0), name: try row.string(1), container: try row.string(2), environment: try row.string(3),
+                                 owner: try row.string(4),
+                                 session: Session(userID: try row.int64(5), userRecordName: try row.string(6), tokenID: "",
+                                                  deviceID: "nimbus-prune", databaseID: try row.int64(7), container: try row.string(2),
+                                                  environment: environment))
+            }
+        }
+    }
+}
