@@ -11,8 +11,9 @@ package struct DatabaseStats: Sendable {
     package var tombstones: Int
     package var assets: Int
     package var assetBytes: Int64
-    /// The oldest live record of a type with a retention policy (what a prune removes next).
-    package var oldestEvent: Date?
+    /// When the oldest live event (a record of a type with retention) expires: what a prune
+    /// removes next.
+    package var nextExpiry: Date?
 }
 
 package struct DeviceStats: Sendable {
@@ -31,7 +32,7 @@ extension Store {
                        (SELECT count(*) FROM records r JOIN zones z ON z.id = r.zone_id WHERE z.database_id = d.id AND r.deleted)::int8,
                        (SELECT count(*) FROM assets a WHERE a.database_id = d.id AND a.complete)::int8,
                        (SELECT COALESCE(sum(a.size), 0) FROM assets a WHERE a.database_id = d.id AND a.complete)::int8,
-                       (SELECT min(r.created_at) FROM records r JOIN zones z ON z.id = r.zone_id
+                       (SELECT min(r.expires_at) FROM records r JOIN zones z ON z.id = r.zone_id
                          WHERE z.database_id = d.id AND NOT r.deleted AND r.expires_at IS NOT NULL)
                 FROM databases d JOIN users u ON u.id = d.owner_user_id
                 ORDER BY u.name, d.container, d.environment
@@ -47,7 +48,7 @@ extension Store {
                     """) { (type: try $0.string(0), count: try $0.int(1)) }
                 result.append(DatabaseStats(user: database.user, container: database.container, environment: database.environment,
                                             liveByType: types, tombstones: database.tombstones, assets: database.assets,
-                                            assetBytes: database.bytes, oldestEvent: database.oldest))
+                                            assetBytes: database.bytes, nextExpiry: database.oldest))
             }
             let devices = try connection.query("""
                 SELECT u.name, t.device_name, t.token_id, t.last_used_at, t.revoked_at IS NOT NULL

@@ -89,8 +89,8 @@ enum PruneCommands {
         let now = Date()
         for entry in databases {
             let types = entry.liveByType.map { "\($0.type)=\($0.count)" }.joined(separator: " ")
-            let oldest = entry.oldestEvent.map { "\(Int(now.timeIntervalSince($0) / 86_400))d (\($0.formatted(.iso8601)))" } ?? "-"
-            print("\(entry.user) \(entry.container) \(entry.environment): records[\(types.isEmpty ? "none" : types)] tombstones=\(entry.tombstones) assets=\(entry.assets) bytes=\(entry.assetBytes) oldest-event=\(oldest)")
+            let expiry = entry.nextExpiry.map { "\($0.formatted(.iso8601)) (in \(Int($0.timeIntervalSince(now) / 3600))h)" } ?? "-"
+            print("\(entry.user) \(entry.container) \(entry.environment): records[\(types.isEmpty ? "none" : types)] tombstones=\(entry.tombstones) assets=\(entry.assets) bytes=\(entry.assetBytes) oldest-event-expires=\(expiry)")
         }
         for device in devices {
             let age = device.lastUsed.map { "\(Int(now.timeIntervalSince($0)))s ago (\($0.formatted(.iso8601)))" } ?? "never"
