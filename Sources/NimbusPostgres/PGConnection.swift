@@ -9,6 +9,10 @@ package final class PGConnection: @unchecked Sendable {
     // @unchecked: a connection is used by one thread at a time — the pool hands it to exactly one
     // borrower, and the listener and migrator own theirs outright.
     private let handle: OpaquePointer
+    /// Named prepared statements of this connection by text and parameter types: a statement
+    /// is parsed and planned once per connection instead of on every execution.
+    private var prepared: [String: String] = [:]
+    static let preparedLimit = 512
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -164,7 +168,10 @@ package final class PGConnection: @unchecked Sendable {
             let values: [UnsafePointer<CChar>?] = encoded.indices.map { index in
                 encoded[index].bytes == nil ? nil : UnsafeRawPointer(base + offsets[index]).assumingMemoryBound(to: CChar.self)
             }
-            return PQexecParams(handle, sql.text, Int32(encoded.count), types, values, lengths, formats, 1)
+            guard sql.preparable, !encoded.isEmpty, let name = preparedName(sql.text, types) else {
+                return PQexecParams(handle, sql.text, Int32(encoded.count), types, values, lengths, formats, 1)
+            }
+            return PQexecPrepared(handle, name, Int32(encoded.count), values, lengths, formats, 1)
         }
         guard let result else { throw lostError() }
         do {
@@ -174,6 +181,24 @@ package final class PGConnection: @unchecked Sendable {
             throw error
         }
         return result
+    }
+
+    /// The name of the statement prepared for this text and these types, preparing it first;
+    /// nil when it cannot be prepared (then the statement runs unprepared and reports its error).
+    private func preparedName(_ text: String, _ types: [UInt32]) -> String? {
+        let key = text + "\u{0}" + types.map(String.init).joined(separator: ",")
+        if let name = prepared[key] { return name }
+        if prepared.count >= Self.preparedLimit {
+            // A bounded cache: dynamic statements must not grow it without end.
+            if let result = PQexec(handle, "DEALLOCATE ALL") { PQclear(result) }
+            prepared.removeAll()
+        }
+        let name = "nimbus_\(prepared.count)"
+        guard let result = PQprepare(handle, name, text, Int32(types.count), types) else { return nil }
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else { return nil }
+        prepared[key] = name
+        return name
     }
 
     private func check(_ result: OpaquePointer) throws {

@@ -6,6 +6,10 @@
 package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
     package private(set) var text: String
     package private(set) var parameters: [PGData]
+    /// Whether the connection may prepare this statement once and reuse it. Statements built
+    /// dynamically whose plans depend on parameter values (expression-index matching on a
+    /// parameter) should run unprepared, so that each execution is planned with its values.
+    package var preparable = true
 
     package init(stringLiteral value: String) {
         text = value
@@ -23,6 +27,7 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
     package mutating func append(_ other: SQL) {
         text += other.text(renumberedFrom: parameters.count)
         parameters += other.parameters
+        preparable = preparable && other.preparable
     }
 
     /// The text with `$n` shifted by `offset`. Replaces from the highest index down so that "$1"

@@ -90,6 +90,9 @@ struct QuerySQLBuilder {
             sql.append(key.ascending ? " ASC" : " DESC")
         }
         sql.append(" LIMIT \(Int64(limit))")
+        // Planned per execution: the sort and filter expressions must match expression indexes
+        // with the field names as values, which a generic prepared plan cannot.
+        sql.preparable = false
         return sql
     }
 

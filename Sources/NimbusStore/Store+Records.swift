@@ -49,15 +49,18 @@ extension Store {
                        atomic: Bool, limits: Limits, onlyWhere: SQL?) async throws -> [ModifyResult] {
         let now = clock.nowMilliseconds()
         let (results, events) = try await pool.withTransaction { connection -> ([ModifyResult], [ChangeEvent]) in
+            // One round trip: the zone's row lock (ordering this write against every other writer of
+            // the zone), whether the database has subscriptions, and the container's schema.
             let locked = try connection.queryFirst("""
                 SELECT zone_name, id, change_seq, tombstone_horizon_seq, deleted,
-                       EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID))
-                FROM zones WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName) FOR UPDATE
-                """) { row in (zone: try Self.decodeZone(row), hasSubscriptions: try row.bool(5)) }
+                       EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID)),
+                       \(Self.schemaAggregate(container: session.container, environment: session.environment))
+                FROM zones WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName) FOR UPDATE OF zones
+                """) { row in (zone: try Self.decodeZone(row), hasSubscriptions: try row.bool(5), schema: try row.string(6)) }
             guard let zone = locked?.zone, !zone.deleted else {
                 throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
             }
-            var schema = try Self.loadSchema(connection, container: session.container, environment: session.environment)
+            var schema = Self.decodeSchemaAggregate(locked?.schema ?? "[]")
             // The operations' records and the targets of their DELETE_SELF references, in one read.
             let names = operations.compactMap { try? $0.get().recordName }
             let existing = try Self.records(connection, zoneID: zone.id, zoneName: zoneName,

@@ -5,23 +5,32 @@ import NimbusPostgres
 extension Store {
     /// The container's record types in one environment.
     static func loadSchema(_ connection: PGConnection, container: String, environment: Environment) throws -> [String: RecordTypeSchema] {
-        let rows = try connection.query("""
-            SELECT record_type, fields, retention_days, retention_field, append_only
-            FROM schema_record_types WHERE container = \(container) AND environment = \(environment.rawValue)
-            """) { row in
-            (name: try row.string(0), fields: try row.jsonb(1), days: try row.optionalInt64(2),
-             field: try row.optionalString(3), appendOnly: try row.bool(4))
-        }
+        let text = try connection.queryFirst("SELECT \(schemaAggregate(container: container, environment: environment))") { try $0.string(0) }
+        return decodeSchemaAggregate(text ?? "[]")
+    }
+
+    /// A scalar subquery giving the schema as one JSON array, so that statements that need it
+    /// (the write path's zone lock) fetch it without another round trip.
+    static func schemaAggregate(container: String, environment: Environment) -> SQL {
+        """
+        (SELECT COALESCE(json_agg(json_build_array(s.record_type, s.fields, s.retention_days, s.retention_field, s.append_only)), '[]')::text
+         FROM schema_record_types s WHERE s.container = \(container) AND s.environment = \(environment.rawValue))
+        """
+    }
+
+    static func decodeSchemaAggregate(_ text: String) -> [String: RecordTypeSchema] {
+        guard case .array(let rows)? = try? JSONValue.parse(text) else { return [:] }
         var schema: [String: RecordTypeSchema] = [:]
-        for row in rows {
-            var type = RecordTypeSchema(name: row.name, appendOnly: row.appendOnly)
-            if case .object(let fields)? = try? JSONValue.parse(row.fields) {
-                for (name, value) in fields {
-                    if case .string(let typeName) = value, let fieldType = FieldType(name: typeName) { type.fields[name] = fieldType }
+        for case .array(let row) in rows where row.count == 5 {
+            guard case .string(let name) = row[0] else { continue }
+            var type = RecordTypeSchema(name: name, appendOnly: row[4].boolValue ?? false)
+            if case .object(let fields) = row[1] {
+                for (field, value) in fields {
+                    if case .string(let typeName) = value, let fieldType = FieldType(name: typeName) { type.fields[field] = fieldType }
                 }
             }
-            if let days = row.days { type.retention = RetentionPolicy(days: Int(days), field: row.field) }
-            schema[row.name] = type
+            if case .integer(let days) = row[2] { type.retention = RetentionPolicy(days: Int(days), field: row[3].stringValue) }
+            schema[name] = type
         }
         return schema
     }
