@@ -181,7 +181,12 @@ package final class PGPool: Sendable {
     }
 
     private func connect() throws -> PGConnection {
-        try PGConnection.connect(url: configuration.url, connectTimeoutSeconds: configuration.connectTimeoutSeconds)
+        let connection = try PGConnection.connect(url: configuration.url, connectTimeoutSeconds: configuration.connectTimeoutSeconds)
+        // Prepared statements are planned once: without this, PostgreSQL keeps re-planning
+        // statements with array parameters (custom plans look cheaper than its generic guess).
+        // Statements whose plans depend on parameter values run unprepared (SQL.preparable).
+        try connection.run("SET plan_cache_mode = force_generic_plan")
+        return connection
     }
 
     /// Returns a connection after use. A broken one is dropped — with every idle one when the

@@ -50,21 +50,41 @@ extension Store {
         let now = clock.nowMilliseconds()
         let (results, events) = try await pool.withTransaction { connection -> ([ModifyResult], [ChangeEvent]) in
             // One round trip: the zone's row lock (ordering this write against every other writer of
-            // the zone), whether the database has subscriptions, and the container's schema.
-            let locked = try connection.queryFirst("""
-                SELECT zone_name, id, change_seq, tombstone_horizon_seq, deleted,
+            // the zone), whether the database has subscriptions, the container's schema, and the
+            // operations' records with the targets of their DELETE_SELF references.
+            let names = operations.compactMap { try? $0.get().recordName }
+            let wanted = Array(Set(names).union(Self.deleteSelfTargets(operations)))
+            let rows = try connection.query("""
+                WITH locked AS (
+                    SELECT zone_name, id, change_seq, tombstone_horizon_seq, deleted FROM zones
+                    WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName) FOR UPDATE
+                ), seen AS (
+                    SELECT change_seq FROM zones WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
+                )
+                SELECT l.zone_name, l.id, l.change_seq, l.tombstone_horizon_seq, l.deleted,
                        EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID)),
-                       \(Self.schemaAggregate(container: session.container, environment: session.environment))
-                FROM zones WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName) FOR UPDATE OF zones
-                """) { row in (zone: try Self.decodeZone(row), hasSubscriptions: try row.bool(5), schema: try row.string(6)) }
+                       \(Self.schemaAggregate(container: session.container, environment: session.environment)),
+                       (SELECT change_seq FROM seen), \(unsafeColumns: Self.recordColumns)
+                FROM locked l LEFT JOIN records r ON r.zone_id = l.id AND r.record_name = ANY(\(PGData.textArray(wanted)))
+                """) { row -> (zone: ZoneInfo, hasSubscriptions: Bool, schema: String, seen: Int64, record: Record?) in
+                let zone = try Self.decodeZone(row)
+                let record = row.isNull(8) ? nil : try Self.decodeRecord(row, zoneName: zone.name, offset: 8)
+                return (zone, try row.bool(5), try row.string(6), try row.int64(7), record)
+            }
+            let locked = rows.first
             guard let zone = locked?.zone, !zone.deleted else {
                 throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
             }
             var schema = Self.decodeSchemaAggregate(locked?.schema ?? "[]")
-            // The operations' records and the targets of their DELETE_SELF references, in one read.
-            let names = operations.compactMap { try? $0.get().recordName }
-            let existing = try Self.records(connection, zoneID: zone.id, zoneName: zoneName,
-                                            names: Array(Set(names).union(Self.deleteSelfTargets(operations))))
+            // The rows come from the statement's snapshot, taken before the lock was granted. Every
+            // write bumps the zone's sequence, so equal sequences in the snapshot and under the lock
+            // mean no write committed in between; otherwise read the records again, now.
+            var existing: [String: Record]
+            if locked?.seen == zone.changeSequence {
+                existing = Dictionary(rows.compactMap { $0.record.map { ($0.recordName, $0) } }, uniquingKeysWith: { first, _ in first })
+            } else {
+                existing = try Self.records(connection, zoneID: zone.id, zoneName: zoneName, names: wanted)
+            }
             var context = ModifyPlanner.Context(
                 zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
                 baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)

@@ -78,13 +78,29 @@ extension Store {
         let condition = expiryCondition(options, now: now)
         for zone in try await zonesWithRecords(matching: condition, container: options.container) {
             let session = zone.session
+            if options.dryRun {
+                var count: SQL = "SELECT r.record_type, count(*)::int8 FROM records r WHERE r.zone_id = \(zone.id) AND NOT r.deleted AND ("
+                count.append(condition)
+                count.append(") GROUP BY r.record_type")
+                let statement = count
+                for (type, number) in try await pool.withConnection({ try $0.query(statement) { (try $0.string(0), try $0.int(1)) } }) {
+                    let key = "\(zone.container)|\(zone.environment)|\(zone.owner)|\(zone.name)|\(type)"
+                    counts[key, default: PruneCount(container: zone.container, environment: zone.environment, owner: zone.owner,
+                                                    zoneName: zone.name, recordType: type)].records += number
+                }
+                continue
+            }
+            // Batches continue after the last name seen, so no batch rescans what earlier ones
+            // turned into tombstones (linear, not quadratic, in the zone's size).
+            var after = ""
             while true {
-                var select: SQL = "SELECT r.record_name, r.record_type FROM records r WHERE r.zone_id = \(zone.id) AND NOT r.deleted AND ("
+                var select: SQL = "SELECT r.record_name, r.record_type FROM records r WHERE r.zone_id = \(zone.id) AND NOT r.deleted AND r.record_name > \(after) AND ("
                 select.append(condition)
                 select.append(") ORDER BY r.record_name LIMIT \(Int64(options.batchSize))")
                 let statement = select
                 let batch = try await pool.withConnection { try $0.query(statement) { (try $0.string(0), try $0.string(1)) } }
                 if batch.isEmpty { break }
+                after = batch.last?.0 ?? after
                 var deleted = batch
                 if !options.dryRun {
                     let operations = batch.map { Result<RecordOperation, ItemError>.success(RecordOperation(kind: .forceDelete, recordName: $0.0)) }
@@ -103,7 +119,7 @@ extension Store {
                     lastProgress = monotonicNanoseconds()
                     progress("pruned \(done) records so far (zone \(zone.name) of \(zone.owner), \(zone.container))")
                 }
-                if options.dryRun || batch.count < options.batchSize || deleted.isEmpty { break }
+                if batch.count < options.batchSize { break }
             }
         }
 
@@ -160,36 +176,37 @@ extension Store {
         return report
     }
 
-    /// Which live records are expired: by `expires_at` (schema retention), or by age of their
-    /// retention start for `olderThanSeconds` (the types named, else the types with a policy).
+    /// Which live records are expired. The retention start is the earlier of `created` and the
+    /// type's retention field (a future-dated event cannot live forever); a record is expired
+    /// when that start is older than the type's current policy (so a policy imported later
+    /// applies to records saved before), or than `olderThanSeconds` when given (for the types
+    /// named, else for the types that have a policy).
     private func expiryCondition(_ options: PruneOptions, now: Int64) -> SQL {
-        var condition: SQL
+        var condition: SQL = """
+            EXISTS (SELECT 1 FROM zones z JOIN databases d ON d.id = z.database_id
+                LEFT JOIN schema_record_types s ON s.container = d.container AND s.environment = d.environment AND s.record_type = r.record_type
+                WHERE z.id = r.zone_id AND
+            """
         if let seconds = options.olderThanSeconds {
-            let cutoff = now - seconds * 1000
-            // Retention start: the earlier of creation and the retention field (when the type's
-            // schema names one); a future-dated event cannot live forever.
-            condition = """
-                LEAST(r.created_at, COALESCE((SELECT 'epoch'::timestamptz + (r.fields->s.retention_field->>'value')::int8 * interval '1 millisecond'
-                    FROM zones z JOIN databases d ON d.id = z.database_id
-                    JOIN schema_record_types s ON s.container = d.container AND s.environment = d.environment AND s.record_type = r.record_type
-                    WHERE z.id = r.zone_id AND s.retention_field IS NOT NULL AND r.fields->s.retention_field->>'type' = 'TIMESTAMP'), r.created_at))
-                < 'epoch'::timestamptz + \(cutoff) * interval '1 millisecond'
-                """
-            if options.recordTypes.isEmpty {
-                condition.append("""
-                     AND EXISTS (SELECT 1 FROM zones z JOIN databases d ON d.id = z.database_id
-                        JOIN schema_record_types s ON s.container = d.container AND s.environment = d.environment AND s.record_type = r.record_type
-                        WHERE z.id = r.zone_id AND s.retention_days IS NOT NULL)
-                    """)
-            }
+            if options.recordTypes.isEmpty { condition.append(" s.retention_days IS NOT NULL AND") }
+            condition.append(" \(Self.retentionStart) < 'epoch'::timestamptz + \(now - seconds * 1000) * interval '1 millisecond')")
         } else {
-            condition = "r.expires_at IS NOT NULL AND r.expires_at <= 'epoch'::timestamptz + \(now) * interval '1 millisecond'"
+            condition.append("""
+                 s.retention_days IS NOT NULL AND \(Self.retentionStart)
+                    <= 'epoch'::timestamptz + (\(now) - s.retention_days::int8 * 86400000) * interval '1 millisecond')
+                """)
         }
         if !options.recordTypes.isEmpty {
             condition.append(" AND r.record_type = ANY(\(PGData.textArray(options.recordTypes)))")
         }
         return condition
     }
+
+    /// The earlier of `created_at` and the retention field's time (`s` is the type's schema row).
+    private static let retentionStart: SQL = """
+        LEAST(r.created_at, CASE WHEN s.retention_field IS NOT NULL AND r.fields->s.retention_field->>'type' = 'TIMESTAMP'
+            THEN 'epoch'::timestamptz + (r.fields->s.retention_field->>'value')::int8 * interval '1 millisecond' ELSE r.created_at END)
+        """
 
     private struct PruneZone: Sendable {
         var id: Int64
