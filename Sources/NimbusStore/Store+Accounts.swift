@@ -53,6 +53,18 @@ final class TokenUseRecorder: Sendable {
 }
 
 extension Store {
+    /// Columns naming a session, shared by the lookups that authorize channels, uploads and
+    /// downloads: token, user, and the database the handle resolves to (NULL: not this user's).
+    static let sessionColumns: StaticString = "t.user_id, u.record_name, t.token_id, t.device_name, d.id, d.container, d.environment"
+
+    /// A session from `sessionColumns` at the start of a row; nil when the database column is
+    /// NULL (the handle is unknown or belongs to another user).
+    static func decodeSession(_ row: PGRow) throws -> Session? {
+        guard !row.isNull(4), let environment = Environment(rawValue: try row.string(6)) else { return nil }
+        return Session(userID: try row.int64(0), userRecordName: try row.string(1), tokenID: try row.string(2),
+                       deviceID: try row.string(3), databaseID: try row.int64(4), container: try row.string(5), environment: environment)
+    }
+
     /// The SHA-256 of a bearer token, as stored.
     package static func tokenDigest(_ secret: String) -> [UInt8] {
         SHA256.hash(secret)

@@ -82,17 +82,13 @@ extension Store {
     package func uploadAccess(tokenDigest: [UInt8], uploadID: String) async throws -> AssetAccess {
         try await pool.withConnection { connection in
             let found = try connection.queryFirst("""
-                SELECT t.user_id, u.record_name, t.token_id, t.device_name, d.id, d.container, d.environment
+                SELECT \(unsafeColumns: Self.sessionColumns)
                 FROM device_tokens t JOIN users u ON u.id = t.user_id
                 LEFT JOIN asset_uploads a ON a.id = \(uploadID) AND a.used_at IS NULL
                 LEFT JOIN databases d ON d.id = a.database_id AND d.owner_user_id = t.user_id
                 WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
                 """) { row -> AssetAccess in
-                guard !row.isNull(4), let environment = Environment(rawValue: try row.string(6)) else { return .notFound }
-                let session = Session(userID: try row.int64(0), userRecordName: try row.string(1), tokenID: try row.string(2),
-                                      deviceID: try row.string(3), databaseID: try row.int64(4), container: try row.string(5),
-                                      environment: environment)
-                return .granted(session, databaseID: session.databaseID)
+                try Self.decodeSession(row).map { .granted($0, databaseID: $0.databaseID) } ?? .notFound
             }
             return found ?? .unauthenticated
         }
@@ -187,18 +183,13 @@ extension Store {
         let target = download(handle: handle)
         return try await pool.withConnection { connection in
             let row = try connection.queryFirst("""
-                SELECT t.user_id, u.record_name, t.token_id, t.device_name, d.id, d.container, d.environment, a.id, a.size
+                SELECT \(unsafeColumns: Self.sessionColumns), a.id, a.size
                 FROM device_tokens t JOIN users u ON u.id = t.user_id
                 LEFT JOIN databases d ON d.id = \(target?.databaseID ?? -1) AND d.owner_user_id = t.user_id
                 LEFT JOIN assets a ON a.database_id = d.id AND a.sha256 = \(target?.sha256 ?? []) AND a.size = \(target?.size ?? -1) AND a.complete
                 WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
                 """) { row -> (AssetAccess, StoredAsset?) in
-                guard let target, !row.isNull(4), !row.isNull(7), let environment = Environment(rawValue: try row.string(6)) else {
-                    return (.notFound, nil)
-                }
-                let session = Session(userID: try row.int64(0), userRecordName: try row.string(1), tokenID: try row.string(2),
-                                      deviceID: try row.string(3), databaseID: try row.int64(4), container: try row.string(5),
-                                      environment: environment)
+                guard let target, !row.isNull(7), let session = try Self.decodeSession(row) else { return (.notFound, nil) }
                 return (.granted(session, databaseID: session.databaseID),
                         StoredAsset(id: try row.int64(7), size: try row.int64(8), fileChecksum: Data(target.sha256).base64EncodedString()))
             }

@@ -58,15 +58,12 @@ extension Store {
     package func channelAccess(tokenDigest: [UInt8], databaseID: Int64) async throws -> ChannelAccess {
         try await pool.withConnection { connection in
             let found = try connection.queryFirst("""
-                SELECT t.user_id, u.record_name, t.token_id, t.device_name, d.id, d.container, d.environment
+                SELECT \(unsafeColumns: Self.sessionColumns)
                 FROM device_tokens t JOIN users u ON u.id = t.user_id
                 LEFT JOIN databases d ON d.id = \(databaseID) AND d.owner_user_id = t.user_id
                 WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
                 """) { row -> ChannelAccess in
-                guard !row.isNull(4), let environment = Environment(rawValue: try row.string(6)) else { return .notFound }
-                return .granted(Session(userID: try row.int64(0), userRecordName: try row.string(1), tokenID: try row.string(2),
-                                        deviceID: try row.string(3), databaseID: try row.int64(4), container: try row.string(5),
-                                        environment: environment))
+                try Self.decodeSession(row).map { .granted($0) } ?? .notFound
             }
             return found ?? .unauthenticated
         }
