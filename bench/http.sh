@@ -6,14 +6,16 @@
 # 1. Installs wrk and nginx (deploy/install-deps.sh) and builds nimbus in release mode.
 # 2. Starts nimbus (embedded PostgreSQL in a temp data dir) and nginx (own temp prefix, 2 workers,
 #    access_log off) serving the exact /limits body with the same Content-Type.
-# 3. Throughput: wrk -t2 -c64 -d10s --latency against each (short warm-up first); prints req/s,
-#    p50, p99, the nimbus/nginx ratio, and wrk's socket errors and non-2xx counts.
+# 3. Throughput: wrk -t2 -c64 -d10s --latency against each (short warm-up first, then 2 rounds in
+#    A-B-B-A order); prints req/s, p50/p90/p99, the nimbus/nginx ratio, wrk's socket errors and
+#    non-2xx counts, and the CPU used by the server, by wrk and by anything else during each run
+#    (the machine is shared: cpu_us/req is the figure that other load does not skew).
 # 4. Memory: RSS before and while 5,000 idle keep-alive connections (each after one GET /limits)
 #    are held for a few seconds by bench/holdconn.c; prints KB per connection for both servers.
 # 5. A summary block. Loopback only; everything it starts is stopped by PID; temp dirs removed.
 #
 # Knobs (environment): BENCH_DURATION=10s BENCH_WARMUP=2s BENCH_THREADS=2 BENCH_CONNECTIONS=64
-#   BENCH_ROUNDS=1 (2+ alternates the order: nimbus,nginx then nginx,nimbus; figures are means)
+#   BENCH_ROUNDS=2 (rounds alternate the order: nimbus,nginx then nginx,nimbus; summary figures are means)
 #   BENCH_IDLE_CONNECTIONS=5000 BENCH_HOLD_SECONDS=4 BENCH_EVENT_LOOPS= (nimbus default: cores)
 #   BENCH_NGINX_WORKERS=2 BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 set -euo pipefail
@@ -24,7 +26,7 @@ DURATION=${BENCH_DURATION:-10s}
 WARMUP=${BENCH_WARMUP:-2s}
 THREADS=${BENCH_THREADS:-2}
 CONNS=${BENCH_CONNECTIONS:-64}
-ROUNDS=${BENCH_ROUNDS:-1}
+ROUNDS=${BENCH_ROUNDS:-2}
 IDLE=${BENCH_IDLE_CONNECTIONS:-5000}
 HOLD_SECONDS=${BENCH_HOLD_SECONDS:-4}
 EVENT_LOOPS=${BENCH_EVENT_LOOPS:-}
@@ -99,9 +101,13 @@ command -v curl >/dev/null || die "curl is not installed"
 
 if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
   say "building nimbus (release)"
-  swift build -c release --product nimbus >&2
+  swift build -c release --product nimbus >&2 || die "release build failed (swift build -c release --product nimbus)"
 fi
 NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
+# What was built: the commit, and whether Sources differed from it at build time.
+rev="commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+[ -z "$(git -C "$ROOT" status --porcelain -- Sources Package.swift 2>/dev/null)" ] || rev+=" + uncommitted changes in Sources"
+[ -n "${BENCH_SKIP_BUILD:-}" ] && rev="existing binary of $(date -r "$NIMBUS_BIN" '+%F %T') (build skipped; tree now: $rev)"
 [ -x "$NIMBUS_BIN" ] || die "no release binary at $NIMBUS_BIN"
 
 WORK=$(mktemp -d /tmp/nimbus-bench.XXXXXX)
@@ -213,7 +219,7 @@ grep -qi "^content-type: $CONTENT_TYPE" "$WORK/nginx.headers" || die "nginx Cont
 say "nginx pid $NGINX_PID (workers: $(server_pids nginx | tail -n +2 | tr '\n' ' ')) on port $NGINX_PORT"
 say "same body ($BODY_BYTES bytes, $CONTENT_TYPE); response headers:"
 for s in nimbus nginx; do
-  printf '  %-6s %s\n' "$s" "$(grep -vi '^date:' "$WORK/$s.headers" | tr -d '\r' | grep . | paste -sd'|' | sed 's/|/ | /g')" >&2
+  printf '  %-6s %s\n' "$s" "$(tr -d '\r' <"$WORK/$s.headers" | sed 's/^\([Dd]ate:\).*/\1 <now>/' | grep . | paste -sd'|' | sed 's/|/ | /g')" >&2
 done
 
 # ---------------------------------------------------------------- 3. throughput and latency
@@ -229,18 +235,27 @@ wrk_field() {  # wrk_field FILE rps|p50|p90|p99|requests|sockerr|non2xx
     non2xx) awk -F': *' '/Non-2xx or 3xx responses/ {print $2}' "$1" ;;
   esac
 }
-run_wrk() {  # run_wrk SERVER DURATION OUTFILE
-  local url cpu0 cpu1
+machine_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
+# CPU seconds of this shell's waited-for children (wrk): 'times' must run in this shell, not in $(...).
+children_cpu_s() {
+  times >"$WORK/times"
+  tail -1 "$WORK/times" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] } printf "%.3f", t }'
+}
+run_wrk() {  # run_wrk SERVER DURATION OUTFILE; OUTFILE.cpu: "server_ticks wrk_seconds machine_busy_ticks wall_seconds"
+  local url cpu0 cpu1 wrk0 wrk1 busy0 busy1 t0 t1
   if [ "$1" = nimbus ]; then url=$NIMBUS_URL; else url=$NGINX_URL; fi
-  cpu0=$(server_cpu "$1")
+  children_cpu_s >"$3.wrk0"; cpu0=$(server_cpu "$1"); busy0=$(machine_busy); t0=$(date +%s.%N)
   timeout 120 "$WRK" -t"$THREADS" -c"$CONNS" -d"$2" --latency "$url" >"$3" 2>&1 || say "wrk exited $? for $1"
-  cpu1=$(server_cpu "$1")
-  echo "$(( (cpu1 - cpu0) ))" >"$3.cpu"
+  cpu1=$(server_cpu "$1"); busy1=$(machine_busy); t1=$(date +%s.%N); children_cpu_s >"$3.wrk1"
+  wrk0=$(cat "$3.wrk0"); wrk1=$(cat "$3.wrk1")
+  echo "$((cpu1 - cpu0)) $(awk -v a="$wrk0" -v b="$wrk1" 'BEGIN {print b - a}') $((busy1 - busy0))" \
+       "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" >"$3.cpu"
   [ "$1" = nimbus ] && alive
   return 0
 }
 
-say "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+say "load average before: $load_before"
 say "warm-up: ${WARMUP} each"
 run_wrk nimbus "$WARMUP" "$WORK/warm-nimbus.txt"
 run_wrk nginx "$WARMUP" "$WORK/warm-nginx.txt"
@@ -254,6 +269,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     run_wrk "$s" "$DURATION" "$f"
     rps=$(wrk_field "$f" rps); [ -n "$rps" ] || { cat "$f" >&2; die "could not parse wrk output for $s"; }
     results+=("$s $r $rps $(wrk_field "$f" p50) $(wrk_field "$f" p90) $(wrk_field "$f" p99) $(wrk_field "$f" requests) $(cat "$f.cpu")")
+    set -- $(cat "$f.cpu")
+    say "  $s: $rps req/s, p99 $(wrk_field "$f" p99) ms; CPU cores used: server $(awk -v t="$1" -v w="$4" -v hz="$CLK_TCK" 'BEGIN {printf "%.2f", t / hz / w}')," \
+        "wrk $(awk -v c="$2" -v w="$4" 'BEGIN {printf "%.2f", c / w}')," \
+        "everything else $(awk -v t="$1" -v c="$2" -v b="$3" -v w="$4" -v hz="$CLK_TCK" 'BEGIN {x = (b - t) / hz - c; printf "%.2f", (x < 0 ? 0 : x) / w}')"
     sockerr=$(wrk_field "$f" sockerr); non2xx=$(wrk_field "$f" non2xx)
     eval "sockerr_${s}_$r=\"\$sockerr\"; non2xx_${s}_$r=\"\$non2xx\""
     if [ -n "$sockerr" ] || [ -n "$non2xx" ]; then
@@ -261,7 +280,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
     fi
   done
 done
-say "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+say "load average after: $load_after"
 
 mean() {  # mean SERVER FIELD(3=rps 4=p50 5=p90 6=p99 7=requests 8=cpu)
   printf '%s\n' "${results[@]}" | awk -v s="$1" -v f="$2" '$1 == s {t += $f; n++} END {printf "%.3f", (n ? t / n : 0)}'
@@ -277,6 +297,10 @@ dur_s=$(awk -v d="$DURATION" 'BEGIN {printf "%g", (d ~ /m$/ ? d * 60 : d + 0)}')
 nimbus_cores=$(awk -v t="$nimbus_cpu" -v hz="$CLK_TCK" -v d="$dur_s" 'BEGIN {printf "%.2f", t / hz / d}')
 nginx_cores=$(awk -v t="$nginx_cpu" -v hz="$CLK_TCK" -v d="$dur_s" 'BEGIN {printf "%.2f", t / hz / d}')
 ratio=$(awk -v a="$nimbus_rps" -v b="$nginx_rps" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
+# CPU per request does not depend on how the 2 cores were shared with wrk or with other people's work.
+cpu_ratio=$(awk -v a="$nimbus_cpu_us" -v b="$nginx_cpu_us" 'BEGIN {printf "%.2f", (a > 0 ? b / a : 0)}')
+# Runs during which other processes (not the server, not wrk) used more than 0.2 cores.
+contended=$(printf '%s\n' "${results[@]}" | awk -v hz="$CLK_TCK" '{x = (($10 - $8) / hz - $9) / $11; if (x > 0.2) printf "%s%s round %s (%.2f cores)", n++ ? ", " : "", $1, $2, x}')
 
 nimbus_errors=""
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -324,8 +348,11 @@ hold_test nginx
 
 # ---------------------------------------------------------------- server health and shutdown
 alive
-nimbus_log_problems=$(grep -E '^(warning|error) |"level":"(warning|error)"|Fatal error|panic|Segmentation fault|Illegal instruction' "$WORK/nimbus.log" || true)
-nginx_log_problems=$(grep -E '\[(error|crit|alert|emerg)\]' "$NGX/error.log" 2>/dev/null || true)
+problem_pattern='^(warning|error) |"level":"(warning|error)"|Fatal error|panic|Segmentation fault|Illegal instruction'
+nimbus_log_problem_count=$(grep -cE "$problem_pattern" "$WORK/nimbus.log" || true)
+nimbus_log_problems=$(grep -m 8 -E "$problem_pattern" "$WORK/nimbus.log" | cut -c1-300 || true)
+nimbus_log_lines=$(wc -l <"$WORK/nimbus.log")
+nginx_log_problems=$(grep -m 5 -E '\[(error|crit|alert|emerg)\]' "$NGX/error.log" 2>/dev/null || true)
 rss_peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$NIMBUS_PID/status")
 threads=$(awk '/^Threads:/ {print $2}' "/proc/$NIMBUS_PID/status")
 t0=$(date +%s.%N)
@@ -339,20 +366,24 @@ NIMBUS_PID=""
 stop_pid "$NGINX_PID" TERM 10; NGINX_PID=""
 
 # ---------------------------------------------------------------- 5. report
+set +e +o pipefail
 verdict() { if awk "BEGIN {exit !($1)}"; then echo ok; else echo MISSED; fi; }
-rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')
-git -C "$ROOT" diff --quiet HEAD -- Sources 2>/dev/null || rev+="+uncommitted Sources changes"
 {
   echo
   echo "Per run (wrk -t$THREADS -c$CONNS -d$DURATION --latency, GET /limits, $BODY_BYTES-byte body):"
-  printf '  %-7s %5s %12s %9s %9s %9s %10s\n' server round req/s p50_ms p90_ms p99_ms cpu_us/req
+  echo "  (cores: CPU used during the run by the server, by wrk, and by everything else on the machine)"
+  printf '  %-7s %5s %12s %9s %9s %9s %10s %9s %9s %11s\n' server round req/s p50_ms p90_ms p99_ms cpu_us/req srv_cores wrk_cores other_cores
   for row in "${results[@]}"; do
     set -- $row
-    printf '  %-7s %5s %12.0f %9.3f %9.3f %9.3f %10s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$(cpu_us "$8" "$7")"
+    printf '  %-7s %5s %12.0f %9.3f %9.3f %9.3f %10s %9s %9s %11s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$(cpu_us "$8" "$7")" \
+      "$(awk -v t="$8" -v w="${11}" -v hz="$CLK_TCK" 'BEGIN {printf "%.2f", t / hz / w}')" \
+      "$(awk -v c="$9" -v w="${11}" 'BEGIN {printf "%.2f", c / w}')" \
+      "$(awk -v t="$8" -v c="$9" -v b="${10}" -v w="${11}" -v hz="$CLK_TCK" 'BEGIN {x = (b - t) / hz - c; printf "%.2f", (x < 0 ? 0 : x) / w}')"
   done
   echo
   echo "================ Nimbus HTTP benchmark summary ================"
-  echo "machine: $(nproc) cores, $(uname -r); load before/after shown above; commit $rev"
+  echo "machine: $(nproc) cores, kernel $(uname -r); load average before $load_before, after $load_after"
+  echo "nimbus build: $rev"
   echo "tools: $("$WRK" -v 2>&1 | head -1 | awk '{print $1, $2}'), $("$NGINX" -v 2>&1 | sed 's/.*: //') ($NGINX_WORKERS workers, access_log off)," \
        "nimbus event loops: ${EVENT_LOOPS:-default (= cores)}, threads: $threads"
   echo "load: wrk -t$THREADS -c$CONNS -d$DURATION --latency, warm-up $WARMUP, rounds $ROUNDS, GET /limits ($BODY_BYTES bytes)"
@@ -360,6 +391,8 @@ git -C "$ROOT" diff --quiet HEAD -- Sources 2>/dev/null || rev+="+uncommitted So
   printf '  %-7s %12.0f %9.3f %9.3f %9.3f %12s %14s\n' nimbus "$nimbus_rps" "$nimbus_p50" "$nimbus_p90" "$nimbus_p99" "$nimbus_cpu_us" "$nimbus_cores"
   printf '  %-7s %12.0f %9.3f %9.3f %9.3f %12s %14s\n' nginx "$nginx_rps" "$nginx_p50" "$nginx_p90" "$nginx_p99" "$nginx_cpu_us" "$nginx_cores"
   echo "  ratio nimbus/nginx req/s: $ratio (target >= 0.5: $(verdict "$ratio >= 0.5"))"
+  echo "  CPU efficiency nimbus vs nginx (nginx cpu_us/req / nimbus cpu_us/req): $cpu_ratio"
+  echo "  runs disturbed by other load on the machine: ${contended:-none}"
   echo "  nimbus p99: ${nimbus_p99} ms (target < 10 ms: $(verdict "$nimbus_p99 < 10"))"
   echo "  wrk errors for nimbus: ${nimbus_errors:-none}"
   echo "memory: $IDLE idle keep-alive connections, each after one GET /limits, held ${HOLD_SECONDS}s (RSS, /proc VmRSS)"
@@ -375,12 +408,12 @@ git -C "$ROOT" diff --quiet HEAD -- Sources 2>/dev/null || rev+="+uncommitted So
   echo "  still open after the hold: nimbus $nimbus_mem_alive/$nimbus_mem_opened (server-side gauge during hold: ${nimbus_mem_gauge:-?})," \
        "nginx $nginx_mem_alive/$nginx_mem_opened"
   echo "nimbus: peak RSS ${rss_peak} KB; SIGTERM -> exit ${nimbus_rc} in ${stop_secs}s"
-  if [ -n "$nimbus_log_problems" ]; then
-    echo "nimbus log warnings/errors: $(echo "$nimbus_log_problems" | wc -l) line(s); first ones:"
-    echo "$nimbus_log_problems" | head -8 | cut -c1-300 | sed 's/^/  /'
+  if [ "${nimbus_log_problem_count:-0}" -gt 0 ]; then
+    echo "nimbus log warnings/errors: $nimbus_log_problem_count of $nimbus_log_lines lines; first ones:"
+    printf '%s\n' "$nimbus_log_problems" | sed 's/^/  /'
   else
-    echo "nimbus log warnings/errors: none"
+    echo "nimbus log warnings/errors: none ($nimbus_log_lines log lines in all)"
   fi
-  [ -n "$nginx_log_problems" ] && { echo "nginx error.log:"; echo "$nginx_log_problems" | head -5 | sed 's/^/  /'; }
+  [ -n "$nginx_log_problems" ] && { echo "nginx error.log:"; printf '%s\n' "$nginx_log_problems" | sed 's/^/  /'; }
   echo "==============================================================="
 }
