@@ -223,23 +223,27 @@ extension Store {
 
     /// Deletes complete assets that no record references and that were neither created nor
     /// referenced within `graceSeconds`. Returns (assets, bytes) removed.
-    package func collectUnreferencedAssets(graceSeconds: Int64, dryRun: Bool = false) async throws -> (count: Int, bytes: Int64) {
+    package func collectUnreferencedAssets(graceSeconds: Int64, dryRun: Bool = false, container: String? = nil) async throws -> (count: Int, bytes: Int64) {
         try await pool.withConnection { connection in
+            // Optionally only the databases of one container (`nimbus prune --container`).
+            let scope: SQL = container.map { "a.database_id IN (SELECT id FROM databases WHERE container = \($0))" } ?? "true"
             let sql: SQL = dryRun ? """
                 SELECT count(*), COALESCE(sum(a.size), 0)::int8 FROM assets a
                 WHERE a.complete AND GREATEST(a.created_at, COALESCE(a.last_referenced_at, a.created_at)) < now() - \(graceSeconds) * interval '1 second'
                   AND NOT EXISTS (SELECT 1 FROM asset_references r WHERE r.database_id = a.database_id AND r.sha256 = a.sha256 AND r.size = a.size)
+                  AND \(scope)
                 """ : """
                 WITH doomed AS (
                     DELETE FROM assets a
                     WHERE a.complete AND GREATEST(a.created_at, COALESCE(a.last_referenced_at, a.created_at)) < now() - \(graceSeconds) * interval '1 second'
                       AND NOT EXISTS (SELECT 1 FROM asset_references r WHERE r.database_id = a.database_id AND r.sha256 = a.sha256 AND r.size = a.size)
+                      AND \(scope)
                     RETURNING a.size
                 )
                 SELECT count(*), COALESCE(sum(size), 0)::int8 FROM doomed
                 """
             let result = try connection.queryFirst(sql) { (try $0.int(0), try $0.int64(1)) } ?? (0, 0)
-            if !dryRun {
+            if !dryRun && container == nil {
                 // Unused upload URLs older than a day are dropped too.
                 try connection.run("DELETE FROM asset_uploads WHERE created_at < now() - interval '1 day'")
             }

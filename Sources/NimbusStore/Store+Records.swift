@@ -146,7 +146,8 @@ extension Store {
             }
             guard plan.hasWrites else { return (plan.results, []) }
             var events = [ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zone.id, sequence: plan.lastSequence)]
-            try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now, event: events[0])
+            try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now, event: events[0],
+                           previous: PreviousState(plan, existing: existing, cascaded: cascaded))
             // Notifications commit with the change that fires them, or not at all.
             if locked?.hasSubscriptions == true {
                 let subscriptions = try Self.loadSubscriptions(connection, databaseID: session.databaseID, schema: schema, limits: limits)
@@ -255,8 +256,32 @@ extension Store {
 
     /// Every row change of a plan in one statement: saved rows, tombstones, DELETE_SELF edges and
     /// the zone's sequence.
+    /// What the rows touched by a plan held before it: DELETE_SELF edges or asset references
+    /// that the write must clear.
+    struct PreviousState {
+        var hadEdges: Bool
+        var hadAssets: Bool
+
+        init(_ plan: ModifyPlan, existing: [String: Record], cascaded: [String: Record]) {
+            var edges = false, assets = false
+            for write in plan.writes {
+                let name: String = switch write {
+                case .save(let record, _, _, _): record.recordName
+                case .delete(let name, _, _): name
+                }
+                guard let before = existing[name] ?? cascaded[name] else { continue }
+                for value in before.fields.values {
+                    if value.references.contains(where: { $0.action == .deleteSelf }) { edges = true }
+                    if !value.assets.isEmpty { assets = true }
+                }
+            }
+            hadEdges = edges
+            hadAssets = assets
+        }
+    }
+
     private static func write(_ plan: ModifyPlan, connection: PGConnection, zoneID: Int64, session: Session, now: Int64,
-                              event: ChangeEvent) throws {
+                              event: ChangeEvent, previous: PreviousState) throws {
         var saveNames: [String] = [], saveTypes: [String] = [], saveFields: [String] = [], saveTags: [String] = []
         var saveSequences: [Int64] = [], saveCreated: [Int64] = [], saveCreatedBy: [String] = [], saveCreatedUsers: [String] = []
         var saveExpires: [Int64] = []
@@ -293,8 +318,12 @@ extension Store {
                 touched.append(name)
             }
         }
-        try connection.run("""
-            WITH saved AS (
+        // Only the parts this request needs: a plain save is one INSERT, the sequence and the
+        // NOTIFY; edges and asset references are touched only when the new or the previous state
+        // of a touched record has them.
+        var parts: [(name: String, sql: SQL)] = []
+        if !saveNames.isEmpty {
+            parts.append(("saved", """
                 INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq,
                                      created_at, created_by_device, created_by_user,
                                      modified_at, modified_by_device, modified_by_user, deleted, expires_at)
@@ -313,7 +342,10 @@ extension Store {
                     modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,
                     modified_by_user = excluded.modified_by_user, deleted = false, expires_at = excluded.expires_at
                 RETURNING 1
-            ), tombstones AS (
+                """))
+        }
+        if !deleteNames.isEmpty {
+            parts.append(("tombstones", """
                 UPDATE records r SET deleted = true, fields = '{}'::jsonb, change_tag = u.tag, change_seq = u.seq,
                     modified_at = 'epoch'::timestamptz + \(now) * interval '1 millisecond',
                     modified_by_device = \(session.deviceID), modified_by_user = \(session.userRecordName), expires_at = NULL
@@ -321,46 +353,63 @@ extension Store {
                      AS u(n, seq, tag)
                 WHERE r.zone_id = \(zoneID) AND r.record_name = u.n
                 RETURNING 1
-            ), stale_edges AS (
+                """))
+        }
+        if !edgeTargets.isEmpty || previous.hadEdges {
+            parts.append(("stale_edges", """
                 DELETE FROM record_references ref
                 WHERE ref.zone_id = \(zoneID) AND ref.source_name = ANY(\(PGData.textArray(touched)))
                   AND NOT EXISTS (SELECT 1 FROM unnest(\(PGData.textArray(edgeTargets)), \(PGData.textArray(edgeSources))) AS e(t, s)
                                   WHERE e.t = ref.target_name AND e.s = ref.source_name)
                 RETURNING 1
-            ), new_edges AS (
+                """))
+            parts.append(("new_edges", """
                 INSERT INTO record_references (zone_id, target_name, source_name)
                 SELECT \(zoneID), e.t, e.s FROM unnest(\(PGData.textArray(edgeTargets)), \(PGData.textArray(edgeSources))) AS e(t, s)
                 ON CONFLICT DO NOTHING
                 RETURNING 1
-            ), sequence AS (
-                UPDATE zones SET change_seq = \(plan.lastSequence) WHERE id = \(zoneID) RETURNING 1
-            ), asset_refs AS (
+                """))
+        }
+        parts.append(("sequence", "UPDATE zones SET change_seq = \(plan.lastSequence) WHERE id = \(zoneID) RETURNING 1"))
+        if !assetRecords.isEmpty || previous.hadAssets {
+            parts.append(("asset_refs", """
                 SELECT u.r, decode(u.c, 'base64') AS sha256, u.z
                 FROM unnest(\(PGData.textArray(assetRecords)), \(PGData.textArray(assetChecksums)), \(PGData.int64Array(assetSizes))) AS u(r, c, z)
-            ), stale_asset_refs AS (
+                """))
+            parts.append(("stale_asset_refs", """
                 DELETE FROM asset_references ref
                 WHERE ref.zone_id = \(zoneID) AND ref.record_name = ANY(\(PGData.textArray(touched)))
                   AND NOT EXISTS (SELECT 1 FROM asset_refs n WHERE n.r = ref.record_name AND n.sha256 = ref.sha256 AND n.z = ref.size)
                 RETURNING ref.sha256, ref.size
-            ), new_asset_refs AS (
+                """))
+            parts.append(("new_asset_refs", """
                 INSERT INTO asset_references (zone_id, record_name, database_id, sha256, size)
                 SELECT \(zoneID), n.r, \(session.databaseID), n.sha256, n.z FROM asset_refs n
                 ON CONFLICT DO NOTHING
                 RETURNING 1
-            ), touched_assets AS (
-                -- Newly referenced or just released assets: the grace period counts from now.
+                """))
+            // Newly referenced or just released assets: the grace period counts from now.
+            parts.append(("touched_assets", """
                 UPDATE assets a SET last_referenced_at = now(), referenced = true
                 WHERE a.database_id = \(session.databaseID) AND a.complete
                   AND ((a.sha256, a.size) IN (SELECT sha256, z FROM asset_refs) OR (a.sha256, a.size) IN (SELECT sha256, size FROM stale_asset_refs))
                 RETURNING 1
-            ), announce AS (
-                -- Delivered at commit, to every instance's LISTEN connection.
-                SELECT pg_notify(\(ChangeEvent.channel), \(event.payload))
-            )
-            SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM tombstones), (SELECT count(*) FROM stale_edges),
-                   (SELECT count(*) FROM new_edges), (SELECT count(*) FROM sequence), (SELECT count(*) FROM announce),
-                   (SELECT count(*) FROM new_asset_refs), (SELECT count(*) FROM touched_assets)
-            """)
+                """))
+        }
+        // Delivered at commit, to every instance's LISTEN connection.
+        parts.append(("announce", "SELECT pg_notify(\(ChangeEvent.channel), \(event.payload))"))
+        var statement: SQL = "WITH "
+        for (index, part) in parts.enumerated() {
+            statement.append(index == 0 ? "" : ", ")
+            statement.append(SQL(stringLiteral: part.name))
+            statement.append(" AS (")
+            statement.append(part.sql)
+            statement.append(")")
+        }
+        // Data-modifying parts run whether or not they are read; the SELECT parts must be read.
+        statement.append(" SELECT (SELECT count(*) FROM announce)")
+        if parts.contains(where: { $0.name == "asset_refs" }) { statement.append(", (SELECT count(*) FROM asset_refs)") }
+        try connection.run(statement)
     }
 
     /// `records/lookup`: records by name, in request order; missing (or deleted) ones are nil.

@@ -161,12 +161,16 @@ extension Store {
         }
 
         // 3. Unreferenced assets after their grace period; 4. old notifications.
-        let assets = try await collectUnreferencedAssets(graceSeconds: options.assetGraceSeconds, dryRun: options.dryRun)
+        let assets = try await collectUnreferencedAssets(graceSeconds: options.assetGraceSeconds, dryRun: options.dryRun,
+                                                         container: options.container)
         report.assets = assets.count
         report.assetBytes = assets.bytes
         let notificationCutoff = now - options.notificationRetentionSeconds * 1000
         report.notifications = try await pool.withConnection { connection in
-            let condition: SQL = "created_at < 'epoch'::timestamptz + \(notificationCutoff) * interval '1 millisecond'"
+            var condition: SQL = "created_at < 'epoch'::timestamptz + \(notificationCutoff) * interval '1 millisecond'"
+            if let container = options.container {
+                condition.append(" AND database_id IN (SELECT id FROM databases WHERE container = \(container))")
+            }
             return options.dryRun
                 ? try connection.queryFirst("SELECT count(*)::int8 FROM notifications WHERE \(condition)") { try $0.int(0) } ?? 0
                 : try connection.run("DELETE FROM notifications WHERE \(condition)")
@@ -203,7 +207,7 @@ extension Store {
     }
 
     /// The earlier of `created_at` and the retention field's time (`s` is the type's schema row).
-    private static let retentionStart: SQL = """
+    static let retentionStart: SQL = """
         LEAST(r.created_at, CASE WHEN s.retention_field IS NOT NULL AND r.fields->s.retention_field->>'type' = 'TIMESTAMP'
             THEN 'epoch'::timestamptz + (r.fields->s.retention_field->>'value')::int8 * interval '1 millisecond' ELSE r.created_at END)
         """

@@ -32,8 +32,10 @@ extension Store {
                        (SELECT count(*) FROM records r JOIN zones z ON z.id = r.zone_id WHERE z.database_id = d.id AND r.deleted)::int8,
                        (SELECT count(*) FROM assets a WHERE a.database_id = d.id AND a.complete)::int8,
                        (SELECT COALESCE(sum(a.size), 0) FROM assets a WHERE a.database_id = d.id AND a.complete)::int8,
-                       (SELECT min(r.expires_at) FROM records r JOIN zones z ON z.id = r.zone_id
-                         WHERE z.database_id = d.id AND NOT r.deleted AND r.expires_at IS NOT NULL)
+                       (SELECT min(\(Self.retentionStart) + s.retention_days * interval '1 day')
+                         FROM records r JOIN zones z ON z.id = r.zone_id
+                         JOIN schema_record_types s ON s.container = d.container AND s.environment = d.environment AND s.record_type = r.record_type
+                         WHERE z.database_id = d.id AND NOT r.deleted AND s.retention_days IS NOT NULL)
                 FROM databases d JOIN users u ON u.id = d.owner_user_id
                 ORDER BY u.name, d.container, d.environment
                 """) { row in

@@ -539,6 +539,50 @@ import Testing
         }
     }
 
+    /// `nimbus stats` tells an admin what a prune removes next; since the pruner judges expiry
+    /// by the current policy, stats must too (not by `expires_at`, fixed at save time).
+    @Test func statsNextExpiryFollowsThePolicyThePrunerApplies() async throws {
+        try await StoreFixture.with { fixture in
+            let clock = FixedClock(SystemClock().nowMilliseconds())
+            let store = try await Store.open(pool: fixture.pool, clock: clock)
+            let session = try await fixture.session(container: Self.container)
+            let now = clock.now
+            clock.set(now - 10 * Self.day)
+            try await Self.save(store, session, [Self.event("saved-before-import", at: now - 10 * Self.day)])
+            clock.set(now)
+            let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../deploy/schemas/applocker.json").standardizedFileURL
+            try await store.importSchema(try ContainerSchema.parseFile(try JSONValue.parse(String(contentsOf: file, encoding: .utf8))),
+                                         environment: .development)
+            let (databases, _) = try await store.stats()
+            let entry = try #require(databases.first { $0.container == Self.container })
+            let expiry = try #require(entry.nextExpiry, "stats shows no expiry for an event the next prunes will delete in 20 days")
+            #expect(abs(expiry.timeIntervalSince1970 * 1000 - Double(now + 20 * Self.day)) < 2000, "\(expiry)")
+        }
+    }
+
+    /// `--container C` ("Only this container"): the asset and notification collection of that
+    /// run must leave other containers alone too.
+    @Test func aPruneLimitedToOneContainerLeavesOtherContainersAssetsAndNotifications() async throws {
+        try await StoreFixture.with { fixture in
+            let (store, _, _) = try await Self.appLocker(fixture)
+            let other = try await fixture.session(container: "iCloud.org.p0deje.Maccy")
+            _ = try await Self.upload(store, other, Array(repeating: 3, count: 2222))  // never referenced
+            _ = try await store.modifySubscriptions(other, operations: [.save(try Self.subscription("all", firesOn: ["create"]), mustExist: false)])
+            try await Self.save(store, other, [.success(RecordOperation(kind: .create, recordName: "item", recordType: "HistoryItem",
+                                                                           fields: [RawField(name: "title", value: "x")]))])
+            try await fixture.run { try $0.run("UPDATE notifications SET created_at = now() - interval '8 days'") }
+            var options = PruneOptions()
+            options.container = Self.container
+            options.assetGraceSeconds = 0
+            let report = try #require(try await store.prune(options, limits: limits))
+            #expect(report.assets == 0, "a prune of \(Self.container) collected another container's asset")
+            #expect(report.notifications == 0, "a prune of \(Self.container) deleted another container's notifications")
+            let left = try await fixture.run { try $0.queryFirst("SELECT (SELECT count(*) FROM assets)::int8 * 10 + (SELECT count(*) FROM notifications)::int8") { try $0.int(0) } }
+            #expect(left == 11)
+        }
+    }
+
     // MARK: - Helpers
 
     /// The AppLocker schema imported from deploy/schemas, a store on `clock` (set to the real
