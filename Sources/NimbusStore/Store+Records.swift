@@ -40,7 +40,12 @@ extension Store {
     /// writer of the zone, so the sequence numbers it assigns follow commit order.
     package func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
                                atomic: Bool, limits: Limits) async throws -> [ModifyResult] {
-        try await modifyRecords(session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits, onlyWhere: nil)
+        if case .done(let results, let event) = try await modifyOptimistically(session, zoneName: zoneName, operations: operations,
+                                                                                atomic: atomic, limits: limits) {
+            if let event { hub.publish(event) }
+            return results
+        }
+        return try await modifyRecords(session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits, onlyWhere: nil)
     }
 
     /// `onlyWhere`: a condition on `r` (the records row) checked under the zone lock; operations
@@ -202,7 +207,7 @@ extension Store {
     }
 
     /// (checksum, size) of every asset-shaped object in the operations' raw fields.
-    private static func assetCandidates(_ operations: [Result<RecordOperation, ItemError>]) -> [(sha256: [UInt8], size: Int64)] {
+    static func assetCandidates(_ operations: [Result<RecordOperation, ItemError>]) -> [(sha256: [UInt8], size: Int64)] {
         var found: [(sha256: [UInt8], size: Int64)] = []
         func visit(_ value: JSONValue) {
             switch value {
@@ -222,7 +227,7 @@ extension Store {
     }
 
     /// Names referenced with DELETE_SELF anywhere in the operations' raw fields.
-    private static func deleteSelfTargets(_ operations: [Result<RecordOperation, ItemError>]) -> Set<String> {
+    static func deleteSelfTargets(_ operations: [Result<RecordOperation, ItemError>]) -> Set<String> {
         var names = Set<String>()
         func visit(_ value: JSONValue) {
             switch value {

@@ -1,0 +1,136 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+
+extension Store {
+    enum OptimisticOutcome: Sendable {
+        case done([ModifyResult], ChangeEvent?)
+        /// The request needs the locked path (deletes, references, assets, schema additions,
+        /// subscriptions).
+        case locked
+    }
+
+    /// The fast path of `records/modify` for plain saves: read without the zone lock, plan, then
+    /// one autocommit statement that takes the zone lock, assigns the sequences, and applies the
+    /// saves only if no record changed since the read (a row changed since then has a sequence
+    /// above the one read; `ON CONFLICT ... WHERE` sees the latest version). Otherwise the
+    /// statement aborts whole with 40001 and the read is retried. The zone lock is held for that
+    /// one statement and its commit only, as in the reference workload.
+    func modifyOptimistically(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
+                              atomic: Bool, limits: Limits) async throws -> OptimisticOutcome {
+        guard Self.deleteSelfTargets(operations).isEmpty, Self.assetCandidates(operations).isEmpty,
+              !operations.contains(where: { (try? $0.get())?.kind.isDeleteKind ?? false }) else { return .locked }
+        let now = clock.nowMilliseconds()
+        for _ in 0..<4 {
+            do {
+                let outcome = try await pool.withConnection { connection -> OptimisticOutcome in
+                    try Self.attemptOptimisticWrite(connection, session: session, zoneName: zoneName, operations: operations,
+                                                    atomic: atomic, limits: limits, now: now)
+                }
+                return outcome
+            } catch let error as PGError where error.sqlState == PGError.SQLState.serializationFailure {
+                continue  // a record (or the zone) changed since the read: read again
+            }
+        }
+        return .locked
+    }
+
+    private static func attemptOptimisticWrite(_ connection: PGConnection, session: Session, zoneName: String,
+                                               operations: [Result<RecordOperation, ItemError>], atomic: Bool, limits: Limits,
+                                               now: Int64) throws -> OptimisticOutcome {
+        let names = operations.compactMap { try? $0.get().recordName }
+        let rows = try connection.query("""
+            SELECT z.zone_name, z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted,
+                   EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID)),
+                   \(schemaAggregate(container: session.container, environment: session.environment)),
+                   \(unsafeColumns: recordColumns)
+            FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = ANY(\(PGData.textArray(names)))
+            WHERE z.database_id = \(session.databaseID) AND z.zone_name = \(zoneName)
+            """) { row -> (zone: ZoneInfo, hasSubscriptions: Bool, schema: String, record: Record?) in
+            let zone = try decodeZone(row)
+            return (zone, try row.bool(5), try row.string(6), row.isNull(7) ? nil : try decodeRecord(row, zoneName: zone.name, offset: 7))
+        }
+        guard let first = rows.first, !first.zone.deleted else {
+            throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
+        }
+        if first.hasSubscriptions { return .locked }
+        let zone = first.zone
+        let existing = Dictionary(rows.compactMap { $0.record.map { ($0.recordName, $0) } }, uniquingKeysWith: { first, _ in first })
+        let context = ModifyPlanner.Context(
+            zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
+            baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
+        var plan = ModifyPlanner(context: context).plan(operations, existing: existing, schema: decodeSchemaAggregate(first.schema))
+        let previous = PreviousState(plan, existing: existing, cascaded: [:])
+        let plainSaves = plan.writes.allSatisfy { write in
+            if case .save(let record, _, let targets, _) = write {
+                return targets.isEmpty && !record.fields.values.contains { !$0.assets.isEmpty }
+            }
+            return false
+        }
+        guard plainSaves, plan.schemaAdditions.isEmpty, !previous.hadEdges, !previous.hadAssets else { return .locked }
+        guard plan.hasWrites else { return .done(plan.results, nil) }
+
+        var names2: [String] = [], types: [String] = [], fields: [String] = [], created: [Int64] = []
+        var createdBy: [String] = [], createdUsers: [String] = [], expires: [Int64] = []
+        for case .save(let record, _, _, let expiresAt) in plan.writes {
+            names2.append(record.recordName)
+            types.append(record.recordType)
+            fields.append(Record.storedFields(record.fields).serializedString)
+            created.append(record.created.timestamp)
+            createdBy.append(record.created.deviceID)
+            createdUsers.append(record.created.userRecordName)
+            expires.append(expiresAt ?? Int64.min)
+        }
+        let count = Int64(names2.count)
+        let base = try connection.queryFirst("""
+            WITH z AS (
+                UPDATE zones SET change_seq = change_seq + \(count) WHERE id = \(zone.id) AND NOT deleted
+                RETURNING change_seq - \(count) AS base
+            ), saved AS (
+                INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq,
+                                     created_at, created_by_device, created_by_user,
+                                     modified_at, modified_by_device, modified_by_user, deleted, expires_at)
+                SELECT \(zone.id), u.n, u.t, u.f::jsonb, nimbus_change_tag(z.base + u.ord), z.base + u.ord,
+                       'epoch'::timestamptz + u.c * interval '1 millisecond', u.cd, u.cu,
+                       'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
+                       false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
+                FROM z, unnest(\(PGData.textArray(names2)), \(PGData.textArray(types)), \(PGData.textArray(fields)),
+                               \(PGData.int64Array(created)), \(PGData.textArray(createdBy)), \(PGData.textArray(createdUsers)),
+                               \(PGData.int64Array(expires))) WITH ORDINALITY AS u(n, t, f, c, cd, cu, e, ord)
+                ON CONFLICT (zone_id, record_name) DO UPDATE SET
+                    record_type = excluded.record_type, fields = excluded.fields, change_tag = excluded.change_tag,
+                    change_seq = excluded.change_seq, created_at = excluded.created_at,
+                    created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
+                    modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,
+                    modified_by_user = excluded.modified_by_user, deleted = false, expires_at = excluded.expires_at
+                    -- Only a row unchanged since the read (its sequence at most the one read).
+                    WHERE records.change_seq <= \(zone.changeSequence)
+                RETURNING 1
+            ), announce AS (
+                SELECT pg_notify(\(ChangeEvent.channel), \(String(session.databaseID)) || ' r ' || \(String(zone.id)) || ' ' || (z.base + \(count))::text)
+                FROM z
+            )
+            SELECT (SELECT base FROM z), nimbus_retry(\(count), (SELECT count(*) FROM saved)), (SELECT count(*) FROM announce)
+            """) { try $0.int64(0) }
+        guard let base else { throw PGError(.server, "the zone changed", sqlState: PGError.SQLState.serializationFailure) }
+
+        // The sequences were assigned in the statement: give the answers their tags.
+        var sequence = base
+        var tags: [String: String] = [:]
+        for case .save(let record, _, _, _) in plan.writes {
+            sequence += 1
+            tags[record.recordName] = ChangeTag.make(sequence: sequence)
+        }
+        plan.results = plan.results.map { result in
+            guard case .saved(var record, let keys) = result, let tag = tags[record.recordName] else { return result }
+            record.changeTag = tag
+            return .saved(record, desiredKeys: keys)
+        }
+        return .done(plan.results, ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zone.id, sequence: base + count))
+    }
+}
+
+extension RecordOperation.Kind {
+    var isDeleteKind: Bool { self == .delete || self == .forceDelete }
+}
