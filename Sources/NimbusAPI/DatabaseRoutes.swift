@@ -23,7 +23,23 @@ struct DatabaseRoutes: Sendable {
 
         /// A record as answered: download URLs filled in for its assets.
         func render(_ record: Record, desiredKeys: Set<String>?, store: Store) -> JSONValue {
-            let base = baseURL, databaseID = session.databaseID
+            renderer(store: store).render(record, desiredKeys: desiredKeys)
+        }
+
+        /// What rendering needs, without the request (parked long-polls keep only this).
+        func renderer(store: Store) -> RecordRenderer {
+            RecordRenderer(store: store, baseURL: baseURL, databaseID: session.databaseID)
+        }
+    }
+
+    /// Renders records with absolute download URLs for their assets.
+    struct RecordRenderer: Sendable {
+        let store: Store
+        let baseURL: String
+        let databaseID: Int64
+
+        func render(_ record: Record, desiredKeys: Set<String>?) -> JSONValue {
+            let base = baseURL, databaseID = databaseID, store = store
             return record.withDownloadURLs { asset in
                 base + store.downloadPath(databaseID: databaseID, fileChecksum: asset.fileChecksum, size: asset.size)
             }.json(desiredKeys: desiredKeys)

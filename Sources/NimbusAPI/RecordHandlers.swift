@@ -124,11 +124,11 @@ struct RecordHandlers: Sendable {
             }
             types = parsed
         }
-        let store = store, session = context.session, keys = desiredKeys, recordTypes = types, renderer = context
+        let store = store, session = context.session, keys = desiredKeys, recordTypes = types, renderer = context.renderer(store: store)
         @Sendable func answer(_ changes: RecordChanges) -> JSONValue {
             .object([
                 "zoneID": Wire.zoneID(zoneName),
-                "records": .array(changes.records.map { $0.deleted ? $0.tombstoneJSON : renderer.render($0, desiredKeys: keys, store: store) }),
+                "records": .array(changes.records.map { $0.deleted ? $0.tombstoneJSON : renderer.render($0, desiredKeys: keys) }),
                 "syncToken": .string(changes.token),
                 "moreComing": .bool(changes.moreComing),
             ])

@@ -69,8 +69,20 @@ extension Store {
         }
     }
 
-    /// Notifications after `sequence`, in commit order, without the polling device's own.
+    /// Notifications after `sequence`, in commit order, without the polling device's own; pages
+    /// that hold only the device's own are skipped (the cursor moves past them), so a device that
+    /// wrote a lot still sees the first notification from another device.
     package func notifications(_ session: Session, after sequence: Int64, limit: Int) async throws -> NotificationPage {
+        var page = try await notificationPage(session, after: sequence, limit: limit)
+        var pages = 1
+        while page.notifications.isEmpty, page.moreComing, pages < 100 {
+            page = try await notificationPage(session, after: page.cursor, limit: limit)
+            pages += 1
+        }
+        return page
+    }
+
+    private func notificationPage(_ session: Session, after sequence: Int64, limit: Int) async throws -> NotificationPage {
         let rows = try await pool.withConnection { connection in
             try connection.query("""
                 SELECT seq, origin_device, payload FROM notifications

@@ -156,7 +156,17 @@ extension Store {
             // Notifications commit with the change that fires them, or not at all.
             if locked?.hasSubscriptions == true {
                 let subscriptions = try Self.loadSubscriptions(connection, databaseID: session.databaseID, schema: schema, limits: limits)
-                let fired = Self.notifications(for: plan, subscriptions: subscriptions, existing: existing, cascaded: cascaded, zoneName: zoneName)
+                var fired = Self.notifications(for: plan, subscriptions: subscriptions, existing: existing, cascaded: cascaded, zoneName: zoneName)
+                if !fired.spent.isEmpty {
+                    // firesOnce: only the transaction that deletes the subscription fires it. The
+                    // DELETE waits for a concurrent writer holding the row and then finds it gone.
+                    let deleted = Set(try connection.query("""
+                        DELETE FROM subscriptions WHERE database_id = \(session.databaseID) AND subscription_id = ANY(\(PGData.textArray(fired.spent)))
+                        RETURNING subscription_id
+                        """) { try $0.string(0) })
+                    fired.rows.removeAll { $0.subscription.firesOnce && !deleted.contains($0.subscription.id) }
+                    fired.spent = []
+                }
                 if !fired.rows.isEmpty {
                     let newest = try Self.writeNotifications(fired.rows, spent: fired.spent, connection: connection, session: session)
                     events.append(ChangeEvent(databaseID: session.databaseID, kind: .notifications, sequence: newest))

@@ -1,6 +1,7 @@
 import Foundation
 import NimbusCore
 import NimbusPostgres
+import Synchronization
 
 /// A zone of a database, with its current change sequence.
 package struct ZoneInfo: Sendable, Hashable {
@@ -78,12 +79,20 @@ extension Store {
     /// incarnation, so tokens issued before are expired.
     package func modifyZones(_ session: Session, operations: [ZoneOperation]) async throws -> [ZoneResult] {
         var results: [ZoneResult] = []
+        let changed = Mutex(false)
+        let event = ChangeEvent(databaseID: session.databaseID, kind: .zones)
+        // Announced in the transaction that changes the zone (delivered at its commit).
+        @Sendable func announce(_ connection: PGConnection) throws {
+            try connection.run("SELECT pg_notify(\(ChangeEvent.channel), \(event.payload))")
+            changed.withLock { $0 = true }
+        }
         for operation in operations {
             let result = try await pool.withTransaction { connection -> ZoneResult in
                 switch operation {
                 case .create(let name):
                     if let zone = try Self.zone(connection, databaseID: session.databaseID, name: name, lock: true) {
                         if !zone.deleted { return .zone(zone) }
+                        try announce(connection)
                         let revived = try connection.queryFirst("""
                             UPDATE zones SET id = nextval(pg_get_serial_sequence('zones', 'id')), deleted = false,
                                 change_seq = 0, tombstone_horizon_seq = 0, created_at = now()
@@ -97,7 +106,10 @@ extension Store {
                         ON CONFLICT DO NOTHING
                         RETURNING zone_name, id, change_seq, tombstone_horizon_seq, deleted
                         """, decode: Self.decodeZone)
-                    if let created { return .zone(created) }
+                    if let created {
+                        try announce(connection)
+                        return .zone(created)
+                    }
                     // Created concurrently by another request: answer the zone.
                     let existing = try Self.zone(connection, databaseID: session.databaseID, name: name)
                     return existing.map { .zone($0) } ?? .failed(name, ItemError(.internalError, "The zone could not be created."))
@@ -116,18 +128,13 @@ extension Store {
                     try connection.run("""
                         UPDATE zones SET deleted = true, change_seq = change_seq + 1 WHERE id = \(zone.id)
                         """)
+                    try announce(connection)
                     return .deleted(name)
                 }
             }
             results.append(result)
         }
-        if results.contains(where: { if case .failed = $0 { false } else { true } }) {
-            let event = ChangeEvent(databaseID: session.databaseID, kind: .zones)
-            try await pool.withConnection { connection in
-                try connection.run("SELECT pg_notify(\(ChangeEvent.channel), \(event.payload))")
-            }
-            hub.publish(event)
-        }
+        if changed.withLock({ $0 }) { hub.publish(ChangeEvent(databaseID: session.databaseID, kind: .zones)) }
         return results
     }
 

@@ -778,3 +778,224 @@ notification_lines() {
       "$(printf '%s' "$item" | grep -a -o '"zoneID":{"zoneName":"[^"]*"' | sed 's/.*"zoneName":"//; s/"$//')"
   done
 }
+
+# MARK: - Retention (scenario 60)
+# `nimbus prune` beside a running server, its report lines, and expired rows loaded with SQL.
+
+# psql_db SQL...: runs SQL on the database of start_store_server (NIMBUS_DB_URL), unaligned output.
+psql_db() {
+  "$NIMBUS_TEST_PG_BIN/psql" "$NIMBUS_DB_URL" -X -q -At -v ON_ERROR_STOP=1 -c "$*"
+}
+
+# run_prune ARGS...: `nimbus prune ARGS` against NIMBUS_DB_URL, whatever its outcome. Sets
+# PRUNE_OUT (stdout), PRUNE_ERR (stderr) and PRUNE_STATUS.
+run_prune() {
+  PRUNE_OUT=$("$NIMBUS_BIN" prune "$@" --database-url "$NIMBUS_DB_URL" 2>"$TEST_TMP/prune-stderr")
+  PRUNE_STATUS=$?
+  PRUNE_ERR=$(cat "$TEST_TMP/prune-stderr")
+}
+
+# prune_line CONTAINER USER ZONE TYPE [OUTPUT]: the report line of one container/user/zone/type
+# (`C development user=U zone=Z type=T: deleted|would delete records=N tombstones=M`), or empty.
+prune_line() {
+  printf '%s\n' "${5-$PRUNE_OUT}" | grep -a "^$1 development user=$2 zone=$3 type=$4: " || true
+}
+
+# insert_expired_events ZONE COUNT TIMESTAMP_MS [PREFIX]: COUNT live BlockedAppEvent rows named
+# PREFIX-NNNNNN (default bulk) in ZONE of NIMBUS_DB_URL, created 31 days ago and expired a day
+# ago, written directly with SQL (the zone's sequence is advanced past them).
+insert_expired_events() {
+  local zone=$1 count=$2 timestamp=$3 prefix=${4:-bulk}
+  psql_db "
+    WITH z AS (UPDATE zones SET change_seq = change_seq + $count WHERE zone_name = '$zone' RETURNING id, change_seq)
+    INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq, created_at, created_by_device,
+                         created_by_user, modified_at, modified_by_device, modified_by_user, deleted, expires_at)
+    SELECT z.id, '$prefix-' || lpad(g::text, 6, '0'), 'BlockedAppEvent',
+           jsonb_build_object('timestamp', jsonb_build_object('type', 'TIMESTAMP', 'value', $timestamp::int8)),
+           g::text, z.change_seq - $count + g, now() - interval '31 days', 'mac', '', now() - interval '31 days', 'mac', '',
+           false, now() - interval '1 day'
+    FROM z, generate_series(1, $count) g" >/dev/null
+}
+
+# MARK: - Assets (scenarios 50–54)
+# Uploads, downloads and the asset tables. Checksums use coreutils only (sha256sum and base64;
+# hex becomes binary through bash's printf), so xxd and openssl are not needed. Downloads go to
+# files (assets are binary); HTTP_BODY then holds at most their first 4000 bytes, NULs removed.
+
+# psql_db SQL...: runs SQL on NIMBUS_DB_URL (the database of start_store_server), unaligned output.
+psql_db() {
+  "$NIMBUS_TEST_PG_BIN/psql" "$NIMBUS_DB_URL" -X -q -At -v ON_ERROR_STOP=1 -c "$*"
+}
+
+# b64_sha256 FILE: the standard base64 SHA-256 of FILE's bytes (what fileChecksum must be).
+b64_sha256() {
+  local hex
+  hex=$(sha256sum <"$1") || return 1
+  hex=${hex:0:64}
+  # shellcheck disable=SC2059 # the format is the digest as \xHH escapes
+  printf "$(sed 's/../\\x&/g' <<<"$hex")" | base64 -w0
+  echo
+}
+
+# random_file PATH BYTES: a file of BYTES random bytes.
+random_file() {
+  head -c "$2" /dev/urandom >"$1"
+  [ "$(stat -c %s "$1")" = "$2" ] || fail "could not write $2 random bytes to $1"
+}
+
+# file_size FILE: its size in bytes.
+file_size() { stat -c %s "$1"; }
+
+# byte_slice FILE OFFSET LENGTH OUT: LENGTH bytes of FILE from OFFSET into OUT.
+byte_slice() {
+  dd if="$1" of="$4" bs=64K iflag=skip_bytes,count_bytes skip="$2" count="$3" status=none \
+    || fail "dd of $1 at $2 for $3 bytes failed"
+}
+
+# expect_same_file EXPECTED ACTUAL WHAT: byte-identical files.
+expect_same_file() {
+  cmp -s "$1" "$2" || fail "$3: the bytes differ ($(file_size "$1") expected, $(file_size "$2") received; $(cmp "$1" "$2" 2>&1 | head -n 1))"
+}
+
+# _asset_curl OUTFILE CURL ARGS...: one curl call; sets HTTP_STATUS, HTTP_HEADERS and HTTP_BODY
+# (the first 4000 bytes of OUTFILE without NULs). ASSET_MAX_TIME (default 60) bounds it.
+_asset_curl() {
+  local out=$1; shift
+  : >"$out"
+  HTTP_STATUS=$(curl -sS --max-time "${ASSET_MAX_TIME:-60}" -o "$out" -D "$TEST_TMP/last-headers" -w '%{http_code}' "$@") \
+    || fail "curl $* failed (status ${HTTP_STATUS:-none})"
+  HTTP_HEADERS=$(tr -d '\r' <"$TEST_TMP/last-headers")
+  HTTP_BODY=$(head -c 4000 "$out" | tr -d '\0')
+}
+
+# asset_upload_url TOKEN RECORD_TYPE FIELD [RECORD_NAME]: one upload URL from assets/upload
+# (API_CONTAINER, API_ENV); sets ASSET_URL (checked to be an absolute URL of this server) and
+# ASSET_URL_PATH (its path).
+asset_upload_url() {
+  local name=""
+  [ -n "${4:-}" ] && name=",\"recordName\":\"$4\""
+  api "$1" assets/upload "{\"tokens\":[{\"recordType\":\"$2\",\"fieldName\":\"$3\"$name}]}"
+  expect_status 200 "assets/upload"
+  ASSET_URL=$(json_field url) || fail "assets/upload answered no url: $HTTP_BODY"
+  [[ $ASSET_URL == "$NIMBUS_URL"/assets/1/upload/?* ]] || fail "upload url '$ASSET_URL' is not an absolute URL of $NIMBUS_URL"
+  ASSET_URL_PATH=${ASSET_URL#"$NIMBUS_URL"}
+}
+
+# asset_post TOKEN URL FILE [MODE [CURL ARGS...]]: POSTs FILE's bytes to the absolute URL, streamed
+# by curl -T: MODE `length` (Content-Length, the default) or `chunked`. TOKEN `-` sends no
+# Authorization. Sets HTTP_STATUS, HTTP_BODY, HTTP_HEADERS.
+asset_post() {
+  local token=$1 url=$2 file=$3 mode=${4:-length}
+  shift $(( $# >= 4 ? 4 : 3 ))
+  local args=(-X POST -T "$file")
+  [ "$token" = - ] || args+=(-H "Authorization: Bearer $token")
+  case $mode in
+    length) ;;
+    chunked) args+=(-H 'Transfer-Encoding: chunked') ;;
+    *) fail "asset_post: unknown mode $mode" ;;
+  esac
+  _asset_curl "$TEST_TMP/last-body" "${args[@]}" "$@" "$url"
+}
+
+# parse_upload [JSON]: UP_CHECKSUM, UP_SIZE and UP_RECEIPT of a {"singleFile": ...} answer, and
+# UP_FIELD, the ASSETID field value that saves it.
+parse_upload() {
+  local json=${1-$HTTP_BODY}
+  [[ $json == '{"singleFile":{'* ]] || fail "upload answer is not {\"singleFile\": ...}: ${json:0:300}"
+  UP_CHECKSUM=$(json_field fileChecksum "$json") || fail "upload answer without fileChecksum: $json"
+  UP_SIZE=$(json_field size "$json") || fail "upload answer without size: $json"
+  UP_RECEIPT=$(json_field receipt "$json") || fail "upload answer without receipt: $json"
+  UP_FIELD=$(asset_field "$UP_CHECKSUM" "$UP_SIZE" "$UP_RECEIPT")
+}
+
+# upload_asset TOKEN FILE [MODE] [RECORD_TYPE FIELD]: a fresh upload URL (type Blob, field data by
+# default) and FILE's bytes; the answer must be 200 with FILE's checksum and size. Sets ASSET_URL,
+# UP_CHECKSUM, UP_SIZE, UP_RECEIPT, UP_FIELD.
+upload_asset() {
+  local token=$1 file=$2 mode=${3:-length} size
+  asset_upload_url "$token" "${4:-Blob}" "${5:-data}"
+  asset_post "$token" "$ASSET_URL" "$file" "$mode"
+  size=$(file_size "$file")
+  expect_status 200 "upload of $size bytes ($mode)"
+  parse_upload
+  [ "$UP_SIZE" = "$size" ] || fail "upload of $size bytes ($mode) answered size $UP_SIZE"
+  local want
+  want=$(b64_sha256 "$file")
+  [ "$UP_CHECKSUM" = "$want" ] || fail "upload of $size bytes ($mode): fileChecksum $UP_CHECKSUM, sha256sum says $want"
+}
+
+# asset_field CHECKSUM SIZE RECEIPT: an ASSETID field value for a record.
+asset_field() {
+  printf '{"value":{"fileChecksum":"%s","size":%s,"receipt":"%s"},"type":"ASSETID"}' "$1" "$2" "$3"
+}
+
+# asset_member NAME FIELD MEMBER [JSON]: a member (fileChecksum, size, downloadURL) of the asset
+# in field FIELD of record NAME in an answer; status 1 when absent.
+asset_member() {
+  local items line value
+  items=$(record_items "${4-$HTTP_BODY}")
+  line=$(grep -a -m1 "^{\"recordName\":\"$1\"" <<<"$items") || return 1
+  value=$(grep -a -o "\"$2\":{\"value\":{[^}]*}" <<<"$line") || return 1
+  json_field "$3" "$value"
+}
+
+# asset_get TOKEN URL OUTFILE [CURL ARGS...]: GET of an absolute URL (pass --head for HEAD), the
+# body into OUTFILE. TOKEN `-` sends no Authorization.
+asset_get() {
+  local token=$1 url=$2 out=$3
+  shift 3
+  local args=()
+  [ "$token" = - ] || args+=(-H "Authorization: Bearer $token")
+  _asset_curl "$out" "${args[@]}" "$@" "$url"
+}
+
+# asset_counts: "ASSETS CHUNKS", every row of assets (complete or not) and of asset_chunks.
+asset_counts() {
+  psql_db "SELECT (SELECT count(*) FROM assets) || ' ' || (SELECT count(*) FROM asset_chunks)"
+}
+
+# expect_asset_counts "ASSETS CHUNKS" WHAT [SECONDS]: asset_counts is that now, or becomes it
+# within SECONDS.
+expect_asset_counts() {
+  local deadline=$(( $(now_ms) + ${3:-0} * 1000 )) got
+  while :; do
+    got=$(asset_counts)
+    [ "$got" = "$1" ] && return 0
+    [ "$(now_ms)" -ge "$deadline" ] && fail "$2: expected assets/asset_chunks rows '$1', found '$got'"
+    sleep 0.1
+  done
+}
+
+# open_transactions: other sessions of NIMBUS_DB_URL's database inside a transaction (an upload
+# streams inside one).
+open_transactions() {
+  psql_db "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+}
+
+# wait_open_transactions N SECONDS: open_transactions reaches N; status 1 when it does not in time.
+wait_open_transactions() {
+  local deadline=$(( $(now_ms) + $2 * 1000 ))
+  while :; do
+    OPEN_TX=$(open_transactions)
+    [ "$OPEN_TX" = "$1" ] && return 0
+    [ "$(now_ms)" -ge "$deadline" ] && return 1
+    sleep 0.1
+  done
+}
+
+# raw_upload_head TOKEN PATH FRAMING: opens a raw connection and sends an upload's head; FRAMING
+# is a Content-Length value or `chunked`. The body follows with raw_send or `... >&"$RAW_FD"`.
+raw_upload_head() {
+  local framing="Content-Length: $3"
+  [ "$3" = chunked ] && framing="Transfer-Encoding: chunked"
+  raw_open
+  raw_send "POST $2 HTTP/1.1"$'\r\n'"Host: 127.0.0.1"$'\r\n'"Authorization: Bearer $1"$'\r\n'"$framing"$'\r\n\r\n'
+}
+
+# healthy [WHAT]: GET /healthz answers 200 and the server process runs.
+healthy() {
+  process_alive "$NIMBUS_PID" || fail "${1:-server}: nimbus (pid $NIMBUS_PID) is gone"
+  local code
+  code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$NIMBUS_URL/healthz")
+  [ "$code" = 200 ] || fail "${1:-server}: GET /healthz answered $code"
+}

@@ -4,7 +4,8 @@
 # record (creates, deletes, a zone without a token); with nothing happening it answers after the
 # wait (3 s ± 0.5) with no records and EXACTLY the request's token string (a request without a
 # token: the zone's current token); writes in another zone, or of a type that desiredRecordTypes
-# filters out, leave it waiting; wait 56 (or -1, or not a number) is BAD_REQUEST and 55 is parked.
+# filters out, leave it waiting; deleting the zone answers its waiter at once (the next request is
+# ZONE_NOT_FOUND); wait 56 (or -1, 1.5, "5") is BAD_REQUEST and 55 is parked.
 source "$(dirname "$0")/../lib.sh"
 
 start_store_server
@@ -133,6 +134,27 @@ wait_parked 1 "waiter on Fresh without a token"
 write Fresh create f1 Note
 expect_woken wake-fresh "no token, zone Fresh, create f1"
 [ "$(record_summary "$LP_BODY" | cut -d' ' -f1)" = f1 ] || fail "the answer without a token is not f1: ${LP_BODY:0:400}"
+
+note "the zone is deleted while a request waits on it: the waiter is answered at once"
+api_ok "$MAC" zones/modify "{\"operations\":[$(zone_op Doomed)]}"
+doomed_token=$(current_token Doomed)
+lp_start doomed "$PHONE" records/changes "$(changes_body Doomed "$doomed_token" 20)"
+wait_parked 1 "waiter on Doomed"
+WRITE_SENT_US=$(now_us)
+api_ok "$MAC" zones/modify '{"operations":[{"operationType":"delete","zone":{"zoneID":{"zoneName":"Doomed"}}}]}'
+lp_finish doomed 20
+ms=$(( (LP_DONE_US - WRITE_SENT_US) / 1000 ))
+[ "$ms" -lt 1000 ] || fail "a waiter on a deleted zone answered ${ms} ms after the deletion"
+body=$(printf '%s' "$LP_BODY" | sed 's/^ *//')
+if [ "$LP_STATUS" = 200 ]; then
+  [[ $body == *'"records":[]'* ]] && [ "$(json_last_field syncToken "$body")" = "$doomed_token" ] \
+    || fail "the waiter on the deleted zone: $body"
+else
+  [ "$LP_STATUS" = 404 ] && [ "$(json_field serverErrorCode "$body")" = ZONE_NOT_FOUND ] || fail "the waiter on the deleted zone: $LP_STATUS $body"
+fi
+api "$PHONE" records/changes "$(changes_body Doomed "$doomed_token" 20)"
+expect_api_error 404 ZONE_NOT_FOUND "a waiting records/changes on the deleted zone"
+ok "deleting the zone answered its waiter after ${ms} ms ($LP_STATUS); the next request is ZONE_NOT_FOUND"
 
 note "wait bounds: 0–55"
 latest=$(current_token Events)

@@ -3,7 +3,9 @@
 # `nimbus serve` on two ports share one database; a device waits on instance B while another
 # device writes through instance A, and B answers within 1 s — for records/changes (several
 # rounds, and the other way round), for a notification channel (webcourier poll on B) and for
-# zones/changes (a zone created on A).
+# zones/changes (a zone created on A, a record written on A). When the LISTEN connections drop and
+# a write's NOTIFY is missed (new connections refused meanwhile), B reconnects and its waiter
+# re-reads and answers with the write.
 source "$(dirname "$0")/../lib.sh"
 
 start_store_server
@@ -106,6 +108,45 @@ write "$A_URL" Shared zone-change Event
 expect_woken zones-b2 "zones/changes on B, record written on A"
 zones=$(printf '%s' "$LP_BODY" | grep -a -o '"zoneName":"[^"]*"' | sed 's/.*:"//; s/"$//' | tr '\n' ' ')
 [ "$zones" = "Shared " ] || fail "B's zones/changes answer names '$zones', expected Shared: ${LP_BODY:0:400}"
+
+note "the LISTEN connections drop and a write's NOTIFY is missed: B reconnects and its waiter re-reads"
+db_name=$(tail -n 1 "$TEST_TMP/.databases")
+psql_admin "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db_name' AND application_name = 'nimbus-listener'" >"$TEST_TMP/listeners"
+[ "$(cat "$TEST_TMP/listeners")" = 2 ] || fail "expected 2 LISTEN connections (application_name nimbus-listener), found $(cat "$TEST_TMP/listeners")"
+token=$(changes_token "$B_URL" Shared)
+lp_start b-relisten "$PHONE" records/changes "{\"zoneID\":{\"zoneName\":\"Shared\"},\"syncToken\":\"$token\",\"wait\":30}" "$B_URL"
+parked "$B_URL" 1
+# New connections to the database are refused while the LISTEN connections are cut, so the write's
+# NOTIFY reaches nobody; the pools keep their open connections.
+psql_admin "ALTER DATABASE \"$db_name\" ALLOW_CONNECTIONS false" >/dev/null
+psql_admin "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$db_name' AND application_name = 'nimbus-listener'" >/dev/null
+wait_metric nimbus_listener_connected 0 5 "$B_URL" || { psql_admin "ALTER DATABASE \"$db_name\" ALLOW_CONNECTIONS true"; fail "B still reports its LISTEN connection up"; }
+write "$A_URL" Shared missed-notify Event
+sleep 1
+if ! lp_running b-relisten; then
+  psql_admin "ALTER DATABASE \"$db_name\" ALLOW_CONNECTIONS true" >/dev/null
+  lp_finish b-relisten 1
+  note "B answered while its LISTEN connection was down ($LP_STATUS ${LP_BODY:0:200}); the missed-NOTIFY case was not exercised"
+else
+  ok "while B's LISTEN connection is down, the write through A does not reach B's waiter"
+  reopened=$(now_us)
+  psql_admin "ALTER DATABASE \"$db_name\" ALLOW_CONNECTIONS true" >/dev/null
+  lp_finish b-relisten 20
+  ms=$(( (LP_DONE_US - reopened) / 1000 ))
+  [ "$LP_STATUS" = 200 ] && [ "$(record_summary "$LP_BODY" | cut -d' ' -f1)" = missed-notify ] \
+    || fail "after B's LISTEN reconnect its waiter answered $LP_STATUS '${LP_BODY:0:300}' (expected missed-notify)"
+  [ "$ms" -lt 7000 ] || fail "B's waiter answered ${ms} ms after connections were allowed again (backoff is at most 5 s)"
+  ok "B reconnected and its waiter re-read: answered with missed-notify ${ms} ms after connections were allowed again"
+fi
+for base in "$A_URL" "$B_URL"; do
+  wait_metric nimbus_listener_connected 1 10 "$base" || fail "$base did not re-establish its LISTEN connection: $LP_METRIC"
+done
+grep -q 'LISTEN connection re-established' "$TEST_TMP/nimbus-2.log" || fail "B's log does not mention the re-established LISTEN connection"
+token=$(changes_token "$B_URL" Shared)
+lp_start b-after "$PHONE" records/changes "{\"zoneID\":{\"zoneName\":\"Shared\"},\"syncToken\":\"$token\",\"wait\":20}" "$B_URL"
+parked "$B_URL" 1
+write "$A_URL" Shared after-relisten Event
+expect_woken b-after "after the reconnect: waiter on B, write on A"
 
 parked "$A_URL" 0
 parked "$B_URL" 0
