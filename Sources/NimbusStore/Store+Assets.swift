@@ -94,86 +94,93 @@ extension Store {
         }
     }
 
-    /// Streams an upload into `asset_chunks` inside one transaction while hashing it: a cut-off
-    /// upload rolls back and leaves nothing. Identical bytes already stored in the database are
-    /// kept once (the new copy is rolled back and the existing one answered).
+    /// Streams an upload into `asset_chunks` while hashing it. No connection is held while
+    /// waiting for the client: each 256 KiB chunk is written by its own short statement into an
+    /// incomplete asset row, and only the end is a (short) transaction, which checks the quota
+    /// under a per-user lock (concurrent uploads cannot overrun it), marks the upload URL used,
+    /// and keeps identical bytes once. A cut-off upload deletes its row (chunks go with it); rows
+    /// left by a crash are swept by the pruner.
     package func upload(_ session: Session, uploadID: String, next: @escaping @Sendable () async throws -> [UInt8]?,
                         maxBytes: Int, quotaBytes: Int) async throws -> UploadedAsset {
         let databaseID = session.databaseID, userID = session.userID
-        return try await pool.withLease { lease in
-            let used = try await lease.run { connection in
-                try connection.queryFirst("""
-                    SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a JOIN databases d ON d.id = a.database_id
-                    WHERE d.owner_user_id = \(userID) AND a.complete
-                    """) { try $0.int64(0) } ?? 0
+        let (assetID, used) = try await pool.withConnection { connection -> (Int64, Int64) in
+            let used = try Self.storedBytes(connection, userID: userID)
+            let id = try connection.queryFirst("INSERT INTO assets (database_id) VALUES (\(databaseID)) RETURNING id") { try $0.int64(0) } ?? 0
+            return (id, used)
+        }
+        do {
+            var hasher = SHA256()
+            var size: Int64 = 0
+            var pending: [UInt8] = []
+            pending.reserveCapacity(Self.assetChunkBytes)
+            var index: Int32 = 0
+            // Past the quota the bytes are still hashed (they may be a copy already stored,
+            // which costs nothing) but no longer written.
+            var overQuota = false
+            func store(_ bytes: [UInt8]) async throws {
+                guard !overQuota else { return }
+                let n = index
+                index += 1
+                try await pool.withConnection { try $0.run("INSERT INTO asset_chunks (asset_id, n, bytes) VALUES (\(assetID), \(n), \(bytes))") }
             }
-            try await lease.run { try $0.run("BEGIN") }
-            do {
-                let assetID = try await lease.run { connection in
-                    try connection.queryFirst("INSERT INTO assets (database_id) VALUES (\(databaseID)) RETURNING id") { try $0.int64(0) } ?? 0
+            while let piece = try await next() {
+                hasher.update(piece)
+                size += Int64(piece.count)
+                guard size <= Int64(maxBytes) else {
+                    throw SyncError(.limitExceeded, "The asset is larger than maxAssetBytes (\(maxBytes) bytes).")
                 }
-                var hasher = SHA256()
-                var size: Int64 = 0
-                var pending: [UInt8] = []
-                pending.reserveCapacity(Self.assetChunkBytes)
-                var index: Int32 = 0
-                func store(_ bytes: [UInt8]) async throws {
-                    let n = index
-                    index += 1
-                    try await lease.run { try $0.run("INSERT INTO asset_chunks (asset_id, n, bytes) VALUES (\(assetID), \(n), \(bytes))") }
-                }
-                while let piece = try await next() {
-                    hasher.update(piece)
-                    size += Int64(piece.count)
-                    guard size <= Int64(maxBytes) else {
-                        throw SyncError(.limitExceeded, "The asset is larger than maxAssetBytes (\(maxBytes) bytes).")
+                if used + size > Int64(quotaBytes) { overQuota = true }
+                var offset = 0
+                while offset < piece.count {
+                    let take = min(Self.assetChunkBytes - pending.count, piece.count - offset)
+                    pending.append(contentsOf: piece[offset..<(offset + take)])
+                    offset += take
+                    if pending.count == Self.assetChunkBytes {
+                        try await store(pending)
+                        pending.removeAll(keepingCapacity: true)
                     }
-                    guard used + size <= Int64(quotaBytes) else {
+                }
+            }
+            if !pending.isEmpty { try await store(pending) }
+            let digest = hasher.finalize()
+            let finalSize = size, keepsOwnCopy = !overQuota
+            try await pool.withTransaction { connection in
+                // One finisher per user at a time: the quota sees every completed upload.
+                try connection.run("SELECT pg_advisory_xact_lock(\(Int64(0x4E494D42) << 32 | userID))")
+                let duplicate = try connection.queryFirst("""
+                    SELECT id FROM assets WHERE database_id = \(databaseID) AND sha256 = \(digest) AND size = \(finalSize) AND complete
+                    FOR KEY SHARE
+                    """) { try $0.int64(0) }
+                if let duplicate {
+                    // Stored once; uploading it again restarts its grace period.
+                    try connection.run("UPDATE assets SET last_referenced_at = now() WHERE id = \(duplicate)")
+                    try connection.run("DELETE FROM assets WHERE id = \(assetID)")
+                } else {
+                    guard keepsOwnCopy, try Self.storedBytes(connection, userID: userID) + finalSize <= Int64(quotaBytes) else {
                         throw SyncError(.quotaExceeded, "This upload would exceed the storage quota of \(quotaBytes) bytes (userQuotaBytes).")
                     }
-                    var offset = 0
-                    while offset < piece.count {
-                        let take = min(Self.assetChunkBytes - pending.count, piece.count - offset)
-                        pending.append(contentsOf: piece[offset..<(offset + take)])
-                        offset += take
-                        if pending.count == Self.assetChunkBytes {
-                            try await store(pending)
-                            pending.removeAll(keepingCapacity: true)
-                        }
-                    }
+                    try connection.run("UPDATE assets SET sha256 = \(digest), size = \(finalSize), complete = true WHERE id = \(assetID)")
                 }
-                if !pending.isEmpty { try await store(pending) }
-                let digest = hasher.finalize()
-                let finalSize = size
-                let duplicate = try await lease.run { connection in
-                    try connection.queryFirst("""
-                        SELECT id FROM assets WHERE database_id = \(databaseID) AND sha256 = \(digest) AND size = \(finalSize) AND complete
-                        """) { try $0.int64(0) }
-                }
-                if duplicate != nil {
-                    try await lease.run { try $0.run("ROLLBACK") }
-                    try await lease.run { try $0.run("UPDATE asset_uploads SET used_at = now() WHERE id = \(uploadID)") }
-                } else {
-                    try await lease.run { connection in
-                        try connection.run("""
-                            UPDATE assets SET sha256 = \(digest), size = \(finalSize), complete = true WHERE id = \(assetID)
-                            """)
-                        try connection.run("UPDATE asset_uploads SET used_at = now() WHERE id = \(uploadID)")
-                        try connection.run("COMMIT")
-                    }
-                }
-                return UploadedAsset(fileChecksum: Data(digest).base64EncodedString(), size: finalSize,
-                                     receipt: self.receipt(databaseID: databaseID, sha256: digest, size: finalSize))
-            } catch {
-                _ = try? await lease.run { connection in
-                    if connection.isInTransaction { try connection.run("ROLLBACK") }
-                }
-                if let pgError = error as? PGError, pgError.sqlState == PGError.SQLState.uniqueViolation {
-                    throw SyncError(.tryAgainLater, "The same bytes were uploaded at the same moment; retry.", retryAfter: 1)
-                }
-                throw error
+                let claimed = try connection.run("UPDATE asset_uploads SET used_at = now() WHERE id = \(uploadID) AND used_at IS NULL")
+                guard claimed == 1 else { throw SyncError(.notFound, "This upload URL was used by another upload meanwhile.") }
             }
+            return UploadedAsset(fileChecksum: Data(digest).base64EncodedString(), size: finalSize,
+                                 receipt: receipt(databaseID: databaseID, sha256: digest, size: finalSize))
+        } catch {
+            _ = try? await pool.withConnection { try $0.run("DELETE FROM assets WHERE id = \(assetID) AND NOT complete") }
+            if let pgError = error as? PGError, pgError.sqlState == PGError.SQLState.uniqueViolation {
+                throw SyncError(.tryAgainLater, "The same bytes were uploaded at the same moment; retry.", retryAfter: 1)
+            }
+            throw error
         }
+    }
+
+    /// Bytes of complete assets in all of a user's databases.
+    static func storedBytes(_ connection: PGConnection, userID: Int64) throws -> Int64 {
+        try connection.queryFirst("""
+            SELECT COALESCE(sum(a.size), 0)::int8 FROM assets a JOIN databases d ON d.id = a.database_id
+            WHERE d.owner_user_id = \(userID) AND a.complete
+            """) { try $0.int64(0) } ?? 0
     }
 
     // MARK: - Download
@@ -217,6 +224,7 @@ extension Store {
             JOIN unnest(\(PGData.textArray(candidates.map { Data($0.sha256).base64EncodedString() })), \(PGData.int64Array(candidates.map(\.size)))) AS c(s, z)
               ON a.sha256 = decode(c.s, 'base64') AND a.size = c.z
             WHERE a.database_id = \(databaseID) AND a.complete
+            FOR KEY SHARE OF a
             """) { "\(try $0.string(0))/\(try $0.int64(1))" }
         return Set(found)
     }
@@ -244,8 +252,9 @@ extension Store {
                 """
             let result = try connection.queryFirst(sql) { (try $0.int(0), try $0.int64(1)) } ?? (0, 0)
             if !dryRun && container == nil {
-                // Unused upload URLs older than a day are dropped too.
+                // Unused upload URLs older than a day, and uploads a crash left incomplete.
                 try connection.run("DELETE FROM asset_uploads WHERE created_at < now() - interval '1 day'")
+                try connection.run("DELETE FROM assets WHERE NOT complete AND created_at < now() - interval '1 hour'")
             }
             return result
         }

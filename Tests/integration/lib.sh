@@ -822,10 +822,7 @@ insert_expired_events() {
 # hex becomes binary through bash's printf), so xxd and openssl are not needed. Downloads go to
 # files (assets are binary); HTTP_BODY then holds at most their first 4000 bytes, NULs removed.
 
-# psql_db SQL...: runs SQL on NIMBUS_DB_URL (the database of start_store_server), unaligned output.
-psql_db() {
-  "$NIMBUS_TEST_PG_BIN/psql" "$NIMBUS_DB_URL" -X -q -At -v ON_ERROR_STOP=1 -c "$*"
-}
+# (SQL on the server's database: psql_db, in the Retention section above.)
 
 # b64_sha256 FILE: the standard base64 SHA-256 of FILE's bytes (what fileChecksum must be).
 b64_sha256() {
@@ -882,19 +879,21 @@ asset_upload_url() {
 }
 
 # asset_post TOKEN URL FILE [MODE [CURL ARGS...]]: POSTs FILE's bytes to the absolute URL, streamed
-# by curl -T: MODE `length` (Content-Length, the default) or `chunked`. TOKEN `-` sends no
+# by curl: MODE `length` (Content-Length, the default) or `chunked`. TOKEN `-` sends no
 # Authorization. Sets HTTP_STATUS, HTTP_BODY, HTTP_HEADERS.
 asset_post() {
   local token=$1 url=$2 file=$3 mode=${4:-length}
   shift $(( $# >= 4 ? 4 : 3 ))
-  local args=(-X POST -T "$file")
+  local args=(-X POST)
   [ "$token" = - ] || args+=(-H "Authorization: Bearer $token")
   case $mode in
-    length) ;;
-    chunked) args+=(-H 'Transfer-Encoding: chunked') ;;
+    length) args+=(-T "$file") ;;
+    # From standard input curl sends chunks (and a final empty chunk even for an empty file,
+    # which `-T FILE -H 'Transfer-Encoding: chunked'` omits in curl 7.88).
+    chunked) args+=(-T - -H 'Transfer-Encoding: chunked') ;;
     *) fail "asset_post: unknown mode $mode" ;;
   esac
-  _asset_curl "$TEST_TMP/last-body" "${args[@]}" "$@" "$url"
+  _asset_curl "$TEST_TMP/last-body" "${args[@]}" "$@" "$url" <"$file"
 }
 
 # parse_upload [JSON]: UP_CHECKSUM, UP_SIZE and UP_RECEIPT of a {"singleFile": ...} answer, and
@@ -978,6 +977,26 @@ wait_open_transactions() {
   while :; do
     OPEN_TX=$(open_transactions)
     [ "$OPEN_TX" = "$1" ] && return 0
+    [ "$(now_ms)" -ge "$deadline" ] && return 1
+    sleep 0.1
+  done
+}
+
+# uploads_streaming: evidence of uploads whose bytes are arriving: sessions inside a transaction
+# whose last statement wrote asset_chunks (an upload streaming in one transaction), plus chunk
+# rows of incomplete assets (an upload committing chunk by chunk).
+uploads_streaming() {
+  psql_db "SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                     AND xact_start IS NOT NULL AND query LIKE '%asset_chunks%')
+                + (SELECT count(*) FROM asset_chunks c JOIN assets a ON a.id = c.asset_id WHERE NOT a.complete)"
+}
+
+# wait_uploads_streaming N SECONDS: uploads_streaming reaches at least N; status 1 if not in time.
+wait_uploads_streaming() {
+  local deadline=$(( $(now_ms) + $2 * 1000 ))
+  while :; do
+    STREAMING=$(uploads_streaming)
+    [ "$STREAMING" -ge "$1" ] && return 0
     [ "$(now_ms)" -ge "$deadline" ] && return 1
     sleep 0.1
   done

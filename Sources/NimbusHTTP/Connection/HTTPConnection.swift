@@ -351,7 +351,8 @@ final class HTTPConnection: @unchecked Sendable {
         }
         if closeRequested || closeAfterResponse || loop.draining { keepAlive = false }
         if let contentLength {
-            if status.code >= 200, status.code != 204 {
+            // RFC 9110 §8.6: no Content-Length on 1xx, 204, or a 304 (which has no body here).
+            if status.code >= 200, status.code != 204, status.code != 304 {
                 text += "Content-Length: \(contentLength)\r\n"
             }
         } else if requestVersion == .http1_1 {

@@ -102,11 +102,28 @@ for size in "${sizes[@]}"; do
 done
 ok "the phone downloaded all 12 byte-identical (Content-Length, ETag = \"fileChecksum\", sha256sum = fileChecksum)"
 
-note "a second device's download of a re-uploaded asset and an upload after all of it: same row"
+note "new bytes from two devices, one after the other"
 random_file "$TEST_TMP/late" 777
 upload_asset "$PHONE" "$TEST_TMP/late" chunked
 upload_asset "$MAC" "$TEST_TMP/late" length
 [ "$(psql_db "SELECT count(*) FROM assets")" = $((distinct + 1)) ] || fail "777 bytes uploaded twice made $(( $(psql_db "SELECT count(*) FROM assets") - distinct )) rows"
 ok "the same 777 bytes from two devices: one more assets row"
+
+note "an upload and the next request on one keep-alive connection"
+for framing in length chunked; do
+  asset_upload_url "$MAC" Blob data
+  if [ "$framing" = length ]; then
+    body=$'Content-Length: 10\r\n\r\n0123456789'
+  else
+    body=$'Transfer-Encoding: chunked\r\n\r\n4\r\n0123\r\n6\r\n456789\r\n0\r\n\r\n'
+  fi
+  raw_request "POST $ASSET_URL_PATH HTTP/1.1"$'\r\n'"Host: x"$'\r\n'"Authorization: Bearer $MAC"$'\r\n'"$body""GET /healthz HTTP/1.1"$'\r\n'"Host: x"$'\r\n'"Connection: close"$'\r\n\r\n' 5
+  parse_responses POST GET
+  [ "${RESP_STATUS[*]}" = "200 200" ] || fail "upload ($framing) pipelined with GET /healthz answered ${RESP_STATUS[*]}"
+  parse_upload "${RESP_BODY[0]}"
+  printf 0123456789 >"$TEST_TMP/ten"
+  [ "$UP_SIZE" = 10 ] && [ "$UP_CHECKSUM" = "$(b64_sha256 "$TEST_TMP/ten")" ] || fail "pipelined upload ($framing) answered ${RESP_BODY[0]}"
+done
+ok "after an upload (Content-Length or chunked) the connection serves the next request"
 
 expect_no_server_errors
