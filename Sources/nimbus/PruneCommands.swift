@@ -56,8 +56,11 @@ enum PruneCommands {
             database.close()
         }
         let store = try await Store.open(pool: pool)
-        print(options.dryRun ? "dry run: nothing will be changed" : "pruning…")
-        guard let report = try await store.prune(options, wait: true, progress: { print($0) }) else {
+        FileHandle.standardOutput.write(Data((options.dryRun ? "dry run: nothing will be changed\n" : "pruning…\n").utf8))
+        guard let report = try await store.prune(options, wait: true, progress: { line in
+            // Written at once, also when stdout is a file (print would buffer it).
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }) else {
             FileHandle.standardError.write(Data("error: another prune holds the lock\n".utf8))
             return 1
         }

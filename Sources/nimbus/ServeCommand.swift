@@ -72,6 +72,11 @@ enum ServeCommand {
         http.parserLimits.maxBodyBytes = limits.maxRequestBytes
         http.errorResponse = ErrorResponse.forHTTPCore
         let poolSize = max(try arguments.integer("pool-size") ?? 16, 1)
+        for name in ["prune-interval", "asset-grace"] {
+            if let text = arguments.value(name), DurationText.seconds(text) == nil {
+                throw UsageError(message: "option '--\(name)' needs a duration such as 1h, 30m, 24h or 0s, not '\(text)'", command: "serve")
+            }
+        }
         guard limits.maxAssetBytes <= 1 << 30 else {
             throw UsageError(message: "option '--max-asset-bytes' may be at most 1073741824 (1 GiB)", command: "serve")
         }

@@ -80,7 +80,9 @@ import Testing
         }
         #expect(error?.kind == .connectionFailed)
         #expect(error?.isTransient == true)
-        #expect(seconds >= 1.5 && seconds < 6, "took \(seconds) s with connect_timeout 2")
+        // The point is that the wait ends (by the timeout, not never); the upper bound is loose
+        // because a loaded 2-core CI machine stretches timings.
+        #expect(seconds >= 1.5 && seconds < 30, "took \(seconds) s with connect_timeout 2")
     }
 
     // MARK: Statements
