@@ -102,6 +102,7 @@ extension Store {
                 if batch.isEmpty { break }
                 after = batch.last?.0 ?? after
                 var deleted = batch
+                let batchStart = monotonicNanoseconds()
                 if !options.dryRun {
                     let operations = batch.map { Result<RecordOperation, ItemError>.success(RecordOperation(kind: .forceDelete, recordName: $0.0)) }
                     let results = try await modifyRecords(session, zoneName: zone.name, operations: operations, atomic: false,
@@ -120,6 +121,10 @@ extension Store {
                     progress("pruned \(done) records so far (zone \(zone.name) of \(zone.owner), \(zone.container))")
                 }
                 if batch.count < options.batchSize { break }
+                // Leave the zone to its writers for as long as the batch held it (at most 50 ms):
+                // pruning takes at most about half of the zone's lock time.
+                let held = monotonicNanoseconds() - batchStart
+                try? await Task.sleep(nanoseconds: min(held, 50_000_000))
             }
         }
 
