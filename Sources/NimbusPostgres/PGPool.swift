@@ -34,11 +34,16 @@ package final class PGPool: Sendable {
     package let configuration: Configuration
     private let state: Mutex<State>
     private let queue = DispatchQueue(label: "nimbus.postgres.pool")
+    /// One serial queue per connection slot, made once: blocking libpq work gets threads of its
+    /// own (overcommit queues) without creating a queue per borrow.
+    private let borrowerQueues: [DispatchQueue]
+    private let nextBorrower = Atomic<Int>(0)
     private let logger = Logger(subsystem: "postgres")
 
     package init(configuration: Configuration) {
         self.configuration = configuration
         state = Mutex(State())
+        borrowerQueues = (0..<max(configuration.maxConnections, 1)).map { DispatchQueue(label: "nimbus.postgres.borrower.\($0)") }
     }
 
     package var statistics: Statistics {
@@ -49,10 +54,12 @@ package final class PGPool: Sendable {
     package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
         let lease = try await acquire()
         return try await withCheckedThrowingContinuation { continuation in
-            // A serial queue per borrow: its work gets a thread of its own (overcommit), where a
-            // shared concurrent queue would cap blocking libpq calls at the CPU count and starve
-            // the async runtime, which runs on the same Dispatch pool on Linux.
-            DispatchQueue(label: "nimbus.postgres.borrower").async {
+            // Serial queues: their work gets threads of their own (overcommit), where a shared
+            // concurrent queue would cap blocking libpq calls at the CPU count and starve the
+            // async runtime, which runs on the same Dispatch pool on Linux. Round-robin over as
+            // many queues as connections, so borrowers never queue behind each other.
+            let index = nextBorrower.add(1, ordering: .relaxed).newValue
+            borrowerQueues[index % borrowerQueues.count].async {
                 let connection: PGConnection
                 if let leased = lease.connection {
                     connection = leased
