@@ -47,24 +47,12 @@ SIZE=$((ASSET_MB * 1048576))
 CONTAINER=iCloud.bench.Assets
 TARGET=0.5
 
-say() { printf '[assets %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
+BENCH_NAME=assets
+source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA="" RUN_AS=() UPLOAD_PIDS=() SAMPLER_PID=""
-stop_pid() {  # stop_pid PID SIGNAL SECONDS: signal, wait, then SIGKILL
-  local pid=$1 sig=$2 secs=$3 i
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  kill "-$sig" "$pid" 2>/dev/null || true
-  for ((i = 0; i < secs * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "pid $pid did not stop after SIG$sig within ${secs}s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
-pg_pid() { [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ] && head -1 "$PG_DATA/postmaster.pid" || true; }
 cleanup() {
   local rc=$? pid
   set +e
@@ -134,7 +122,6 @@ pg_opts="-c listen_addresses='' -c unix_socket_directories='$SOCK' -c max_connec
 "${RUN_AS[@]}" "$PG_BIN/pg_ctl" start -w -t 60 -D "$PG_DATA" -l "$SOCK/postgres.log" -o "$pg_opts" >/dev/null \
   || { tail -20 "$SOCK/postgres.log" >&2; die "PostgreSQL did not start"; }
 PG_VERSION=$("$PG_BIN/postgres" -V | awk '{print $3}')
-psql() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -U nimbus "$@"; }
 psql -d postgres -c 'CREATE DATABASE nimbus' -c 'CREATE DATABASE ref' >/dev/null
 psql -d ref -c 'CREATE TABLE ref_text (id bigserial PRIMARY KEY, b bytea NOT NULL)' \
             -c 'CREATE TABLE ref_bin (id bigserial PRIMARY KEY, b bytea NOT NULL)' >/dev/null
@@ -148,7 +135,6 @@ say "starting nimbus serve --database-url (db nimbus on the same cluster), --max
   --user-quota-bytes $((SIZE * (CONCURRENT + 2 * ROUNDS + 4))) \
   ${POOL_SIZE:+--pool-size "$POOL_SIZE"} ${EVENT_LOOPS:+--event-loops "$EVENT_LOOPS"} </dev/null 2>"$WORK/nimbus.log" &
 NIMBUS_PID=$!
-alive() { kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus (pid $NIMBUS_PID) died; log tail:$(printf '\n'; tail -30 "$WORK/nimbus.log")"; }
 PORT=""
 for ((i = 0; i < 1200; i++)); do
   PORT=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$WORK/nimbus.log" 2>/dev/null | head -1 | sed 's/.*://' || true)
@@ -167,7 +153,6 @@ TOKEN=$(awk '/^token:/ {print $2}' "$WORK/token.out")
 
 # ---------------------------------------------------------------- helpers
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
-proc_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk -v all="${2:-}" '{print $12 + $13 + (all ? $14 + $15 : 0)}' || echo 0; }
 # PostgreSQL: the postmaster with its reaped children (exited backends) plus the live children.
 pg_ticks() {
   local pm t c
@@ -176,11 +161,9 @@ pg_ticks() {
   for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do t=$((t + $(proc_ticks "$c"))); done
   echo "$t"
 }
-machine_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
 rss_kb() { awk -v k="${2:-VmRSS:}" '$1 == k {print $2; exit}' "/proc/$1/status" 2>/dev/null || echo 0; }
 b64_sha256() { local hex; hex=$(sha256sum <"$1"); hex=${hex:0:64}; printf "$(sed 's/../\\x&/g' <<<"$hex")" | base64 -w0; }
 json_str() { grep -o "\"$1\":\"[^\"]*\"" | head -n 1 | sed "s/^\"$1\":\"//; s/\"\$//"; }
-checkpoint() { psql -d postgres -c CHECKPOINT >/dev/null; }
 mbps() { awk -v b="$1" -v s="$2" 'BEGIN {printf "%.1f", (s > 0 ? b / 1048576 / s : 0)}'; }
 
 upload_url() {  # upload_url: a fresh upload URL

@@ -54,24 +54,12 @@ CONTAINER=iCloud.bench.LongPoll
 CHANGES_PATH=/database/1/$CONTAINER/development/private/records/changes
 MODIFY_PATH=/database/1/$CONTAINER/development/private/records/modify
 
-say() { printf '[longpoll %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
+BENCH_NAME=longpoll
+source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" PG_BIN="" PG_DATA="" RUN_AS=() SERVER_PIDS=() HOLD_PID="" HOLD_FD=""
-stop_pid() {  # stop_pid PID SIGNAL SECONDS: signal, wait, then SIGKILL
-  local pid=$1 sig=$2 secs=$3 i
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  kill "-$sig" "$pid" 2>/dev/null || true
-  for ((i = 0; i < secs * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "pid $pid did not stop after SIG$sig within ${secs}s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
-pg_pid() { [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ] && head -1 "$PG_DATA/postmaster.pid" || true; }
 cleanup() {
   local rc=$? pid
   set +e
@@ -148,10 +136,8 @@ say "initdb in $PG_DATA"
   -o "-c listen_addresses='' -c unix_socket_directories='$SOCK' -c max_connections=200" >/dev/null \
   || { tail -20 "$SOCK/postgres.log" >&2; die "PostgreSQL did not start"; }
 PG_VERSION=$("$PG_BIN/postgres" -V | awk '{print $3}')
-psql() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -U nimbus "$@"; }
 psql -d postgres -c 'CREATE DATABASE nimbus' >/dev/null
 DB_URL="postgresql:///nimbus?host=$SOCK&user=nimbus"
-admin() { "$NIMBUS_BIN" "$@" --database-url "$DB_URL"; }
 admin migrate >"$WORK/migrate.out" 2>&1 || { cat "$WORK/migrate.out" >&2; die "nimbus migrate failed"; }
 
 say "creating $USERS users with a waiting and a writing device each"

@@ -47,25 +47,13 @@ EVENT_LOOPS=${BENCH_EVENT_LOOPS:-}
 CONTAINER=iCloud.com.mirxa.AppLocker
 ZONE=events
 
-say() { printf '[prune %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
+BENCH_NAME=prune
+source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" NIMBUS_PID="" LOAD_PID="" PRUNE_PID="" PG_BIN="" PG_DATA="" RUN_AS=()
 PG_OPTS_EXTRA=${BENCH_PG_OPTS:-}
-stop_pid() {  # stop_pid PID SIGNAL SECONDS: signal, wait, then SIGKILL
-  local pid=$1 sig=$2 secs=$3 i
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  kill "-$sig" "$pid" 2>/dev/null || true
-  for ((i = 0; i < secs * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "pid $pid did not stop after SIG$sig within ${secs}s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
-pg_pid() { [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ] && head -1 "$PG_DATA/postmaster.pid" || true; }
 cleanup() {
   local rc=$? pid
   set +e
@@ -137,7 +125,6 @@ pg_opts+=" $PG_OPTS_EXTRA"
 "${RUN_AS[@]}" "$PG_BIN/pg_ctl" start -w -t 60 -D "$PG_DATA" -l "$SOCK/postgres.log" -o "$pg_opts" >/dev/null \
   || { tail -20 "$SOCK/postgres.log" >&2; die "PostgreSQL did not start"; }
 PG_VERSION=$("$PG_BIN/postgres" -V | awk '{print $3}')
-psql() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -U nimbus "$@"; }
 psql -d postgres -c 'CREATE DATABASE nimbus' >/dev/null
 [ -n "$HAVE_PGSS" ] && psql -d nimbus -c 'CREATE EXTENSION pg_stat_statements' >/dev/null
 PG_SETTINGS=$(psql -d postgres -At -F= -c "SELECT name, setting FROM pg_settings WHERE name IN
@@ -149,7 +136,6 @@ say "starting nimbus serve --database-url --prune-interval 0s"
 "$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/nimbus-data" --prune-interval 0s \
   ${POOL_SIZE:+--pool-size "$POOL_SIZE"} ${EVENT_LOOPS:+--event-loops "$EVENT_LOOPS"} </dev/null 2>"$WORK/nimbus.log" &
 NIMBUS_PID=$!
-alive() { kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus (pid $NIMBUS_PID) died; log tail:$(printf '\n'; tail -30 "$WORK/nimbus.log")"; }
 PORT=""
 for ((i = 0; i < 1200; i++)); do
   PORT=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$WORK/nimbus.log" 2>/dev/null | head -1 | sed 's/.*://' || true)
@@ -158,7 +144,6 @@ for ((i = 0; i < 1200; i++)); do
 done
 [ -n "$PORT" ] || die "nimbus did not print 'listening on' within 120 s"
 say "nimbus pid $NIMBUS_PID on port $PORT"
-admin() { "$NIMBUS_BIN" "$@" --database-url "$DB_URL"; }
 admin user add bench >"$WORK/user.out" 2>&1 || { cat "$WORK/user.out" >&2; die "nimbus user add failed"; }
 admin token issue bench --device bench-writer >"$WORK/token.out" 2>&1 || { cat "$WORK/token.out" >&2; die "nimbus token issue failed"; }
 TOKEN=$(awk '/^token:/ {print $2}' "$WORK/token.out")
@@ -199,7 +184,6 @@ say "loaded in ${load_secs}s; records table with indexes: ${table_mb} MB"
 
 # ---------------------------------------------------------------- measurement helpers
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
-proc_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk -v all="${2:-}" '{print $12 + $13 + (all ? $14 + $15 : 0)}' || echo 0; }
 pg_ticks() {  # the postmaster with its reaped children plus the live children
   local pm t c
   pm=$(pg_pid); [ -n "$pm" ] || { echo 0; return; }
@@ -207,7 +191,6 @@ pg_ticks() {  # the postmaster with its reaped children plus the live children
   for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do t=$((t + $(proc_ticks "$c"))); done
   echo "$t"
 }
-machine_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 cpu_mark() { echo "$(proc_ticks "$NIMBUS_PID") $(pg_ticks) $(machine_busy) $(proc_ticks "$LOAD_PID") $(date +%s.%N)"; }
 

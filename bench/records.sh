@@ -56,24 +56,12 @@ REF=${BENCH_REFERENCE_DIR:-$ROOT/bench/reference}
 CONTAINER=iCloud.bench.Records
 TARGET=0.7
 
-say() { printf '[records %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
+BENCH_NAME=records
+source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA="" RUN_AS=()
-stop_pid() {  # stop_pid PID SIGNAL SECONDS: signal, wait, then SIGKILL
-  local pid=$1 sig=$2 secs=$3 i
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  kill "-$sig" "$pid" 2>/dev/null || true
-  for ((i = 0; i < secs * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "pid $pid did not stop after SIG$sig within ${secs}s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
-pg_pid() { [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ] && head -1 "$PG_DATA/postmaster.pid" || true; }
 cleanup() {
   local rc=$? pid
   set +e
@@ -153,7 +141,6 @@ fi
 "${RUN_AS[@]}" "$PG_BIN/pg_ctl" start -w -t 60 -D "$PG_DATA" -l "$SOCK/postgres.log" -o "$pg_opts" >/dev/null \
   || { tail -20 "$SOCK/postgres.log" >&2; die "PostgreSQL did not start"; }
 PG_VERSION=$("$PG_BIN/postgres" -V | awk '{print $3}')
-psql() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -U nimbus "$@"; }
 psql -d postgres -c 'CREATE DATABASE bench' -c 'CREATE DATABASE nimbus' >/dev/null
 PG_SETTINGS=$(psql -d postgres -At -F= -c "SELECT name, setting FROM pg_settings WHERE name IN
   ('fsync','synchronous_commit','shared_buffers','wal_level','max_wal_size','full_page_writes','max_connections') ORDER BY name" | paste -sd' ')
@@ -171,7 +158,6 @@ say "starting nimbus serve --database-url (db nimbus on the same cluster)"
 "$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/nimbus-data" \
   ${POOL_SIZE:+--pool-size "$POOL_SIZE"} ${EVENT_LOOPS:+--event-loops "$EVENT_LOOPS"} </dev/null 2>"$WORK/nimbus.log" &
 NIMBUS_PID=$!
-alive() { kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus (pid $NIMBUS_PID) died; log tail:$(printf '\n'; tail -30 "$WORK/nimbus.log")"; }
 PORT=""
 for ((i = 0; i < 1200; i++)); do
   PORT=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$WORK/nimbus.log" 2>/dev/null | head -1 | sed 's/.*://' || true)
@@ -202,7 +188,6 @@ code=$(curl -sS -o "$WORK/zones.json" -w '%{http_code}' --max-time 30 -H "Author
 
 # ---------------------------------------------------------------- measurement helpers
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
-proc_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk -v all="${2:-}" '{print $12 + $13 + (all ? $14 + $15 : 0)}' || echo 0; }
 nimbus_ticks() { proc_ticks "$NIMBUS_PID"; }
 # PostgreSQL: the postmaster with its reaped children (exited backends) plus the live children.
 pg_ticks() {
@@ -212,13 +197,11 @@ pg_ticks() {
   for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do t=$((t + $(proc_ticks "$c"))); done
   echo "$t"
 }
-machine_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
 # CPU seconds of this shell's waited-for children (recload, pgbench): `times` must run in this
 # shell itself (not in $(...)), so callers run `times >"$WORK/times"` first, then this.
 children_cpu_s() {
   tail -1 "$WORK/times" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] } printf "%.3f", t }'
 }
-checkpoint() { psql -d postgres -c CHECKPOINT >/dev/null; }
 
 RESULTS=$WORK/results   # one line per run, see record_run
 : >"$RESULTS"
