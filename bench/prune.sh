@@ -163,7 +163,7 @@ psql -d nimbus -c "
     WHERE zone_name = '$ZONE' AND database_id = (SELECT id FROM databases WHERE container = '$CONTAINER')
     RETURNING id, change_seq
   )
-  INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq, created_at, created_by_device,
+  INSERT INTO records (zone_id, record_name, record_type, fields, change_seq, created_at, created_by_device,
                        created_by_user, modified_at, modified_by_device, modified_by_user, deleted, expires_at)
   SELECT z.id, upper(regexp_replace(md5(g::text), '(.{8})(.{4})(.{4})(.{4})(.{12})', '\1-\2-\3-\4-\5')), 'BlockedAppEvent',
          jsonb_build_object(
@@ -172,7 +172,7 @@ psql -d nimbus -c "
            'deviceName', jsonb_build_object('type', 'STRING', 'value', 'Alice''s iPhone 15 Pro'),
            'timestamp', jsonb_build_object('type', 'TIMESTAMP', 'value',
                (extract(epoch FROM now() - interval '31 days') * 1000)::int8 + g)),
-         lower(to_hex(g)), z.change_seq - $RECORDS + g,
+         z.change_seq - $RECORDS + g,
          now() - interval '31 days', 'seed', (SELECT record_name FROM users WHERE name = 'bench'),
          now() - interval '31 days', 'seed', (SELECT record_name FROM users WHERE name = 'bench'),
          false, now() - interval '1 day'

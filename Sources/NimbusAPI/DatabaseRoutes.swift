@@ -14,6 +14,11 @@ struct DatabaseRoutes: Sendable {
     /// An authenticated request with its parsed body.
     struct Context: Sendable {
         var session: Session
+        /// The SHA-256 of the request's bearer token.
+        var tokenDigest: [UInt8]
+        /// False when `session` was taken from this instance's cache without asking the database
+        /// (records/modify only): the store checks the token inside its write.
+        var sessionIsVerified: Bool
         var body: JSONValue
         var request: HTTPRequest
         /// For operations that park: they answer through it and return nil.
@@ -108,12 +113,27 @@ struct DatabaseRoutes: Sendable {
             return response
         }
         let digest = try bearerDigest(request.headers["Authorization"])
+        let baseURL = (publicURL ?? "http://\(request.headers["Host"] ?? "127.0.0.1")").trimmingSuffix("/")
+        // records/modify may start from a cached session: its write checks the token in the same
+        // statement. Every other operation, and every failure, checks it here first.
+        if name == "records/modify", let cached = store.cachedSession(tokenDigest: digest, container: container, environment: environment) {
+            do {
+                let body = try parseBody(request.body)
+                return try await operation.run(Context(session: cached, tokenDigest: digest, sessionIsVerified: false, body: body,
+                                                       request: request, answering: answering, baseURL: baseURL))
+            } catch {
+                guard try await store.session(tokenDigest: digest, container: container, environment: environment) != nil else {
+                    throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+                }
+                throw error
+            }
+        }
         guard let session = try await store.session(tokenDigest: digest, container: container, environment: environment) else {
             throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         }
         let body = operation.method == "POST" ? try parseBody(request.body) : JSONValue.object([:])
-        let baseURL = (publicURL ?? "http://\(request.headers["Host"] ?? "127.0.0.1")").trimmingSuffix("/")
-        return try await operation.run(Context(session: session, body: body, request: request, answering: answering, baseURL: baseURL))
+        return try await operation.run(Context(session: session, tokenDigest: digest, sessionIsVerified: true, body: body,
+                                               request: request, answering: answering, baseURL: baseURL))
     }
 
     /// `Authorization: Bearer <token>` → the token's SHA-256.

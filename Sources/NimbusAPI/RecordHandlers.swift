@@ -41,7 +41,8 @@ struct RecordHandlers: Sendable {
             }
             operations.append(parsed)
         }
-        let results = try await store.modifyRecords(context.session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits)
+        let results = try await store.modifyRecords(context.session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits,
+                                                    unverifiedTokenDigest: context.sessionIsVerified ? nil : context.tokenDigest)
         let keysByName = Dictionary(operations.compactMap { try? $0.get() }.map { ($0.recordName, $0.desiredKeys) }, uniquingKeysWith: { first, _ in first })
         let items: [JSONValue] = results.map { result in
             switch result {

@@ -41,6 +41,12 @@ package struct IssuedToken: Sendable {
 final class TokenUseRecorder: Sendable {
     private let lastWrites = Mutex<[String: UInt64]>([:])
 
+    /// Whether `shouldRecord` would record now (without recording).
+    func isDue(_ tokenID: String) -> Bool {
+        let now = monotonicNanoseconds()
+        return lastWrites.withLock { writes in writes[tokenID].map { now - $0 >= 60_000_000_000 } ?? true }
+    }
+
     func shouldRecord(_ tokenID: String) -> Bool {
         let now = monotonicNanoseconds()
         return lastWrites.withLock { writes in
@@ -73,6 +79,21 @@ extension Store {
     /// Resolves a bearer token and the private database it addresses (created on first use,
     /// with its `_defaultZone`). nil when the token is unknown or revoked.
     package func session(tokenDigest: [UInt8], container: String, environment: Environment) async throws -> Session? {
+        let key = WriteCaches.SessionKey(tokenDigest: tokenDigest, container: container, environment: environment)
+        let session = try await lookUpSession(tokenDigest: tokenDigest, container: container, environment: environment)
+        if let session { caches.remember(session, for: key) } else { caches.forgetSession(key) }
+        return session
+    }
+
+    /// The session this token resolved to earlier on this instance, not checked again: only
+    /// `modifyRecords` takes it, and its write statement checks that the token is still live.
+    package func cachedSession(tokenDigest: [UInt8], container: String, environment: Environment) -> Session? {
+        guard let session = caches.session(WriteCaches.SessionKey(tokenDigest: tokenDigest, container: container, environment: environment)),
+              !tokenUse.isDue(session.tokenID) else { return nil }
+        return session
+    }
+
+    private func lookUpSession(tokenDigest: [UInt8], container: String, environment: Environment) async throws -> Session? {
         let recorder = tokenUse
         return try await pool.withConnection { connection in
             typealias Row = (userID: Int64, userRecordName: String, tokenID: String, device: String, databaseID: Int64?)

@@ -25,7 +25,7 @@ extension Store {
         for _ in 0..<4 {
             do {
                 let outcome = try await pool.withConnection { connection -> OptimisticOutcome in
-                    try Self.attemptOptimisticWrite(connection, session: session, zoneName: zoneName, operations: operations,
+                    try self.attemptOptimisticWrite(connection, session: session, zoneName: zoneName, operations: operations,
                                                     atomic: atomic, limits: limits, now: now)
                 }
                 return outcome
@@ -36,31 +36,117 @@ extension Store {
         return .locked
     }
 
-    private static func attemptOptimisticWrite(_ connection: PGConnection, session: Session, zoneName: String,
+    /// The fastest path, for requests that only create records: planned against what earlier
+    /// requests left in `caches` (the session, the zone's id, the schema and its version), without
+    /// reading, then one statement that checks all of it — the token is live, the zone is this
+    /// database's and not deleted, the schema version is the planned one, the database has no
+    /// subscriptions — bumps the zone's sequence under its row lock and inserts the records. A
+    /// failed check or a record that already exists (a retried create, a tombstone) aborts the
+    /// statement whole (40001) and the request takes the full path. nil: not taken.
+    func createWithoutReading(_ session: Session, checkingToken tokenDigest: [UInt8]?, zoneName: String,
+                              operations: [Result<RecordOperation, ItemError>], atomic: Bool, limits: Limits) async throws -> [ModifyResult]? {
+        guard !operations.isEmpty, operations.allSatisfy({ (try? $0.get())?.kind == .create }),
+              let zoneID = caches.zoneID(WriteCaches.ZoneKey(databaseID: session.databaseID, zoneName: zoneName)),
+              let schema = caches.schema(WriteCaches.SchemaKey(container: session.container, environment: session.environment)),
+              Self.deleteSelfTargets(operations).isEmpty, Self.assetCandidates(operations).isEmpty else { return nil }
+        let now = clock.nowMilliseconds()
+        let context = ModifyPlanner.Context(
+            zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
+            baseSequence: 0, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
+        let plan = ModifyPlanner(context: context).plan(operations, existing: [:], schema: schema.types)
+        guard plan.schemaAdditions.isEmpty, plan.results.count == operations.count,
+              plan.results.allSatisfy({ if case .saved = $0 { true } else { false } }) else { return nil }
+        var names: [String] = [], types: [String] = [], fields: [String] = [], expires: [Int64] = []
+        for write in plan.writes {
+            guard case .save(let record, _, let targets, let expiresAt) = write, targets.isEmpty,
+                  !record.fields.values.contains(where: { !$0.assets.isEmpty }) else { return nil }
+            names.append(record.recordName)
+            types.append(record.recordType)
+            fields.append(Record.storedFields(record.fields).serializedString)
+            expires.append(expiresAt ?? Int64.min)
+        }
+        let count = Int64(names.count)
+        var statement: SQL = """
+            WITH z AS (
+                UPDATE zones SET change_seq = change_seq + \(count)
+                WHERE id = \(zoneID) AND database_id = \(session.databaseID) AND NOT deleted
+                  AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID))
+                  AND \(Self.schemaVersion(container: session.container, environment: session.environment)) = \(schema.version)
+            """
+        if let tokenDigest {
+            statement.append("""
+                  AND EXISTS (SELECT 1 FROM device_tokens WHERE token_sha256 = \(tokenDigest) AND token_id = \(session.tokenID) AND revoked_at IS NULL)
+                """)
+        }
+        statement.append("""
+                RETURNING change_seq - \(count) AS base
+            ), saved AS (
+                INSERT INTO records (zone_id, record_name, record_type, fields, change_seq,
+                                     created_at, created_by_device, created_by_user,
+                                     modified_at, modified_by_device, modified_by_user, deleted, expires_at)
+                SELECT \(zoneID), u.n, u.t, u.f::jsonb, z.base + u.ord,
+                       'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
+                       'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
+                       false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
+                FROM z, unnest(\(PGData.textArray(names)), \(PGData.textArray(types)), \(PGData.textArray(fields)),
+                               \(PGData.int64Array(expires))) WITH ORDINALITY AS u(n, t, f, e, ord)
+                ON CONFLICT (zone_id, record_name) DO NOTHING
+                RETURNING 1
+            )
+            SELECT (SELECT base FROM z), nimbus_retry(\(count), (SELECT count(*) FROM saved))
+            """)
+        let base: Int64?
+        do {
+            base = try await pool.withConnection { [statement] connection in
+                try connection.queryFirst(statement) { try $0.int64(0) }
+            }
+        } catch let error as PGError where error.sqlState == PGError.SQLState.serializationFailure {
+            return nil
+        }
+        guard let base else { return nil }
+        // The statement numbered the records in `names` order from base + 1.
+        let sequences = Dictionary(names.enumerated().map { ($1, base + Int64($0) + 1) }, uniquingKeysWith: { first, _ in first })
+        let results = plan.results.map { result -> ModifyResult in
+            guard case .saved(var record, let keys) = result, let sequence = sequences[record.recordName] else { return result }
+            record.changeTag = ChangeTag.make(sequence: sequence)
+            return .saved(record, desiredKeys: keys)
+        }
+        announce([ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zoneID, sequence: base + count)])
+        return results
+    }
+
+    private func attemptOptimisticWrite(_ connection: PGConnection, session: Session, zoneName: String,
                                                operations: [Result<RecordOperation, ItemError>], atomic: Bool, limits: Limits,
                                                now: Int64) throws -> OptimisticOutcome {
         let names = operations.compactMap { try? $0.get().recordName }
         let rows = try connection.query("""
             SELECT z.zone_name, z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted,
                    EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID)),
-                   \(schemaAggregate(container: session.container, environment: session.environment)),
-                   \(unsafeColumns: recordColumns)
+                   \(Self.schemaAggregate(container: session.container, environment: session.environment)),
+                   \(Self.schemaVersion(container: session.container, environment: session.environment)),
+                   \(unsafeColumns: Self.recordColumns)
             FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = ANY(\(PGData.textArray(names)))
             WHERE z.database_id = \(session.databaseID) AND z.zone_name = \(zoneName)
-            """) { row -> (zone: ZoneInfo, hasSubscriptions: Bool, schema: String, record: Record?) in
-            let zone = try decodeZone(row)
-            return (zone, try row.bool(5), try row.string(6), row.isNull(7) ? nil : try decodeRecord(row, zoneName: zone.name, offset: 7))
+            """) { row -> (zone: ZoneInfo, hasSubscriptions: Bool, schema: String, schemaVersion: Int64, record: Record?) in
+            let zone = try Self.decodeZone(row)
+            return (zone, try row.bool(5), try row.string(6), try row.int64(7), row.isNull(8) ? nil : try Self.decodeRecord(row, zoneName: zone.name, offset: 8))
         }
+        let zoneKey = WriteCaches.ZoneKey(databaseID: session.databaseID, zoneName: zoneName)
         guard let first = rows.first, !first.zone.deleted else {
+            caches.forgetZone(zoneKey)
             throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
         }
-        if first.hasSubscriptions { return .locked }
         let zone = first.zone
+        let schema = Self.decodeSchemaAggregate(first.schema)
+        caches.remember(zoneID: zone.id, for: zoneKey)
+        caches.remember(WriteCaches.CachedSchema(version: first.schemaVersion, types: schema),
+                        for: WriteCaches.SchemaKey(container: session.container, environment: session.environment))
+        if first.hasSubscriptions { return .locked }
         let existing = Dictionary(rows.compactMap { $0.record.map { ($0.recordName, $0) } }, uniquingKeysWith: { first, _ in first })
         let context = ModifyPlanner.Context(
             zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
             baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
-        var plan = ModifyPlanner(context: context).plan(operations, existing: existing, schema: decodeSchemaAggregate(first.schema))
+        var plan = ModifyPlanner(context: context).plan(operations, existing: existing, schema: schema)
         let previous = PreviousState(plan, existing: existing, cascaded: [:])
         let plainSaves = plan.writes.allSatisfy { write in
             if case .save(let record, _, let targets, _) = write {
@@ -88,10 +174,10 @@ extension Store {
                 UPDATE zones SET change_seq = change_seq + \(count) WHERE id = \(zone.id) AND NOT deleted
                 RETURNING change_seq - \(count) AS base
             ), saved AS (
-                INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq,
+                INSERT INTO records (zone_id, record_name, record_type, fields, change_seq,
                                      created_at, created_by_device, created_by_user,
                                      modified_at, modified_by_device, modified_by_user, deleted, expires_at)
-                SELECT \(zone.id), u.n, u.t, u.f::jsonb, nimbus_change_tag(z.base + u.ord), z.base + u.ord,
+                SELECT \(zone.id), u.n, u.t, u.f::jsonb, z.base + u.ord,
                        'epoch'::timestamptz + u.c * interval '1 millisecond', u.cd, u.cu,
                        'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
@@ -99,7 +185,7 @@ extension Store {
                                \(PGData.int64Array(created)), \(PGData.textArray(createdBy)), \(PGData.textArray(createdUsers)),
                                \(PGData.int64Array(expires))) WITH ORDINALITY AS u(n, t, f, c, cd, cu, e, ord)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, fields = excluded.fields, change_tag = excluded.change_tag,
+                    record_type = excluded.record_type, fields = excluded.fields,
                     change_seq = excluded.change_seq, created_at = excluded.created_at,
                     created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
                     modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,
@@ -107,11 +193,8 @@ extension Store {
                     -- Only a row unchanged since the read (its sequence at most the one read).
                     WHERE records.change_seq <= \(zone.changeSequence)
                 RETURNING 1
-            ), announce AS (
-                SELECT pg_notify(\(ChangeEvent.channel), \(String(session.databaseID)) || ' r ' || \(String(zone.id)) || ' ' || (z.base + \(count))::text)
-                FROM z
             )
-            SELECT (SELECT base FROM z), nimbus_retry(\(count), (SELECT count(*) FROM saved)), (SELECT count(*) FROM announce)
+            SELECT (SELECT base FROM z), nimbus_retry(\(count), (SELECT count(*) FROM saved))
             """) { try $0.int64(0) }
         guard let base else { throw PGError(.server, "the zone changed", sqlState: PGError.SQLState.serializationFailure) }
 

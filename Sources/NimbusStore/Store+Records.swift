@@ -6,7 +6,7 @@ import NimbusSupport
 extension Store {
     /// Columns every record read selects, in `decodeRecord` order.
     static let recordColumns: StaticString = """
-        r.record_name, r.record_type, r.fields, r.change_tag, \
+        r.record_name, r.record_type, r.fields, r.change_seq, \
         (extract(epoch FROM r.created_at) * 1000)::int8, r.created_by_user, r.created_by_device, \
         (extract(epoch FROM r.modified_at) * 1000)::int8, r.modified_by_user, r.modified_by_device, r.deleted
         """
@@ -21,7 +21,7 @@ extension Store {
         }
         return Record(
             recordName: try row.string(offset), recordType: try row.string(offset + 1), fields: fields,
-            changeTag: try row.string(offset + 3),
+            changeTag: ChangeTag.make(sequence: try row.int64(offset + 3)),
             created: RecordStamp(timestamp: try row.int64(offset + 4), userRecordName: try row.string(offset + 5), deviceID: try row.string(offset + 6)),
             modified: RecordStamp(timestamp: try row.int64(offset + 7), userRecordName: try row.string(offset + 8), deviceID: try row.string(offset + 9)),
             deleted: try row.bool(offset + 10), zoneName: zoneName)
@@ -38,11 +38,25 @@ extension Store {
 
     /// `records/modify` in one transaction: the zone's row lock orders it against every other
     /// writer of the zone, so the sequence numbers it assigns follow commit order.
+    ///
+    /// `unverifiedTokenDigest`: the session came from `cachedSession` for this token, unchecked;
+    /// the write checks the token itself, or it is looked up again before anything else.
     package func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
-                               atomic: Bool, limits: Limits) async throws -> [ModifyResult] {
+                               atomic: Bool, limits: Limits, unverifiedTokenDigest: [UInt8]? = nil) async throws -> [ModifyResult] {
+        if let results = try await createWithoutReading(session, checkingToken: unverifiedTokenDigest, zoneName: zoneName,
+                                                        operations: operations, atomic: atomic, limits: limits) {
+            return results
+        }
+        var session = session
+        if let digest = unverifiedTokenDigest {
+            guard let verified = try await self.session(tokenDigest: digest, container: session.container, environment: session.environment) else {
+                throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+            }
+            session = verified
+        }
         if case .done(let results, let event) = try await modifyOptimistically(session, zoneName: zoneName, operations: operations,
                                                                                 atomic: atomic, limits: limits) {
-            if let event { hub.publish(event) }
+            if let event { announce([event]) }
             return results
         }
         return try await modifyRecords(session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits, onlyWhere: nil)
@@ -151,7 +165,7 @@ extension Store {
             }
             guard plan.hasWrites else { return (plan.results, []) }
             var events = [ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zone.id, sequence: plan.lastSequence)]
-            try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now, event: events[0],
+            try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now,
                            previous: PreviousState(plan, existing: existing, cascaded: cascaded))
             // Notifications commit with the change that fires them, or not at all.
             if locked?.hasSubscriptions == true {
@@ -174,8 +188,8 @@ extension Store {
             }
             return (plan.results, events)
         }
-        // Committed: wake this instance's waiters now (the NOTIFY reaches the others).
-        for event in events { hub.publish(event) }
+        // Committed: wake this instance's waiters now, and the other instances' through NOTIFY.
+        announce(events)
         return results
     }
 
@@ -206,11 +220,8 @@ extension Store {
             ), spent AS (
                 DELETE FROM subscriptions WHERE database_id = \(session.databaseID) AND subscription_id = ANY(\(PGData.textArray(spent)))
                 RETURNING 1
-            ), announce AS (
-                SELECT pg_notify(\(ChangeEvent.channel), \(session.databaseID)::text || ' n 0 ' || position.notification_seq::text)
-                FROM position
             )
-            SELECT position.notification_seq, (SELECT count(*) FROM written), (SELECT count(*) FROM spent), (SELECT count(*) FROM announce)
+            SELECT position.notification_seq, (SELECT count(*) FROM written), (SELECT count(*) FROM spent)
             FROM position
             """) { try $0.int64(0) }
         return newest ?? 0
@@ -296,11 +307,11 @@ extension Store {
     }
 
     private static func write(_ plan: ModifyPlan, connection: PGConnection, zoneID: Int64, session: Session, now: Int64,
-                              event: ChangeEvent, previous: PreviousState) throws {
-        var saveNames: [String] = [], saveTypes: [String] = [], saveFields: [String] = [], saveTags: [String] = []
+                              previous: PreviousState) throws {
+        var saveNames: [String] = [], saveTypes: [String] = [], saveFields: [String] = []
         var saveSequences: [Int64] = [], saveCreated: [Int64] = [], saveCreatedBy: [String] = [], saveCreatedUsers: [String] = []
         var saveExpires: [Int64] = []
-        var deleteNames: [String] = [], deleteSequences: [Int64] = [], deleteTags: [String] = []
+        var deleteNames: [String] = [], deleteSequences: [Int64] = []
         var edgeTargets: [String] = [], edgeSources: [String] = []
         var assetRecords: [String] = [], assetChecksums: [String] = [], assetSizes: [Int64] = []
         var touched: [String] = []
@@ -310,7 +321,6 @@ extension Store {
                 saveNames.append(record.recordName)
                 saveTypes.append(record.recordType)
                 saveFields.append(Record.storedFields(record.fields).serializedString)
-                saveTags.append(record.changeTag)
                 saveSequences.append(sequence)
                 saveCreated.append(record.created.timestamp)
                 saveCreatedBy.append(record.created.deviceID)
@@ -329,7 +339,6 @@ extension Store {
             case .delete(let name, _, let sequence):
                 deleteNames.append(name)
                 deleteSequences.append(sequence)
-                deleteTags.append(ChangeTag.make(sequence: sequence))
                 touched.append(name)
             }
         }
@@ -339,19 +348,19 @@ extension Store {
         var parts: [(name: String, sql: SQL)] = []
         if !saveNames.isEmpty {
             parts.append(("saved", """
-                INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq,
+                INSERT INTO records (zone_id, record_name, record_type, fields, change_seq,
                                      created_at, created_by_device, created_by_user,
                                      modified_at, modified_by_device, modified_by_user, deleted, expires_at)
-                SELECT \(zoneID), u.n, u.t, u.f::jsonb, u.tag, u.seq,
+                SELECT \(zoneID), u.n, u.t, u.f::jsonb, u.seq,
                        'epoch'::timestamptz + u.c * interval '1 millisecond', u.cd, u.cu,
                        'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
                 FROM unnest(\(PGData.textArray(saveNames)), \(PGData.textArray(saveTypes)), \(PGData.textArray(saveFields)),
-                            \(PGData.textArray(saveTags)), \(PGData.int64Array(saveSequences)), \(PGData.int64Array(saveCreated)),
+                            \(PGData.int64Array(saveSequences)), \(PGData.int64Array(saveCreated)),
                             \(PGData.textArray(saveCreatedBy)), \(PGData.textArray(saveCreatedUsers)), \(PGData.int64Array(saveExpires)))
-                     AS u(n, t, f, tag, seq, c, cd, cu, e)
+                     AS u(n, t, f, seq, c, cd, cu, e)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, fields = excluded.fields, change_tag = excluded.change_tag,
+                    record_type = excluded.record_type, fields = excluded.fields,
                     change_seq = excluded.change_seq, created_at = excluded.created_at,
                     created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
                     modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,
@@ -361,11 +370,10 @@ extension Store {
         }
         if !deleteNames.isEmpty {
             parts.append(("tombstones", """
-                UPDATE records r SET deleted = true, fields = '{}'::jsonb, change_tag = u.tag, change_seq = u.seq,
+                UPDATE records r SET deleted = true, fields = '{}'::jsonb, change_seq = u.seq,
                     modified_at = 'epoch'::timestamptz + \(now) * interval '1 millisecond',
                     modified_by_device = \(session.deviceID), modified_by_user = \(session.userRecordName), expires_at = NULL
-                FROM unnest(\(PGData.textArray(deleteNames)), \(PGData.int64Array(deleteSequences)), \(PGData.textArray(deleteTags)))
-                     AS u(n, seq, tag)
+                FROM unnest(\(PGData.textArray(deleteNames)), \(PGData.int64Array(deleteSequences))) AS u(n, seq)
                 WHERE r.zone_id = \(zoneID) AND r.record_name = u.n
                 RETURNING 1
                 """))
@@ -411,8 +419,6 @@ extension Store {
                 RETURNING 1
                 """))
         }
-        // Delivered at commit, to every instance's LISTEN connection.
-        parts.append(("announce", "SELECT pg_notify(\(ChangeEvent.channel), \(event.payload))"))
         var statement: SQL = "WITH "
         for (index, part) in parts.enumerated() {
             statement.append(index == 0 ? "" : ", ")
@@ -422,7 +428,7 @@ extension Store {
             statement.append(")")
         }
         // Data-modifying parts run whether or not they are read; the SELECT parts must be read.
-        statement.append(" SELECT (SELECT count(*) FROM announce)")
+        statement.append(" SELECT (SELECT count(*) FROM sequence)")
         if parts.contains(where: { $0.name == "asset_refs" }) { statement.append(", (SELECT count(*) FROM asset_refs)") }
         try connection.run(statement)
     }

@@ -18,6 +18,13 @@ extension Store {
         """
     }
 
+    /// A scalar subquery giving the version of the container's schema (0 before it has any type).
+    static func schemaVersion(container: String, environment: Environment) -> SQL {
+        """
+        COALESCE((SELECT v.version FROM schema_versions v WHERE v.container = \(container) AND v.environment = \(environment.rawValue)), 0)
+        """
+    }
+
     static func decodeSchemaAggregate(_ text: String) -> [String: RecordTypeSchema] {
         guard case .array(let rows)? = try? JSONValue.parse(text) else { return [:] }
         var schema: [String: RecordTypeSchema] = [:]

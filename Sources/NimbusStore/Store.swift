@@ -12,12 +12,30 @@ package final class Store: Sendable {
     let tokenUse = TokenUseRecorder()
     /// Parked long-poll requests, woken by local commits and by NOTIFY from other instances.
     package let hub: ChangeHub
+    /// Tells the other instances about committed changes (NOTIFY after the commit).
+    let announcer: Announcer
+    /// What the write fast path takes on trust and checks inside its one statement.
+    let caches = WriteCaches()
 
     init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub) {
         self.pool = pool
         self.signer = signer
         self.clock = clock
         self.hub = hub
+        self.announcer = Announcer(pool: pool)
+    }
+
+    /// Committed changes: wakes this instance's parked requests now and the other instances'
+    /// through NOTIFY, sent after the commit (see `Announcer`).
+    func announce(_ events: [ChangeEvent]) {
+        for event in events { hub.publish(event) }
+        announcer.announce(events)
+    }
+
+    /// Waits until every change announced so far has been sent to the other instances (before a
+    /// command-line tool exits or the server closes its pool).
+    package func flushAnnouncements() async {
+        await announcer.flush()
     }
 
     /// Opens the store: loads the server secret, creating it at first start.

@@ -64,6 +64,8 @@ enum PruneCommands {
             FileHandle.standardError.write(Data("error: another prune holds the lock\n".utf8))
             return 1
         }
+        // Running servers learn of the deletions through NOTIFY, sent after each batch commits.
+        await store.flushAnnouncements()
         let verb = options.dryRun ? "would delete" : "deleted"
         if report.counts.isEmpty { print("no records or tombstones to prune") }
         for count in report.counts {

@@ -137,6 +137,7 @@ enum ServeCommand {
         pruner?.cancel()
         store.hub.close()
         await server.shutdown()
+        await store.flushAnnouncements()
         listener.stop()
         pool.close()
         database.close()

@@ -189,11 +189,11 @@ import Testing
             let zoneID = zone.id
             try await fixture.run { connection in
                 try connection.run("""
-                    INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq, created_by_device, modified_by_device)
+                    INSERT INTO records (zone_id, record_name, record_type, fields, change_seq, created_by_device, modified_by_device)
                     SELECT \(zoneID), 'evt-' || g, CASE WHEN g % 10 = 0 THEN 'LockedAppList' ELSE 'BlockedAppEvent' END,
                            jsonb_build_object('timestamp', jsonb_build_object('type', 'TIMESTAMP', 'value', 1795000000000 + g),
                                               'updatedAt', jsonb_build_object('type', 'TIMESTAMP', 'value', 1795000000000 + g)),
-                           g::text, g, 'mac', 'mac'
+                           g, 'mac', 'mac'
                     FROM generate_series(1, 30000) g
                     """)
                 try connection.run("ANALYZE records")

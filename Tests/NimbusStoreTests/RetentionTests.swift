@@ -374,13 +374,13 @@ import Testing
                 // Names ev-NNNNNN-a (expired) and ev-NNNNNN-b (live, every 10th) interleave.
                 try connection.run("""
                     WITH z AS (UPDATE zones SET change_seq = change_seq + \(Int64(expired + live)) WHERE id = \(zoneID) RETURNING change_seq)
-                    INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq, created_at, created_by_device,
+                    INSERT INTO records (zone_id, record_name, record_type, fields, change_seq, created_at, created_by_device,
                                          created_by_user, modified_at, modified_by_device, modified_by_user, deleted, expires_at)
                     SELECT \(zoneID), 'ev-' || lpad(g::text, 6, '0') || '-a', 'BlockedAppEvent',
                            jsonb_build_object('appName', jsonb_build_object('type', 'STRING', 'value', 'Safari'),
                                               'timestamp', jsonb_build_object('type', 'TIMESTAMP', 'value',
                                                   (extract(epoch FROM now() - interval '31 days') * 1000)::int8)),
-                           g::text, z.change_seq - \(Int64(expired + live)) + g, now() - interval '31 days', 'mac', \(user),
+                           z.change_seq - \(Int64(expired + live)) + g, now() - interval '31 days', 'mac', \(user),
                            now() - interval '31 days', 'mac', \(user), false, now() - interval '1 day'
                     FROM z, generate_series(1, \(Int64(expired))) g
                     UNION ALL
@@ -388,7 +388,7 @@ import Testing
                            jsonb_build_object('appName', jsonb_build_object('type', 'STRING', 'value', 'Mail'),
                                               'timestamp', jsonb_build_object('type', 'TIMESTAMP', 'value',
                                                   (extract(epoch FROM now() - interval '1 day') * 1000)::int8)),
-                           g::text, z.change_seq - \(Int64(live)) + g, now() - interval '1 day', 'mac', \(user),
+                           z.change_seq - \(Int64(live)) + g, now() - interval '1 day', 'mac', \(user),
                            now() - interval '1 day', 'mac', \(user), false, now() + interval '29 days'
                     FROM z, generate_series(1, \(Int64(live))) g
                     """)
@@ -626,12 +626,12 @@ import Testing
             let zoneID = zone.id, rows: Int64 = 200_000
             try await fixture.run { connection in
                 try connection.run("""
-                    INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq, created_at, created_by_device,
+                    INSERT INTO records (zone_id, record_name, record_type, fields, change_seq, created_at, created_by_device,
                                          modified_at, modified_by_device, deleted, expires_at)
                     SELECT \(zoneID), 'ev-' || g, 'BlockedAppEvent',
                            jsonb_build_object('timestamp', jsonb_build_object('type', 'TIMESTAMP', 'value',
                                (extract(epoch FROM now() - interval '1 day') * 1000)::int8)),
-                           g::text, g, now() - interval '1 day', 'mac', now() - interval '1 day', 'mac', false, now() + interval '29 days'
+                           g, now() - interval '1 day', 'mac', now() - interval '1 day', 'mac', false, now() + interval '29 days'
                     FROM generate_series(1, \(rows)) g
                     """)
                 try connection.run("UPDATE zones SET change_seq = \(rows) WHERE id = \(zoneID)")
@@ -761,7 +761,7 @@ import Testing
     static func snapshot(_ fixture: StoreFixture) async throws -> [String] {
         try await fixture.run { connection in
             let records = try connection.query("""
-                SELECT record_name || ' ' || record_type || ' ' || change_tag || ' ' || deleted || ' ' || change_seq || ' '
+                SELECT record_name || ' ' || record_type || ' ' || deleted || ' ' || change_seq || ' '
                        || COALESCE(expires_at::text, '-') || ' ' || modified_by_device FROM records ORDER BY zone_id, record_name
                 """) { try $0.string(0) }
             let zones = try connection.query("""

@@ -808,11 +808,11 @@ insert_expired_events() {
   local zone=$1 count=$2 timestamp=$3 prefix=${4:-bulk}
   psql_db "
     WITH z AS (UPDATE zones SET change_seq = change_seq + $count WHERE zone_name = '$zone' RETURNING id, change_seq)
-    INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq, created_at, created_by_device,
+    INSERT INTO records (zone_id, record_name, record_type, fields, change_seq, created_at, created_by_device,
                          created_by_user, modified_at, modified_by_device, modified_by_user, deleted, expires_at)
     SELECT z.id, '$prefix-' || lpad(g::text, 6, '0'), 'BlockedAppEvent',
            jsonb_build_object('timestamp', jsonb_build_object('type', 'TIMESTAMP', 'value', $timestamp::int8)),
-           g::text, z.change_seq - $count + g, now() - interval '31 days', 'mac', '', now() - interval '31 days', 'mac', '',
+           z.change_seq - $count + g, now() - interval '31 days', 'mac', '', now() - interval '31 days', 'mac', '',
            false, now() - interval '1 day'
     FROM z, generate_series(1, $count) g" >/dev/null
 }
