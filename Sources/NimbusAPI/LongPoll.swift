@@ -10,7 +10,7 @@ import Synchronization
 /// proxies from cutting it, a relevant change makes it re-read and answer, the deadline (or
 /// shutdown) answers it empty, and a client that goes away frees its entry at once.
 final class LongPoll: ParkedRequest, Sendable {
-    typealias Reread = @Sendable () async throws -> JSONValue?
+    typealias Reread = @Sendable () async throws -> [UInt8]?
 
     private enum Phase { case waiting, reading, finished }
 
@@ -25,12 +25,12 @@ final class LongPoll: ParkedRequest, Sendable {
     private let hub: ChangeHub
     private let isRelevant: @Sendable (ChangeEvent) -> Bool
     private let reread: Reread
-    private let emptyAnswer: JSONValue
+    private let emptyAnswer: [UInt8]
     private let onFinish: @Sendable () -> Void
     private let state = Mutex(State())
     private let logger = Logger(subsystem: "longpoll")
 
-    init(writer: HTTPResponseWriter, hub: ChangeHub, emptyAnswer: JSONValue, onFinish: @escaping @Sendable () -> Void,
+    init(writer: HTTPResponseWriter, hub: ChangeHub, emptyAnswer: [UInt8], onFinish: @escaping @Sendable () -> Void,
          isRelevant: @escaping @Sendable (ChangeEvent) -> Bool, reread: @escaping Reread) {
         self.writer = writer
         self.hub = hub
@@ -114,7 +114,7 @@ final class LongPoll: ParkedRequest, Sendable {
         if let ticket { hub.remove(ticket) }
     }
 
-    private func finish(_ answer: JSONValue) {
+    private func finish(_ answer: [UInt8]) {
         let ticket = state.withLock { state -> ChangeHub.Ticket?? in
             guard state.phase != .finished else { return nil }
             state.phase = .finished
@@ -122,7 +122,7 @@ final class LongPoll: ParkedRequest, Sendable {
         }
         guard let ticket else { return }
         if let ticket { hub.remove(ticket) }
-        writer.writeChunk(answer.serialized())
+        writer.writeChunk(answer)
         writer.finishStreaming()
         onFinish()
     }

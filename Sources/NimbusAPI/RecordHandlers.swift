@@ -126,29 +126,51 @@ struct RecordHandlers: Sendable {
             types = parsed
         }
         let store = store, session = context.session, keys = desiredKeys, recordTypes = types, renderer = context.renderer(store: store)
-        @Sendable func answer(_ changes: RecordChanges) -> JSONValue {
-            .object([
-                "zoneID": Wire.zoneID(zoneName),
-                "records": .array(changes.records.map { $0.deleted ? $0.tombstoneJSON : renderer.render($0, desiredKeys: keys) }),
-                "syncToken": .string(changes.token),
-                "moreComing": .bool(changes.moreComing),
-            ])
+        // Records whose stored fields are the wire form are spliced in as stored, unparsed.
+        let passThrough = keys == nil
+        @Sendable func answer(_ changes: RecordChanges) -> [UInt8] {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(256 + changes.records.count * 400)
+            bytes.append(contentsOf: #"{"zoneID":"#.utf8)
+            Wire.zoneID(zoneName).write(to: &bytes)
+            bytes.append(contentsOf: #","records":["#.utf8)
+            for (index, record) in changes.records.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                if record.deleted {
+                    record.tombstoneJSON.write(to: &bytes)
+                } else if let stored = changes.storedFields[record.recordName] {
+                    // The record without fields ends with "}": replace it with the stored fields.
+                    JSONValue.object(record.jsonWithoutFields).write(to: &bytes)
+                    bytes.removeLast()
+                    bytes.append(contentsOf: #","fields":"#.utf8)
+                    bytes.append(contentsOf: stored)
+                    bytes.append(UInt8(ascii: "}"))
+                } else {
+                    renderer.render(record, desiredKeys: keys).write(to: &bytes)
+                }
+            }
+            bytes.append(contentsOf: #"],"syncToken":"#.utf8)
+            JSONValue.string(changes.token).write(to: &bytes)
+            bytes.append(contentsOf: changes.moreComing ? #","moreComing":true}"#.utf8 : #","moreComing":false}"#.utf8)
+            return bytes
         }
-        let first = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types)
+        let first = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types,
+                                                  passThroughFields: passThrough)
         if !first.records.isEmpty || wait == 0 {
-            return Wire.json(answer(first))
+            return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: answer(first))
         }
         // Nothing newer than the token: park until a change of this zone commits or the wait ends.
         // The empty answer repeats the request's token exactly (the zone's token without one).
         let empty = JSONValue.object(["zoneID": Wire.zoneID(zoneName), "records": .array([]),
                                       "syncToken": .string(token ?? first.token), "moreComing": .bool(false)])
         let zoneID = first.zone.id, seen = first.zone.changeSequence
-        let poll = LongPoll(writer: context.answering.writer, hub: store.hub, emptyAnswer: empty, onFinish: context.answering.answered,
+        let poll = LongPoll(writer: context.answering.writer, hub: store.hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { event in
                                 (event.kind == .records && event.zoneID == zoneID && event.sequence > seen) || event.kind == .zones
                             },
                             reread: {
-                                let changes = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: recordTypes)
+                                let changes = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
+                                                                            desiredRecordTypes: recordTypes, passThroughFields: passThrough)
                                 return changes.records.isEmpty ? nil : answer(changes)
                             })
         try poll.start(databaseID: session.databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,

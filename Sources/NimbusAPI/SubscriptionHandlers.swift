@@ -160,11 +160,11 @@ struct WebcourierRoute: Sendable {
         let empty = JSONValue.object(["notifications": .array([]),
                                       "cursor": .string(sinceText.flatMap { $0.isEmpty ? nil : $0 } ?? store.cursor(databaseID: databaseID, sequence: position)),
                                       "moreComing": .bool(false)])
-        let poll = LongPoll(writer: answering.writer, hub: store.hub, emptyAnswer: empty, onFinish: answering.answered,
+        let poll = LongPoll(writer: answering.writer, hub: store.hub, emptyAnswer: empty.serialized(), onFinish: answering.answered,
                             isRelevant: { $0.kind == .notifications && $0.sequence > position },
                             reread: {
                                 let page = try await store.notifications(session, after: position, limit: limit)
-                                return page.notifications.isEmpty ? nil : answer(page)
+                                return page.notifications.isEmpty ? nil : answer(page).serialized()
                             })
         try poll.start(databaseID: databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,
                        heartbeatSeconds: limits.heartbeatSeconds)

@@ -101,11 +101,11 @@ struct ZoneHandlers: Sendable {
             return Wire.json(answer(first))
         }
         let empty = JSONValue.object(["zones": .array([]), "syncToken": .string(token ?? first.token), "moreComing": .bool(false)])
-        let poll = LongPoll(writer: context.answering.writer, hub: store.hub, emptyAnswer: empty, onFinish: context.answering.answered,
+        let poll = LongPoll(writer: context.answering.writer, hub: store.hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { $0.kind == .records || $0.kind == .zones },
                             reread: {
                                 let changes = try await store.zoneChanges(session, token: token, limit: limit)
-                                return changes.zones.isEmpty ? nil : answer(changes)
+                                return changes.zones.isEmpty ? nil : answer(changes).serialized()
                             })
         try poll.start(databaseID: session.databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,
                        heartbeatSeconds: limits.heartbeatSeconds)

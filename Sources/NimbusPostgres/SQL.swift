@@ -30,15 +30,32 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
         preparable = preparable && other.preparable
     }
 
-    /// The text with `$n` shifted by `offset`. Replaces from the highest index down so that "$1"
-    /// does not clobber "$10".
+    /// The text with every placeholder `$1`…`$<count>` shifted by `offset`, in one pass over the
+    /// bytes (whole placeholders only: the digits after a `$` are read as one number).
     fileprivate func text(renumberedFrom offset: Int) -> String {
         guard offset > 0, !parameters.isEmpty else { return text }
-        var renumbered = text
-        for index in stride(from: parameters.count, through: 1, by: -1) {
-            renumbered = renumbered.replacingPlaceholder(index, with: index + offset)
+        var output: [UInt8] = []
+        var source = text
+        source.withUTF8 { bytes in
+            output.reserveCapacity(bytes.count + parameters.count * 2)
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                index += 1
+                output.append(byte)
+                guard byte == UInt8(ascii: "$") else { continue }
+                var number = 0, end = index
+                while end < bytes.count, bytes[end] >= UInt8(ascii: "0"), bytes[end] <= UInt8(ascii: "9"), number <= parameters.count {
+                    number = number * 10 + Int(bytes[end] - UInt8(ascii: "0"))
+                    end += 1
+                }
+                guard end > index, end == bytes.count || !(bytes[end] >= UInt8(ascii: "0") && bytes[end] <= UInt8(ascii: "9")),
+                      (1...parameters.count).contains(number) else { continue }
+                output.append(contentsOf: String(number + offset).utf8)
+                index = end
+            }
         }
-        return renumbered
+        return String(decoding: output, as: UTF8.self)
     }
 
     package struct StringInterpolation: StringInterpolationProtocol {
@@ -85,24 +102,6 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
 }
 
 extension String {
-    fileprivate func replacingPlaceholder(_ index: Int, with newIndex: Int) -> String {
-        var result = ""
-        var rest = Substring(self)
-        let token = "$\(index)"
-        while let range = rest.range(of: token) {
-            let after = rest[range.upperBound...]
-            // Only a whole placeholder: "$1" but not the "$1" prefix of "$12".
-            if let next = after.first, next.isASCII, next.isNumber {
-                result += rest[..<range.upperBound]
-                rest = after
-                continue
-            }
-            result += rest[..<range.lowerBound] + "$\(newIndex)"
-            rest = after
-        }
-        return result + rest
-    }
-
     fileprivate func replacingAll(_ target: String, with replacement: String) -> String {
         split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
     }

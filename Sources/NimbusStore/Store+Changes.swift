@@ -8,6 +8,10 @@ package struct RecordChanges: Sendable {
     package var token: String
     package var moreComing: Bool
     package var zone: ZoneInfo
+    /// With `passThroughFields`: the wire form of the fields of records whose stored fields could
+    /// be sent as stored (`WireFields`; not records with references, locations or assets), by
+    /// record name. Those records' `fields` are left empty: their JSON was never parsed.
+    package var storedFields: [String: [UInt8]] = [:]
 }
 
 extension Store {
@@ -18,7 +22,7 @@ extension Store {
     /// sequences under the zone's row lock and hold it until commit), so no change at or below
     /// the returned token can appear later.
     package func recordChanges(_ session: Session, zoneName: String, token text: String?, limit: Int,
-                               desiredRecordTypes: Set<String>?) async throws -> RecordChanges {
+                               desiredRecordTypes: Set<String>?, passThroughFields: Bool = false) async throws -> RecordChanges {
         var since: Int64 = 0
         var tokenZoneID: Int64?
         if let text {
@@ -46,11 +50,14 @@ extension Store {
                     LIMIT \(Int64(limit + 1))
                 ) r ON true
                 ORDER BY r.change_seq
-                """) { row -> (zone: ZoneInfo, sequence: Int64?, record: Record?) in
+                """) { row -> (zone: ZoneInfo, sequence: Int64?, record: Record?, storedFields: [UInt8]?) in
                 let zone = ZoneInfo(name: zoneName, id: try row.int64(0), changeSequence: try row.int64(1),
                                     horizon: try row.int64(2), deleted: try row.bool(3))
-                guard !row.isNull(4) else { return (zone, nil, nil) }
-                return (zone, try row.int64(4), try Self.decodeRecord(row, zoneName: zoneName, offset: 5))
+                guard !row.isNull(4) else { return (zone, nil, nil, nil) }
+                if passThroughFields, let wire = WireFields.fromStored(try row.jsonb(7)) {
+                    return (zone, try row.int64(4), try Self.decodeRecord(row, zoneName: zoneName, offset: 5, keepingFieldsAsStored: true), wire)
+                }
+                return (zone, try row.int64(4), try Self.decodeRecord(row, zoneName: zoneName, offset: 5), nil)
             }
         }
         guard let zone = rows.first?.zone, !zone.deleted else {
@@ -64,12 +71,16 @@ extension Store {
                 throw SyncError(.changeTokenExpired, "The syncToken is older than the zone's retention horizon; fetch again without a token.")
             }
         }
+        var storedFields: [String: [UInt8]] = [:]
+        for row in rows {
+            if let stored = row.storedFields, let name = row.record?.recordName { storedFields[name] = stored }
+        }
         var changes = rows.compactMap { row in row.record.map { (row.sequence ?? 0, $0) } }
         let moreComing = changes.count > limit
         if moreComing { changes.removeLast(changes.count - limit) }
         let position = moreComing ? (changes.last?.0 ?? since) : zone.changeSequence
         let token = signer.encode(ZoneChangeToken(databaseID: session.databaseID, zoneID: zone.id, sequence: max(position, since)),
                                   zoneName: zoneName)
-        return RecordChanges(records: changes.map { $0.1 }, token: token, moreComing: moreComing, zone: zone)
+        return RecordChanges(records: changes.map { $0.1 }, token: token, moreComing: moreComing, zone: zone, storedFields: storedFields)
     }
 }

@@ -11,13 +11,16 @@ extension Store {
         (extract(epoch FROM r.modified_at) * 1000)::int8, r.modified_by_user, r.modified_by_device, r.deleted
         """
 
-    static func decodeRecord(_ row: PGRow, zoneName: String, offset: Int = 0) throws -> Record {
-        let fieldsText = try row.jsonb(offset + 2)
-        let fields: [String: FieldValue]
-        do {
-            fields = try Record.fields(fromStored: try JSONValue.parse(fieldsText))
-        } catch {
-            throw PGError(.decoding, "stored fields of \(try row.string(offset)) are unreadable: \(error)")
+    /// `keepingFieldsAsStored`: the caller sends the stored fields as they are; the record's
+    /// `fields` stay empty and are not parsed.
+    static func decodeRecord(_ row: PGRow, zoneName: String, offset: Int = 0, keepingFieldsAsStored: Bool = false) throws -> Record {
+        var fields: [String: FieldValue] = [:]
+        if !keepingFieldsAsStored {
+            do {
+                fields = try Record.fields(fromStored: try JSONValue.parse(try row.jsonb(offset + 2)))
+            } catch {
+                throw PGError(.decoding, "stored fields of \(try row.string(offset)) are unreadable: \(error)")
+            }
         }
         return Record(
             recordName: try row.string(offset), recordType: try row.string(offset + 1), fields: fields,

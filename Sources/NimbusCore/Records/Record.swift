@@ -41,10 +41,6 @@ package struct Record: Sendable, Hashable {
 
     /// The record dictionary of API.md; `desiredKeys` limits the fields (nil: all).
     package func json(desiredKeys: Set<String>? = nil) -> JSONValue {
-        var object: JSONObject = [:]
-        object["recordName"] = .string(recordName)
-        object["recordType"] = .string(recordType)
-        object["recordChangeTag"] = .string(changeTag)
         var fieldsObject = JSONObject()
         for name in fields.keys.sorted() {
             if let desiredKeys, !desiredKeys.contains(name) { continue }
@@ -52,15 +48,25 @@ package struct Record: Sendable, Hashable {
                 fieldsObject[name] = .object(["value": value.json, "type": .string(value.type.name)])
             }
         }
+        var object = jsonWithoutFields
         object["fields"] = .object(fieldsObject)
+        return .object(object)
+    }
+
+    /// The record dictionary without its `fields` member (for writers that add stored fields as
+    /// they are).
+    package var jsonWithoutFields: JSONObject {
+        var object: JSONObject = [:]
+        object["recordName"] = .string(recordName)
+        object["recordType"] = .string(recordType)
+        object["recordChangeTag"] = .string(changeTag)
         object["created"] = created.json
         object["modified"] = modified.json
         object["deleted"] = .bool(deleted)
         object["zoneID"] = .object(["zoneName": .string(zoneName)])
-        return .object(object)
+        return object
     }
 
-    /// The record with download URLs filled in for its asset fields.
     package func withDownloadURLs(_ url: (AssetValue) -> String) -> Record {
         var copy = self
         for (name, value) in fields where !value.assets.isEmpty {
