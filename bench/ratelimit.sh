@@ -27,6 +27,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BENCH_NAME=ratelimit
 source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, ...
+unset NIMBUS_REQUESTS_PER_SECOND_PER_TOKEN  # lib.sh turns the limit off for throughput benches
 
 SECS=${BENCH_SECONDS:-10}
 VICTIM_RATE=${BENCH_VICTIM_RATE:-20}
