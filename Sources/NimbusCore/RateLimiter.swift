@@ -61,7 +61,9 @@ package final class RateLimiter: Sendable {
         self.requestsPerSecond = requestsPerSecond
         self.burst = max(burst, 1)
         interval = requestsPerSecond > 0 ? 1_000_000_000 / UInt64(requestsPerSecond) : 0
-        tolerance = interval * UInt64(max(burst, 1))
+        // Saturated: an absurd burst must not overflow (2^62 ns is over a century).
+        let (product, overflow) = interval.multipliedReportingOverflow(by: UInt64(max(burst, 1)))
+        tolerance = overflow ? 1 << 62 : min(product, 1 << 62)
         shards = (0..<max(shardCount, 1)).map { _ in Shard() }
         self.maxEntriesPerShard = max(maxEntriesPerShard, 1)
         self.clock = clock

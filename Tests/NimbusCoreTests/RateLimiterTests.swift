@@ -84,6 +84,18 @@ final class ManualClock: Sendable {
         #expect(RateLimiter.Decision.allowed.retryAfterSeconds == nil)
     }
 
+    @Test func extremeSettingsNeitherOverflowNorBlock() {
+        let clock = ManualClock()
+        let huge = RateLimiter(requestsPerSecond: 1, burst: Int.max, clock: clock.read)
+        #expect(allowedCount(huge, alice, attempts: 1000) == 1000)
+        let fast = RateLimiter(requestsPerSecond: Int.max, burst: 1, clock: clock.read)
+        #expect(allowedCount(fast, alice, attempts: 1000) == 1000)
+        let negative = RateLimiter(requestsPerSecond: -5, burst: -5, clock: clock.read)
+        #expect(!negative.isEnabled)
+        let zeroBurst = RateLimiter(requestsPerSecond: 1, burst: 0, clock: clock.read)
+        #expect(allowedCount(zeroBurst, alice, attempts: 3) == 1)
+    }
+
     @Test func aZeroRateTurnsTheLimitOff() {
         let limiter = RateLimiter(requestsPerSecond: 0, burst: 1)
         #expect(!limiter.isEnabled)
