@@ -23,3 +23,8 @@ proc_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk -v all="${2:-}" 
 machine_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
 admin() { "$NIMBUS_BIN" "$@" --database-url "$DB_URL"; }
 checkpoint() { psql -d postgres -c CHECKPOINT >/dev/null; }
+
+# The throughput benchmarks drive one device token far beyond any real device's rate; the per-token
+# limit (requestsPerSecondPerToken) is off for the servers they start unless set here explicitly.
+# bench/ratelimit.sh, which measures that limit, unsets this.
+export NIMBUS_REQUESTS_PER_SECOND_PER_TOKEN=${NIMBUS_REQUESTS_PER_SECOND_PER_TOKEN:-0}

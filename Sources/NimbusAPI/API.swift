@@ -10,6 +10,8 @@ package final class API: Sendable {
     package let store: Store
     package let limits: Limits
     package let metrics: Metrics
+    /// Per-token request limit (`requestsPerSecondPerToken`, `requestBurstPerToken`).
+    package let rateLimiter: RateLimiter
     let logger = Logger(subsystem: "api")
     private let router: HTTPRouter
 
@@ -17,11 +19,14 @@ package final class API: Sendable {
         self.store = store
         self.limits = limits
         self.metrics = metrics
+        let limiter = RateLimiter(requestsPerSecond: limits.requestsPerSecondPerToken, burst: limits.requestBurstPerToken)
+        rateLimiter = limiter
+        let builder = RouteBuilder(metrics: metrics, limiter: limiter)
         var router = HTTPRouter()
-        SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: Self.routeBuilder(metrics))
-        DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: Self.routeBuilder(metrics))
-        WebcourierRoute(store: store, limits: limits).register(in: &router, api: Self.routeBuilder(metrics))
-        AssetRoutes(store: store, limits: limits).register(in: &router, api: Self.routeBuilder(metrics))
+        SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: builder)
+        DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: builder)
+        WebcourierRoute(store: store, limits: limits).register(in: &router, api: builder)
+        AssetRoutes(store: store, limits: limits).register(in: &router, api: builder)
         self.router = router
     }
 
@@ -56,6 +61,7 @@ package final class API: Sendable {
     /// Wraps route bodies into server handlers that time and count their answers.
     struct RouteBuilder: Sendable {
         let metrics: Metrics
+        let limiter: RateLimiter
         let logger = Logger(subsystem: "api")
 
         /// A route answered on the event loop thread: for cheap, non-blocking work only.
@@ -77,9 +83,14 @@ package final class API: Sendable {
         /// Like `task`, but the body may answer through the writer itself (long-polls) and
         /// return nil; it then calls the `Answered` callback it is given when it has answered.
         func streaming(_ pattern: String, _ body: @escaping @Sendable (HTTPRequest, Answering) async throws -> HTTPResponse?) -> HTTPServer.Handler {
-            let metrics = metrics, logger = logger
+            let metrics = metrics, logger = logger, limiter = limiter
             return { request, writer in
                 let start = monotonicNanoseconds()
+                if let refusal = Self.throttle(request, limiter: limiter) {
+                    metrics.record(route: pattern, method: request.method, status: refusal.status.code, start: start)
+                    writer.respond(refusal)
+                    return
+                }
                 let answering = Answering(writer: writer) {
                     metrics.record(route: pattern, method: request.method, status: 200, start: start)
                 }
@@ -96,6 +107,18 @@ package final class API: Sendable {
                 }
             }
         }
+
+        /// THROTTLED (429 with `Retry-After`) when the request's bearer token has used up its
+        /// bucket; nil to go on. Checked on the event loop before any task or database work, once
+        /// per request: a long-poll or an asset stream counts once however long it lasts.
+        /// Requests without a well-formed bearer token are not counted (they fail auth anyway).
+        static func throttle(_ request: HTTPRequest, limiter: RateLimiter) -> HTTPResponse? {
+            guard limiter.isEnabled, let digest = try? DatabaseRoutes.bearerDigest(request.headers["Authorization"]) else { return nil }
+            let decision = limiter.acquire(RateLimiter.Key(digest: digest))
+            guard let seconds = decision.retryAfterSeconds else { return nil }
+            return ErrorResponse.make(SyncError(.throttled, "Too many requests with this token: at most \(limiter.requestsPerSecond) per second "
+                + "(bursts of \(limiter.burst)); retry in \(seconds) s.", retryAfter: seconds))
+        }
     }
 
     /// What a streaming route answers through: the writer, and the hook that counts the answer.
@@ -103,6 +126,4 @@ package final class API: Sendable {
         let writer: HTTPResponseWriter
         let answered: @Sendable () -> Void
     }
-
-    static func routeBuilder(_ metrics: Metrics) -> RouteBuilder { RouteBuilder(metrics: metrics) }
 }

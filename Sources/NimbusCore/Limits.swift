@@ -23,6 +23,9 @@ package struct Limits: Sendable, Hashable {
     package var bodyTimeoutSeconds = 30
     package var keepAliveTimeoutSeconds = 60
     package var maxConnections = 10_000
+    /// Per bearer token: sustained requests per second (0: no limit) and the burst allowed at once.
+    package var requestsPerSecondPerToken = 100
+    package var requestBurstPerToken = 200
 
     package init() {}
 
@@ -51,6 +54,8 @@ package struct Limits: Sendable, Hashable {
             ("bodyTimeoutSeconds", bodyTimeoutSeconds),
             ("keepAliveTimeoutSeconds", keepAliveTimeoutSeconds),
             ("maxConnections", maxConnections),
+            ("requestsPerSecondPerToken", requestsPerSecondPerToken),
+            ("requestBurstPerToken", requestBurstPerToken),
         ]
     }
 
@@ -79,6 +84,8 @@ package struct Limits: Sendable, Hashable {
         case "bodyTimeoutSeconds": bodyTimeoutSeconds = value
         case "keepAliveTimeoutSeconds": keepAliveTimeoutSeconds = value
         case "maxConnections": maxConnections = value
+        case "requestsPerSecondPerToken": requestsPerSecondPerToken = value
+        case "requestBurstPerToken": requestBurstPerToken = value
         default: return false
         }
         return true

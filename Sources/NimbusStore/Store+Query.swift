@@ -61,9 +61,10 @@ struct QuerySQLBuilder {
 
     var keyCount: Int { keys.count }
 
-    /// Binds markers to the query's zone, type and order.
+    /// Binds markers to the query's zone (by id, so another database's zone of the same name
+    /// refuses them as it refuses forged ones), type and order.
     func markerContext(zoneName: String) -> String {
-        "query|\(zoneName)|\(query.recordType)|" + keys.map { "\($0.field.name):\($0.ascending)" }.joined(separator: ",")
+        "query|\(zoneID)|\(zoneName)|\(query.recordType)|" + keys.map { "\($0.field.name):\($0.ascending)" }.joined(separator: ",")
     }
 
     func statement(after: [String]?, limit: Int) -> SQL {

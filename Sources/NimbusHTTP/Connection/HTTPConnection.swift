@@ -128,7 +128,13 @@ final class HTTPConnection: @unchecked Sendable {
         var offset = 0
         if state == .idle, !input.isEmpty {
             state = .readingHead
-            setDeadline(seconds: configuration.headerTimeoutSeconds, answers408: true)
+            if requestID == 0, deadline != 0 {
+                // The first request's header clock has run since accept: waiting before the
+                // first byte must not buy a client a second header timeout (slow-loris).
+                deadlineAnswers408 = true
+            } else {
+                setDeadline(seconds: configuration.headerTimeoutSeconds, answers408: true)
+            }
         }
         while true {
             let (consumed, event) = parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...]))
