@@ -94,7 +94,8 @@ package final class API: Sendable {
                 let answering = Answering(writer: writer) {
                     metrics.record(route: pattern, method: request.method, status: 200, start: start)
                 }
-                Task {
+                // On threads that may block: its database calls run inline (BlockingExecutor).
+                Task(executorPreference: BlockingExecutor.shared) {
                     let response: HTTPResponse?
                     do {
                         response = try await body(request, answering)

@@ -53,6 +53,28 @@ package final class PGPool: Sendable {
     /// Borrows a connection for `body`, which runs on a thread that may block.
     package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
         let lease = try await acquire()
+        if BlockingExecutor.isCurrentThreadBlockingAllowed {
+            // A request task on a thread that may block: no hop to a borrower queue and back.
+            let connection: PGConnection
+            if let leased = lease.connection {
+                connection = leased
+            } else {
+                do {
+                    connection = try connect()
+                } catch {
+                    returnSlot()
+                    throw error
+                }
+            }
+            do {
+                let value = try body(connection)
+                release(connection, failure: nil)
+                return value
+            } catch {
+                release(connection, failure: error)
+                throw error
+            }
+        }
         return try await withCheckedThrowingContinuation { continuation in
             // Serial queues: their work gets threads of their own (overcommit), where a shared
             // concurrent queue would cap blocking libpq calls at the CPU count and starve the
