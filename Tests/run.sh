@@ -14,7 +14,11 @@ echo "run.sh: test PostgreSQL on $NIMBUS_TEST_PG_SOCKET"
 
 status=0
 swift build --build-tests
-swift test --skip-build || status=1
+# The prune-beside-writers test bounds every writer's wait (1 s): it runs on its own, after the
+# rest, so that 500 tests running in parallel on 2 cores do not stretch its writers' waits.
+QUIET_TESTS='pruningBesideWritersKeepsThemMovingAndDeletesOnlyExpiredRecords'
+swift test --skip-build --skip "$QUIET_TESTS" || status=1
+swift test --skip-build --filter "$QUIET_TESTS" || status=1
 
 export NIMBUS_BIN="$(swift build --show-bin-path)/nimbus"
 bash Tests/integration/run.sh || status=1
