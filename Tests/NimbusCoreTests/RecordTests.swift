@@ -60,6 +60,19 @@ import Testing
         #expect(throws: FieldValueError.self) { try Record.fields(fromStored: Fixture.json(json)) }
     }
 
+    @Test func theQuickSizeCheckAgreesWithTheExactSizeAtEveryLimitNearIt() {
+        let samples: [[String: FieldValue]] = [
+            [:], Self.fields, ["a": .string("é\u{1}\"")], ["n": .int64(.min), "d": .double(-1.7976931348623157e308)],
+            ["l": .list(elementType: .timestamp, (0..<50).map { FieldValue.timestamp(Int64($0) * 1_000_000_000_000) })],
+        ]
+        for fields in samples {
+            let exact = Record.storedSize(fields)
+            for limit in [0, exact - 1, exact, exact + 1, exact * 10] {
+                #expect(Record.storedSize(fields, fitsIn: limit) == (exact <= limit), "\(fields) limit \(limit) exact \(exact)")
+            }
+        }
+    }
+
     @Test func storedSizeIsTheByteCountOfTheStoredJSON() {
         #expect(Record.storedSize([:]) == 2)
         #expect(Record.storedSize(["a": .string("é")]) == #"{"a":{"type":"STRING","value":"é"}}"#.utf8.count)

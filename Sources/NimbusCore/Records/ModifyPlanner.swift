@@ -253,7 +253,7 @@ package struct ModifyPlanner: Sendable {
             return fail(.exists, "Record \(name) already exists with other content.", server: live)
         }
 
-        if Record.storedSize(fields) > context.maxRecordBytes {
+        if !Record.storedSize(fields, fitsIn: context.maxRecordBytes) {
             return fail(.limitExceeded, "Record \(name) is larger than maxRecordBytes (\(context.maxRecordBytes) bytes of fields).")
         }
 

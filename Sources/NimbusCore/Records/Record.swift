@@ -109,6 +109,36 @@ package struct Record: Sendable, Hashable {
     package static func storedSize(_ fields: [String: FieldValue]) -> Int {
         storedFields(fields).serialized().count
     }
+
+    /// Whether the stored form of the fields is at most `limit` bytes. Most records are far
+    /// below any limit: a bound computed without writing anything settles those, and only the
+    /// others are serialized to be measured.
+    package static func storedSize(_ fields: [String: FieldValue], fitsIn limit: Int) -> Bool {
+        var bound = 2
+        for (name, value) in fields {
+            bound += JSONBound.string(name) + 48 + JSONBound.value(value)  // 48: `:{"type":"REFERENCE_LIST","value":},`
+            if bound > limit { break }
+        }
+        return bound <= limit || storedSize(fields) <= limit
+    }
+}
+
+/// Upper bounds of the bytes `JSONWriter` writes for field values.
+private enum JSONBound {
+    /// Every byte escaped as `\u00XX` at worst, plus the quotes.
+    static func string(_ text: String) -> Int { text.utf8.count * 6 + 2 }
+
+    static func value(_ value: FieldValue) -> Int {
+        switch value {
+        case .string(let text): string(text)
+        case .int64, .timestamp: 20
+        case .double: 32
+        case .bytes(let bytes): (bytes.count + 2) / 3 * 4 + 2
+        // Rare in bulk: measured by writing them.
+        case .reference, .asset: Record.storedSize(["": value])
+        case .list(_, let elements): elements.reduce(2) { $0 + 1 + Self.value($1) }
+        }
+    }
 }
 
 /// Change tags: the record's change sequence in base 36 — unique within the zone, short, opaque.
