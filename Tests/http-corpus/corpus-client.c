@@ -4,6 +4,8 @@
  *
  *   corpus-client run PORT MANIFEST [NAME...]   run every case (or only the named ones)
  *   corpus-client seeds DIR MANIFEST            write each decoded case to DIR/<name> (fuzz seeds)
+ *   corpus-client bodies DIR MANIFEST           the same for what follows the head of every case that
+ *                                               mentions "chunked" (seeds for the chunked decoder)
  *   corpus-client count MANIFEST                print "REJECT ACCEPT" case counts
  *
  * For each case, on a fresh connection to 127.0.0.1:PORT:
@@ -466,25 +468,35 @@ static int run(int port, const char *manifest, char **names, int name_count) {
     return rejected == rejects && accepted == accepts && crashes == 0 ? 0 : 1;
 }
 
-static int write_seeds(const char *directory, const char *manifest) {
-    int count;
+static int write_seeds(const char *directory, const char *manifest, int bodies) {
+    int count, written = 0;
     Case *cases = load_manifest(manifest, &count);
     mkdir(directory, 0755);
     for (int n = 0; n < count; n++) {
+        const unsigned char *data = cases[n].bytes.data ? cases[n].bytes.data : (const unsigned char *)"";
+        size_t length = cases[n].bytes.length;
+        if (bodies) {
+            const unsigned char *end = find(data, length, "\r\n\r\n");
+            if (!end || !strcasestr((const char *)data, "chunked")) continue;
+            length -= (size_t)(end + 4 - data);
+            data = end + 4;
+        }
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", directory, cases[n].name);
         FILE *file = fopen(path, "wb");
         if (!file) { perror(path); return 2; }
-        if (cases[n].bytes.length) fwrite(cases[n].bytes.data, 1, cases[n].bytes.length, file);
+        if (length) fwrite(data, 1, length, file);
         fclose(file);
+        written++;
     }
-    printf("%d seeds in %s\n", count, directory);
+    printf("%d seeds in %s\n", written, directory);
     return 0;
 }
 
 int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "run") == 0) return run(atoi(argv[2]), argv[3], argv + 4, argc - 4);
-    if (argc == 4 && strcmp(argv[1], "seeds") == 0) return write_seeds(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "seeds") == 0) return write_seeds(argv[2], argv[3], 0);
+    if (argc == 4 && strcmp(argv[1], "bodies") == 0) return write_seeds(argv[2], argv[3], 1);
     if (argc == 3 && strcmp(argv[1], "count") == 0) {
         int count, rejects = 0;
         Case *cases = load_manifest(argv[2], &count);
@@ -492,6 +504,6 @@ int main(int argc, char **argv) {
         printf("%d %d\n", rejects, count - rejects);
         return 0;
     }
-    fprintf(stderr, "usage: %s run PORT MANIFEST [NAME...] | seeds DIR MANIFEST | count MANIFEST\n", argv[0]);
+    fprintf(stderr, "usage: %s run PORT MANIFEST [NAME...] | seeds DIR MANIFEST | bodies DIR MANIFEST | count MANIFEST\n", argv[0]);
     return 2;
 }
