@@ -2,8 +2,9 @@
 # Builds the libFuzzer targets of Fuzz/ (request parser, chunked decoder, records/modify JSON) and
 # runs each for a short while from its seeds, failing on any crash, trap, sanitizer report, leak
 # or hang. Seeds: every case of Tests/http-corpus/cases.txt (the chunked target gets what follows
-# their heads) and Fuzz/seeds/json. A crashing input is kept in Fuzz/artifacts/ (gitignored);
-# turn it into a unit test (docs/fuzzing.md).
+# their heads) and Fuzz/seeds/json; dictionaries of the grammars' tokens are in Fuzz/dictionaries.
+# A crashing input is kept in Fuzz/artifacts/ (gitignored); turn it into a unit test
+# (docs/fuzzing.md).
 #
 #   bash Tests/fuzz-smoke.sh                 # 20 s per target: the CI smoke run
 #   FUZZ_SECONDS=600 bash Tests/fuzz-smoke.sh FuzzChunked   # longer, one target
@@ -43,9 +44,9 @@ echo "fuzz-smoke: build took $(( $(date +%s) - started ))s"
 status=0
 for target in "${targets[@]}"; do
   case $target in
-    FuzzHTTPParser) seeds=("$work/seeds-http") max_len=20000 ;;
-    FuzzChunked) seeds=("$work/seeds-chunked") max_len=8192 ;;
-    FuzzRecordJSON) seeds=("$repo/Fuzz/seeds/json") max_len=8192 ;;
+    FuzzHTTPParser) seeds=("$work/seeds-http") max_len=20000 dict=http ;;
+    FuzzChunked) seeds=("$work/seeds-chunked") max_len=8192 dict=http ;;
+    FuzzRecordJSON) seeds=("$repo/Fuzz/seeds/json") max_len=8192 dict=json ;;
     *) echo "fuzz-smoke: unknown target $target" >&2; exit 2 ;;
   esac
   corpus="$work/corpus-$target"
@@ -54,6 +55,7 @@ for target in "${targets[@]}"; do
   # The first directory collects new inputs (scratch); the seed directories are only read.
   # -timeout catches hangs (one input for longer than 10 s); -rss_limit_mb runaway memory.
   if "$bin/$target" "$corpus" "${seeds[@]}" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
+       -dict="$repo/Fuzz/dictionaries/$dict.dict" \
        -rss_limit_mb=2048 -artifact_prefix="$artifacts/$target-" -print_final_stats=1 >"$log" 2>&1; then
     runs=$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
     coverage=$(grep -a -o 'cov: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*' || echo '?')
