@@ -62,8 +62,10 @@ for target in "${targets[@]}"; do
     echo "fuzz-smoke: $target: $runs runs in ${seconds}s, $(ls "$corpus" | wc -l) new inputs, coverage $coverage, 0 crashes"
   else
     status=1
-    echo "fuzz-smoke: $target FAILED; its log ends with:" >&2
-    grep -a -v '^#[0-9]' "$log" | tail -n 40 >&2
+    echo "fuzz-smoke: $target FAILED:" >&2
+    # The fatal error and the Swift backtrace come first; libFuzzer names the input at the end.
+    grep -a -v '^#[0-9]\|^INFO:' "$log" | head -n 30 >&2
+    grep -a 'Test unit written to\|^Base64:' "$log" >&2
     echo "fuzz-smoke: the input is in $artifacts/ (see docs/fuzzing.md to reproduce it)" >&2
   fi
 done

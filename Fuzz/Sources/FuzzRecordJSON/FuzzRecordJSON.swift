@@ -1,5 +1,10 @@
 import NimbusCore
 
+/// Traps with `message` unless `condition` holds (`fatalError` keeps its message in optimized builds).
+private func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
+}
+
 /// The limits `records/modify` bodies are parsed with on the server (depth and string size).
 private let parseLimits = JSONValue.ParseLimits(maxDepth: 64, maxStringBytes: 1 << 20)
 
@@ -35,9 +40,9 @@ public func fuzzRecordJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 
     let written = body.serialized()
     guard let reparsed = try? JSONValue.parse(written, limits: parseLimits) else {
-        preconditionFailure("serialized JSON does not parse: \(String(decoding: written, as: UTF8.self).prefix(200))")
+        fatalError("serialized JSON does not parse: \(String(decoding: written, as: UTF8.self).prefix(200))")
     }
-    precondition(reparsed == body, "JSON does not survive a round trip: \(String(decoding: written, as: UTF8.self).prefix(200))")
+    check(reparsed == body, "JSON does not survive a round trip: \(String(decoding: written, as: UTF8.self).prefix(200))")
 
     // records/modify: {"operations": [...], "atomic": ..., "desiredKeys": ...}; a bare array is
     // taken as the operations too, so array-shaped inputs are not wasted.
@@ -62,12 +67,12 @@ public func fuzzRecordJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             let context = ModifyPlanner.Context(zoneName: "_defaultZone", userRecordName: "_u1", deviceID: "mac", now: now,
                                                 baseSequence: 10, environment: environment, maxRecordBytes: 4096, atomic: atomic)
             let plan = ModifyPlanner(context: context).plan(operations, existing: existing, schema: schema)
-            precondition(plan.results.count == operations.count, "\(plan.results.count) results for \(operations.count) operations")
-            precondition(plan.lastSequence >= 10, "the change sequence went backwards")
+            check(plan.results.count == operations.count, "\(plan.results.count) results for \(operations.count) operations")
+            check(plan.lastSequence >= 10, "the change sequence went backwards")
             for result in plan.results {
                 guard case .saved(let record, let keys) = result else { continue }
                 let json = record.json(desiredKeys: keys).serialized()
-                precondition((try? JSONValue.parse(json, limits: parseLimits)) != nil, "a saved record renders to JSON that does not parse")
+                check((try? JSONValue.parse(json, limits: parseLimits)) != nil, "a saved record renders to JSON that does not parse")
             }
         }
     }

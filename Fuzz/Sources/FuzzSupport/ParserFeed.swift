@@ -1,5 +1,11 @@
 import NimbusHTTP
 
+/// Traps with `message` unless `condition` holds. Unlike `precondition`, whose message an optimized
+/// build drops, `fatalError` prints it, so a fuzzer report says which property broke.
+package func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
+}
+
 /// What the parser produced for one input: consecutive body events merged, so feeds of the same
 /// bytes cut differently compare equal exactly when the parser behaved identically.
 package struct ParseOutcome: Equatable, CustomStringConvertible {
@@ -59,18 +65,18 @@ package func feed(_ input: UnsafeRawBufferPointer, cuts: [Int], limits: HTTPPars
         var offset = 0
         pieceLoop: while true {
             budget -= 1
-            precondition(budget > 0, "the parser made no progress: \(outcome)")
+            check(budget > 0, "the parser made no progress: \(outcome)")
             let rest = UnsafeRawBufferPointer(rebasing: piece[offset...])
             let (consumed, event) = parser.parse(rest)
-            precondition(consumed >= 0 && consumed <= rest.count, "consumed \(consumed) of \(rest.count) bytes")
+            check(consumed >= 0 && consumed <= rest.count, "consumed \(consumed) of \(rest.count) bytes")
             switch event {
             case .needMore:
-                precondition(consumed == rest.count, ".needMore left \(rest.count - consumed) bytes unconsumed")
+                check(consumed == rest.count, ".needMore left \(rest.count - consumed) bytes unconsumed")
                 break pieceLoop
             case .head(let head):
                 outcome.items.append(.head(head))
             case .body(let range):
-                precondition(range.lowerBound >= 0 && range.upperBound <= consumed && !range.isEmpty,
+                check(range.lowerBound >= 0 && range.upperBound <= consumed && !range.isEmpty,
                              "body range \(range) outside the \(consumed) consumed bytes")
                 outcome.append(body: UnsafeRawBufferPointer(rebasing: rest[range]))
             case .messageEnd:
@@ -79,7 +85,7 @@ package func feed(_ input: UnsafeRawBufferPointer, cuts: [Int], limits: HTTPPars
                 outcome.items.append(.error(error))
                 // Terminal: every later call answers the same error and consumes nothing.
                 let again = parser.parse(UnsafeRawBufferPointer(rebasing: piece[(offset + consumed)...]))
-                precondition(again.consumed == 0 && again.event == .error(error), "an error did not stick")
+                check(again.consumed == 0 && again.event == .error(error), "an error did not stick")
                 return outcome
             }
             offset += consumed
@@ -98,7 +104,7 @@ package func checkSplitIndependence(_ input: UnsafeRawBufferPointer, limits: HTT
     guard input.count > 1 else { return whole }
     if input.count <= 2048 {
         let bytewise = feed(input, cuts: Array(1..<input.count), limits: limits)
-        precondition(bytewise == whole, "byte-at-a-time feed differs:\n  \(bytewise)\nvs whole:\n  \(whole)")
+        check(bytewise == whole, "byte-at-a-time feed differs:\n  \(bytewise)\nvs whole:\n  \(whole)")
     }
     // FNV-1a of the input seeds a small LCG for up to 8 cut points.
     var seed: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -109,17 +115,17 @@ package func checkSplitIndependence(_ input: UnsafeRawBufferPointer, limits: HTT
         cuts.insert(1 + Int((seed >> 33) % UInt64(input.count - 1)))
     }
     let split = feed(input, cuts: cuts.sorted(), limits: limits)
-    precondition(split == whole, "feed cut at \(cuts.sorted()) differs:\n  \(split)\nvs whole:\n  \(whole)")
+    check(split == whole, "feed cut at \(cuts.sorted()) differs:\n  \(split)\nvs whole:\n  \(whole)")
     return whole
 }
 
 /// Checks what a head promises: a method and target, a framing consistent with the fields.
 package func checkHeads(_ outcome: ParseOutcome, limits: HTTPParser.Limits) {
     for case .head(let head) in outcome.items {
-        precondition(!head.method.isEmpty && !head.target.isEmpty, "a head without method or target")
-        precondition(head.target.utf8.count <= limits.maxRequestLineBytes, "a target longer than the request-line limit")
-        precondition(head.headers.count <= limits.maxHeaderCount, "more fields than maxHeaderCount")
-        if case .length(let length) = head.framing { precondition(length >= 0, "a negative Content-Length") }
+        check(!head.method.isEmpty && !head.target.isEmpty, "a head without method or target")
+        check(head.target.utf8.count <= limits.maxRequestLineBytes, "a target longer than the request-line limit")
+        check(head.headers.count <= limits.maxHeaderCount, "more fields than maxHeaderCount")
+        if case .length(let length) = head.framing { check(length >= 0, "a negative Content-Length") }
     }
     var total = 0
     for item in outcome.items {
@@ -127,7 +133,7 @@ package func checkHeads(_ outcome: ParseOutcome, limits: HTTPParser.Limits) {
         case .head: total = 0
         case .body(let bytes):
             total += bytes.count
-            precondition(total <= limits.maxBodyBytes, "a body of \(total) bytes passed the \(limits.maxBodyBytes)-byte limit")
+            check(total <= limits.maxBodyBytes, "a body of \(total) bytes passed the \(limits.maxBodyBytes)-byte limit")
         default: break
         }
     }
