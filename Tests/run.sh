@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one command that runs every test: installs what is missing, starts a scratch PostgreSQL
 # cluster of its own (Unix socket only, removed afterwards), runs the Swift unit and database
-# tests, then the curl scenarios in Tests/integration against the real `nimbus` binary.
+# tests, then the curl scenarios in Tests/integration against the real `nimbus` binary, then a
+# 60 s libFuzzer smoke run of the parsers (Tests/fuzz-smoke.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,5 +23,6 @@ swift test --skip-build --filter "$QUIET_TESTS" || status=1
 
 export NIMBUS_BIN="$(swift build --show-bin-path)/nimbus"
 bash Tests/integration/run.sh || status=1
+bash Tests/fuzz-smoke.sh || status=1
 
 exit $status

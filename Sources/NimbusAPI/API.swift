@@ -38,6 +38,15 @@ package final class API: Sendable {
         let router = router, metrics = metrics
         return { request, writer in
             let start = monotonicNanoseconds()
+            // RFC 9110 §9.3.7: `OPTIONS *` asks about the server as a whole (the parser allows `*`
+            // only with OPTIONS); the answer is the methods it serves.
+            if request.path == "*" {
+                var response = HTTPResponse(status: .noContent)
+                response.headers.add(name: "Allow", value: router.methods.joined(separator: ", "))
+                metrics.record(route: "(unrouted)", method: request.method, status: 204, start: start)
+                writer.respond(response)
+                return
+            }
             switch router.match(method: request.method, path: request.path) {
             case .found(let route, let parameters):
                 var request = request

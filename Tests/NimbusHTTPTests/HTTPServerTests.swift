@@ -294,4 +294,13 @@ import Testing
         if case .notFound = router.match(method: "GET", path: "/database/1/a/b/c/records/unknown") {} else { Issue.record("expected 404") }
         if case .notFound = router.match(method: "POST", path: "/database/1//development/private/records/modify") {} else { Issue.record("empty segment must not match") }
     }
+
+    @Test func routerListsEveryMethodItServesForOptionsAsterisk() {
+        var router = HTTPRouter()
+        #expect(router.methods.isEmpty)
+        router.add("GET", "/limits", HTTPServerTests.echo)
+        router.add("POST", "/database/1/:container/records/modify", HTTPServerTests.echo)
+        router.add("PUT", "/assets/1/:id", HTTPServerTests.echo)
+        #expect(router.methods == ["GET", "HEAD", "POST", "PUT"])
+    }
 }

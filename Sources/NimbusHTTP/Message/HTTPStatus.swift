@@ -12,6 +12,7 @@ package struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
 
     package static let `continue` = HTTPStatus(code: 100, reasonPhrase: "Continue")
     package static let ok = HTTPStatus(code: 200, reasonPhrase: "OK")
+    package static let noContent = HTTPStatus(code: 204, reasonPhrase: "No Content")
     package static let partialContent = HTTPStatus(code: 206, reasonPhrase: "Partial Content")
     package static let notModified = HTTPStatus(code: 304, reasonPhrase: "Not Modified")
     package static let badRequest = HTTPStatus(code: 400, reasonPhrase: "Bad Request")

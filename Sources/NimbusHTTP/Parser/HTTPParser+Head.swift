@@ -39,10 +39,81 @@ extension HTTPParser {
         // RFC 9112 §3.2: a request-target is a URI reference, visible ASCII only.
         for byte in target where !byte.isTargetCharacter { throw .invalidByte(byte, in: "request-target") }
         head.version = try Self.parseVersion(line.slice(secondSpace + 1..<line.count))
+        try Self.checkTargetForm(method: method, target: target)
         head.method = method.decodedString()
         head.target = target.decodedString()
         state = .headerLine
         return nil
+    }
+
+    /// Checks that the target has a form the method may use (RFC 9112 §3.2): origin-form
+    /// (`/path?query`) or absolute-form (`scheme://authority/path`) for any method, asterisk-form
+    /// (`*`) for OPTIONS only. CONNECT (authority-form, a tunnel) is not implemented: 501.
+    static func checkTargetForm(method: UnsafeRawBufferPointer, target: UnsafeRawBufferPointer) throws(HTTPParseError) {
+        // RFC 9110 §9.3.6 and §15.6.2: a tunnel we do not offer; 501 for a method not implemented.
+        if method.equalsCaseSensitive("CONNECT") {
+            throw HTTPParseError(status: .notImplemented, reason: "The CONNECT method is not supported.")
+        }
+        // RFC 9112 §3.2: request-target = origin-form / absolute-form / authority-form / asterisk-form;
+        // none of them has a fragment (RFC 3986 §3.5), which a client keeps to itself.
+        if target.firstIndex(of: .hash, from: 0) != nil {
+            throw .badRequest("The request-target contains a fragment (#), which a request never carries.")
+        }
+        if target[0] == .slash { return }
+        if target.count == 1, target[0] == .asterisk {
+            // RFC 9112 §3.2.4: asterisk-form is only used for a server-wide OPTIONS request.
+            if method.equalsCaseSensitive("OPTIONS") { return }
+            throw .badRequest("The request-target * is only allowed with OPTIONS.")
+        }
+        // RFC 9112 §3.2.2: absolute-form; RFC 3986 §3.1: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
+        var index = 0
+        while index < target.count, target[index].isASCIILetter
+            || (index > 0 && (target[index].isASCIIDigit || target[index] == UInt8(ascii: "+")
+                || target[index] == UInt8(ascii: "-") || target[index] == UInt8(ascii: ".")))
+        {
+            index += 1
+        }
+        if index > 0, target.count >= index + 3, target[index] == .colon,
+           target[index + 1] == .slash, target[index + 2] == .slash
+        {
+            return
+        }
+        // RFC 9112 §3.2.3: authority-form is only for CONNECT; anything else is no request-target.
+        throw .badRequest("The request-target is neither a path starting with / nor an absolute URI (nor * for OPTIONS).")
+    }
+
+    /// Whether a Host field value is `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2–§3.2.3):
+    /// an IP-literal in brackets or a reg-name (unreserved, pct-encoded and sub-delims, which covers
+    /// IPv4 addresses), then an optional port of digits. An empty value is valid (RFC 9112 §3.2).
+    static func isValidHost(_ value: String) -> Bool {
+        var bytes = Substring(value).utf8[...]
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            let literal = bytes[bytes.index(after: bytes.startIndex)..<close]
+            // IPv6address and IPvFuture use hex digits, ":", "." and (IPvFuture) unreserved / sub-delims.
+            guard !literal.isEmpty, literal.allSatisfy({ $0 == .colon || $0.isHostCharacter }) else { return false }
+            bytes = bytes[bytes.index(after: close)...]
+        } else {
+            var index = bytes.startIndex
+            while index < bytes.endIndex, bytes[index] != .colon {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "%") {
+                    // RFC 3986 §2.1: pct-encoded = "%" HEXDIG HEXDIG.
+                    let first = bytes.index(after: index)
+                    guard first < bytes.endIndex, bytes[first].hexDigitValue != nil else { return false }
+                    let second = bytes.index(after: first)
+                    guard second < bytes.endIndex, bytes[second].hexDigitValue != nil else { return false }
+                    index = bytes.index(after: second)
+                    continue
+                }
+                guard byte.isHostCharacter else { return false }
+                index = bytes.index(after: index)
+            }
+            bytes = bytes[index...]
+        }
+        guard let first = bytes.first else { return true }
+        // RFC 3986 §3.2.3: port = *DIGIT.
+        return first == .colon && bytes.dropFirst().allSatisfy(\.isASCIIDigit)
     }
 
     /// Parses `HTTP/1.1` or `HTTP/1.0`.
@@ -74,6 +145,10 @@ extension HTTPParser {
         // RFC 9112 §3.2: 400 for an HTTP/1.1 request without Host.
         if head.hostCount == 0, version == .http1_1 {
             throw .badRequest("The HTTP/1.1 request has no Host header field.")
+        }
+        // RFC 9112 §3.2: 400 for a Host field with an invalid value.
+        if head.hostCount == 1, let host = head.headers["Host"], !Self.isValidHost(host) {
+            throw .badRequest("The Host header field is not a host name or address with an optional port.")
         }
         let framing = try bodyFraming()
         var expectsContinue = false

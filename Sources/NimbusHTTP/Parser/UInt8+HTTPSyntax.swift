@@ -19,6 +19,9 @@ extension UInt8 {
     static let equals = UInt8(ascii: "=")
     static let quote = UInt8(ascii: "\"")
     static let backslash = UInt8(ascii: "\\")
+    static let slash = UInt8(ascii: "/")
+    static let asterisk = UInt8(ascii: "*")
+    static let hash = UInt8(ascii: "#")
 
     var isASCIILetter: Bool { (self | 0x20) >= UInt8(ascii: "a") && (self | 0x20) <= UInt8(ascii: "z") }
 
@@ -55,6 +58,23 @@ extension UInt8 {
         self == .tab || self == .space || self == 0x21 || (self >= 0x23 && self != .backslash && self != 0x7F)
     }
 
+    /// A byte of a reg-name or IP-literal in a Host value apart from pct-encoded and ":" (RFC 3986
+    /// §3.2.2): unreserved (ALPHA DIGIT "-" "." "_" "~") and sub-delims ("!" "$" "&" "'" "(" ")"
+    /// "*" "+" "," ";" "=").
+    var isHostCharacter: Bool {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "a")...UInt8(ascii: "z"):
+            true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "!"),
+             UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
+             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
+            true
+        default:
+            false
+        }
+    }
+
     /// The value of a HEXDIG (either case), or nil.
     var hexDigitValue: Int? {
         switch self {
@@ -83,6 +103,11 @@ extension UnsafeRawBufferPointer {
     /// has no defined charset; RFC 9110 §5.5 says to treat it as opaque data).
     func decodedString() -> String {
         withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Whether the bytes are exactly `text`.
+    func equalsCaseSensitive(_ text: StaticString) -> Bool {
+        count == text.utf8CodeUnitCount && elementsEqual(UnsafeRawBufferPointer(start: text.utf8Start, count: count))
     }
 
     /// Whether the bytes equal `lowercase` ignoring ASCII case; `lowercase` must be lower-case

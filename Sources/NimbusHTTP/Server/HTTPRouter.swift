@@ -49,6 +49,11 @@ package struct HTTPRouter: Sendable {
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowed(allowed))
     }
 
+    /// Every method some route answers (HEAD with GET), for `OPTIONS *` (RFC 9110 §9.3.7).
+    package var methods: [String] {
+        Self.allowed(staticRoutes.values.flatMap(\.keys) + patternRoutes.map(\.method))
+    }
+
     private static func allowed(_ methods: some Sequence<String>) -> [String] {
         var set = Set(methods)
         if set.contains("GET") { set.insert("HEAD") }
