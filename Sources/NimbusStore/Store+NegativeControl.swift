@@ -15,7 +15,15 @@ import NimbusSupport
 extension Store {
     /// `records/modify` without the zone lock (see the file comment). Plain saves and deletes only.
     func negativeControlModify(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
-                               atomic: Bool, limits: Limits) async throws -> [ModifyResult] {
+                               atomic: Bool, limits: Limits, unverifiedTokenDigest: [UInt8]?) async throws -> [ModifyResult] {
+        var checked = session
+        if let digest = unverifiedTokenDigest {
+            guard let verified = try await self.session(tokenDigest: digest, container: session.container, environment: session.environment) else {
+                throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+            }
+            checked = verified
+        }
+        let session = checked
         guard Self.deleteSelfTargets(operations).isEmpty, Self.assetCandidates(operations).isEmpty else {
             throw SyncError(.badRequest, "The negative-control build writes plain saves and deletes only.")
         }
@@ -47,16 +55,15 @@ extension Store {
             }
             guard plan.hasWrites else { return (plan.results, nil) }
             guard plan.lastSequence - base < 1000 else { throw SyncError(.badRequest, "Too many writes for the negative-control build.") }
-            var saveNames: [String] = [], saveTypes: [String] = [], saveFields: [String] = [], saveTags: [String] = []
+            var saveNames: [String] = [], saveTypes: [String] = [], saveFields: [String] = []
             var saveSequences: [Int64] = [], saveCreated: [Int64] = [], saveCreatedBy: [String] = [], saveCreatedUsers: [String] = []
-            var deleteNames: [String] = [], deleteSequences: [Int64] = [], deleteTags: [String] = []
+            var deleteNames: [String] = [], deleteSequences: [Int64] = []
             for write in plan.writes {
                 switch write {
                 case .save(let record, let sequence, _, _):
                     saveNames.append(record.recordName)
                     saveTypes.append(record.recordType)
                     saveFields.append(Record.storedFields(record.fields).serializedString)
-                    saveTags.append(record.changeTag)
                     saveSequences.append(sequence)
                     saveCreated.append(record.created.timestamp)
                     saveCreatedBy.append(record.created.deviceID)
@@ -64,45 +71,39 @@ extension Store {
                 case .delete(let name, _, let sequence):
                     deleteNames.append(name)
                     deleteSequences.append(sequence)
-                    deleteTags.append(ChangeTag.make(sequence: sequence))
                 }
             }
             _ = try connection.run("""
-                INSERT INTO records (zone_id, record_name, record_type, fields, change_tag, change_seq,
+                INSERT INTO records (zone_id, record_name, record_type, fields, change_seq,
                                      created_at, created_by_device, created_by_user,
                                      modified_at, modified_by_device, modified_by_user, deleted, expires_at)
-                SELECT \(zone.id), u.n, u.t, u.f::jsonb, u.tag, u.seq,
+                SELECT \(zone.id), u.n, u.t, u.f::jsonb, u.seq,
                        'epoch'::timestamptz + u.c * interval '1 millisecond', u.cd, u.cu,
                        'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        false, NULL
                 FROM unnest(\(PGData.textArray(saveNames)), \(PGData.textArray(saveTypes)), \(PGData.textArray(saveFields)),
-                            \(PGData.textArray(saveTags)), \(PGData.int64Array(saveSequences)), \(PGData.int64Array(saveCreated)),
+                            \(PGData.int64Array(saveSequences)), \(PGData.int64Array(saveCreated)),
                             \(PGData.textArray(saveCreatedBy)), \(PGData.textArray(saveCreatedUsers)))
-                     AS u(n, t, f, tag, seq, c, cd, cu)
+                     AS u(n, t, f, seq, c, cd, cu)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, fields = excluded.fields, change_tag = excluded.change_tag,
-                    change_seq = excluded.change_seq, created_at = excluded.created_at,
+                    record_type = excluded.record_type, fields = excluded.fields, change_seq = excluded.change_seq, created_at = excluded.created_at,
                     created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
                     modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,
                     modified_by_user = excluded.modified_by_user, deleted = false, expires_at = NULL
                 """)
             _ = try connection.run("""
-                UPDATE records r SET deleted = true, fields = '{}'::jsonb, change_tag = u.tag, change_seq = u.seq,
+                UPDATE records r SET deleted = true, fields = '{}'::jsonb, change_seq = u.seq,
                     modified_at = 'epoch'::timestamptz + \(now) * interval '1 millisecond',
                     modified_by_device = \(session.deviceID), modified_by_user = \(session.userRecordName), expires_at = NULL
-                FROM unnest(\(PGData.textArray(deleteNames)), \(PGData.int64Array(deleteSequences)), \(PGData.textArray(deleteTags)))
-                     AS u(n, seq, tag)
+                FROM unnest(\(PGData.textArray(deleteNames)), \(PGData.int64Array(deleteSequences))) AS u(n, seq)
                 WHERE r.zone_id = \(zone.id) AND r.record_name = u.n
                 """)
             let event = ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zone.id, sequence: plan.lastSequence)
             // The zone's counter catches up only now, just before COMMIT.
-            _ = try connection.run("""
-                WITH bumped AS (UPDATE zones SET change_seq = GREATEST(change_seq, \(plan.lastSequence)) WHERE id = \(zone.id) RETURNING 1)
-                SELECT pg_notify(\(ChangeEvent.channel), \(event.payload)), (SELECT count(*) FROM bumped)
-                """)
+            _ = try connection.run("UPDATE zones SET change_seq = GREATEST(change_seq, \(plan.lastSequence)) WHERE id = \(zone.id)")
             return (plan.results, event)
         }
-        if let event { hub.publish(event) }
+        if let event { announce([event]) }
         return results
     }
 }
