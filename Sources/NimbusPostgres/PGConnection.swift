@@ -207,10 +207,13 @@ package final class PGConnection: @unchecked Sendable {
             return
         default:
             let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
-            if isBroken {
+            let sqlState = field(result, nimbus_PG_DIAG_SQLSTATE)
+            // The server always sends a SQLSTATE; an error without one comes from libpq itself, a
+            // communication failure. A write to a socket the server already closed reports "server
+            // closed the connection unexpectedly" while PQstatus may still say OK.
+            if isBroken || sqlState == nil {
                 throw PGError(.connectionLost, message.isEmpty ? "the connection to PostgreSQL was lost" : message)
             }
-            let sqlState = field(result, nimbus_PG_DIAG_SQLSTATE)
             let primary = field(result, nimbus_PG_DIAG_MESSAGE_PRIMARY) ?? message
             throw PGError(.server, primary, sqlState: sqlState, detail: field(result, nimbus_PG_DIAG_MESSAGE_DETAIL))
         }

@@ -46,6 +46,9 @@ extension Store {
     /// the write checks the token itself, or it is looked up again before anything else.
     package func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
                                atomic: Bool, limits: Limits, unverifiedTokenDigest: [UInt8]? = nil) async throws -> [ModifyResult] {
+        #if NIMBUS_NEGATIVE_CONTROL
+        if true { return try await negativeControlModify(session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits, unverifiedTokenDigest: unverifiedTokenDigest) }
+        #endif
         if let results = try await createWithoutReading(session, checkingToken: unverifiedTokenDigest, zoneName: zoneName,
                                                         operations: operations, atomic: atomic, limits: limits) {
             return results
