@@ -48,18 +48,19 @@ package struct Record: Sendable, Hashable {
                 fieldsObject[name] = .object(["value": value.json, "type": .string(value.type.name)])
             }
         }
-        var object = jsonWithoutFields
-        object["fields"] = .object(fieldsObject)
-        return .object(object)
+        return .object(dictionary(fields: .object(fieldsObject)))
     }
 
     /// The record dictionary without its `fields` member (for writers that add stored fields as
     /// they are).
-    package var jsonWithoutFields: JSONObject {
+    package var jsonWithoutFields: JSONObject { dictionary(fields: nil) }
+
+    private func dictionary(fields: JSONValue?) -> JSONObject {
         var object: JSONObject = [:]
         object["recordName"] = .string(recordName)
         object["recordType"] = .string(recordType)
         object["recordChangeTag"] = .string(changeTag)
+        if let fields { object["fields"] = fields }
         object["created"] = created.json
         object["modified"] = modified.json
         object["deleted"] = .bool(deleted)
