@@ -12,6 +12,15 @@ package final class API: Sendable {
     package let metrics: Metrics
     let logger = Logger(subsystem: "api")
     private let router: HTTPRouter
+    /// Every routed method and path, with each database operation spelled out in place of the
+    /// `:group/:operation` segments (what the OpenAPI document must describe).
+    package let routedPaths: [RoutedPath]
+
+    /// A method and a path pattern with `:name` parameter segments.
+    package struct RoutedPath: Sendable, Hashable {
+        package var method: String
+        package var path: String
+    }
 
     package init(store: Store, limits: Limits, metrics: Metrics = Metrics(), publicURL: String? = nil) {
         self.store = store
@@ -19,10 +28,16 @@ package final class API: Sendable {
         self.metrics = metrics
         var router = HTTPRouter()
         SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: Self.routeBuilder(metrics))
-        DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: Self.routeBuilder(metrics))
+        let operations = DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: Self.routeBuilder(metrics))
         WebcourierRoute(store: store, limits: limits).register(in: &router, api: Self.routeBuilder(metrics))
         AssetRoutes(store: store, limits: limits).register(in: &router, api: Self.routeBuilder(metrics))
         self.router = router
+        let generic = DatabaseRoutes.pattern.replacingOccurrences(of: "/:group/:operation", with: "/")
+        routedPaths = router.routes.flatMap { route -> [RoutedPath] in
+            guard route.pattern == DatabaseRoutes.pattern else { return [RoutedPath(method: route.method, path: route.pattern)] }
+            // The one database pattern serves GET and POST; each operation answers one of them.
+            return operations.filter { $0.method == route.method }.map { RoutedPath(method: $0.method, path: generic + $0.name) }
+        }
     }
 
     /// Which requests stream their bodies instead of buffering them (asset uploads).

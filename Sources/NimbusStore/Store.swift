@@ -13,7 +13,9 @@ package final class Store: Sendable {
     /// Parked long-poll requests, woken by local commits and by NOTIFY from other instances.
     package let hub: ChangeHub
 
-    init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub) {
+    /// A store over `pool` as it is (tests that need no database use a pool that never connects);
+    /// servers use `open`, which loads the signing key.
+    package init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub) {
         self.pool = pool
         self.signer = signer
         self.clock = clock
