@@ -54,6 +54,15 @@ package final class API: Sendable {
                 request.pathParameters = parameters
                 route.handler(request, writer)
             case .methodNotAllowed(let allowed):
+                // The database pattern is routed for GET and POST, but each operation takes one
+                // of them: its handler answers 405 with that operation's own Allow.
+                if case .found(let route, let parameters) = router.match(method: "POST", path: request.path),
+                   route.pattern == DatabaseRoutes.pattern {
+                    var request = request
+                    request.pathParameters = parameters
+                    route.handler(request, writer)
+                    return
+                }
                 var response = ErrorResponse.make(SyncError(.badRequest, "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", ")).")
                 )
                 response.status = .methodNotAllowed

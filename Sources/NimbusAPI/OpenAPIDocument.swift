@@ -2058,7 +2058,16 @@ package enum OpenAPIDocument {
             "type": "string"
           },
           "zoneID": {
-            "$ref": "#/components/schemas/ZoneID"
+            "type": "object",
+            "required": [
+              "zoneName"
+            ],
+            "properties": {
+              "zoneName": {
+                "type": "string"
+              }
+            },
+            "description": "The zone as the request named it."
           },
           "subscriptionID": {
             "type": "string"
