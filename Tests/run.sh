@@ -18,5 +18,6 @@ swift test --skip-build || status=1
 
 export NIMBUS_BIN="$(swift build --show-bin-path)/nimbus"
 bash Tests/integration/run.sh || status=1
+bash Tests/soak/schemathesis.sh || status=1
 
 exit $status

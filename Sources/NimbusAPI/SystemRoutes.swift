@@ -17,7 +17,8 @@ struct SystemRoutes: Sendable {
         router.add("GET", "/limits", api.immediate("/limits") { _ in
             HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: limitsBody)
         })
-        let openAPIBody = Array(OpenAPIDocument.json.utf8)
+        // Written pretty in the source, served compact (member order kept).
+        let openAPIBody = (try? JSONValue.parse(Array(OpenAPIDocument.json.utf8)))?.serialized() ?? Array(OpenAPIDocument.json.utf8)
         router.add("GET", "/openapi.json", api.immediate("/openapi.json") { _ in
             HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: openAPIBody)
         })
