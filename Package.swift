@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "NimbusStoreTests", dependencies: ["NimbusStore", "NimbusPostgres"], swiftSettings: swiftSettings),
         .testTarget(
             name: "NimbusAPITests",
-            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusSupport"],
+            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport"],
             swiftSettings: swiftSettings
         ),
     ],

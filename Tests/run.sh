@@ -24,5 +24,6 @@ swift test --skip-build --filter "$QUIET_TESTS" || status=1
 export NIMBUS_BIN="$(swift build --show-bin-path)/nimbus"
 bash Tests/integration/run.sh || status=1
 bash Tests/fuzz-smoke.sh || status=1
+bash Tests/soak/schemathesis.sh || status=1
 
 exit $status

@@ -14,6 +14,15 @@ package final class API: Sendable {
     package let rateLimiter: RateLimiter
     let logger = Logger(subsystem: "api")
     private let router: HTTPRouter
+    /// Every routed method and path, with each database operation spelled out in place of the
+    /// `:group/:operation` segments (what the OpenAPI document must describe).
+    package let routedPaths: [RoutedPath]
+
+    /// A method and a path pattern with `:name` parameter segments.
+    package struct RoutedPath: Sendable, Hashable {
+        package var method: String
+        package var path: String
+    }
 
     package init(store: Store, limits: Limits, metrics: Metrics = Metrics(), publicURL: String? = nil) {
         self.store = store
@@ -24,10 +33,16 @@ package final class API: Sendable {
         let builder = RouteBuilder(metrics: metrics, limiter: limiter)
         var router = HTTPRouter()
         SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: builder)
-        DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: builder)
+        let operations = DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: builder)
         WebcourierRoute(store: store, limits: limits).register(in: &router, api: builder)
         AssetRoutes(store: store, limits: limits).register(in: &router, api: builder)
         self.router = router
+        let generic = DatabaseRoutes.pattern.replacingOccurrences(of: "/:group/:operation", with: "/")
+        routedPaths = router.routes.flatMap { route -> [RoutedPath] in
+            guard route.pattern == DatabaseRoutes.pattern else { return [RoutedPath(method: route.method, path: route.pattern)] }
+            // The one database pattern serves GET and POST; each operation answers one of them.
+            return operations.filter { $0.method == route.method }.map { RoutedPath(method: $0.method, path: generic + $0.name) }
+        }
     }
 
     /// Which requests stream their bodies instead of buffering them (asset uploads).
@@ -53,6 +68,15 @@ package final class API: Sendable {
                 request.pathParameters = parameters
                 route.handler(request, writer)
             case .methodNotAllowed(let allowed):
+                // The database pattern is routed for GET and POST, but each operation takes one
+                // of them: its handler answers 405 with that operation's own Allow.
+                if case .found(let route, let parameters) = router.match(method: "POST", path: request.path),
+                   route.pattern == DatabaseRoutes.pattern {
+                    var request = request
+                    request.pathParameters = parameters
+                    route.handler(request, writer)
+                    return
+                }
                 var response = ErrorResponse.make(SyncError(.badRequest, "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", ")).")
                 )
                 response.status = .methodNotAllowed

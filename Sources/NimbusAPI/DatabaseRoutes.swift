@@ -56,7 +56,9 @@ struct DatabaseRoutes: Sendable {
 
     static let pattern = "/database/1/:container/:environment/:database/:group/:operation"
 
-    func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
+    /// Registers the operations under one pattern; returns each operation's name and method.
+    @discardableResult
+    func register(in router: inout HTTPRouter, api: API.RouteBuilder) -> [(name: String, method: String)] {
         let records = RecordHandlers(store: store, limits: limits)
         let zones = ZoneHandlers(store: store, limits: limits)
         let subscriptions = SubscriptionHandlers(store: store, limits: limits, publicURL: publicURL)
@@ -82,6 +84,7 @@ struct DatabaseRoutes: Sendable {
         }
         router.add("GET", Self.pattern, handler)
         router.add("POST", Self.pattern, handler)
+        return operations.map { ($0.key, $0.value.method) }.sorted { $0.name < $1.name }
     }
 
     private static func handle(_ request: HTTPRequest, answering: API.Answering, operations: [String: (method: String, run: Operation)],

@@ -4,7 +4,7 @@ import NimbusHTTP
 import NimbusStore
 import NimbusSupport
 
-/// Unauthenticated operational routes: `/healthz`, `/metrics`, `/limits`.
+/// Unauthenticated operational routes: `/healthz`, `/metrics`, `/limits`, `/openapi.json`.
 struct SystemRoutes: Sendable {
     let store: Store
     let limits: Limits
@@ -16,6 +16,11 @@ struct SystemRoutes: Sendable {
         let limitsBody = JSON.encode(Dictionary(uniqueKeysWithValues: limits.namedValues.map { ($0.name, $0.value) }))
         router.add("GET", "/limits", api.immediate("/limits") { _ in
             HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: limitsBody)
+        })
+        // Written pretty in the source, served compact (member order kept).
+        let openAPIBody = (try? JSONValue.parse(Array(OpenAPIDocument.json.utf8)))?.serialized() ?? Array(OpenAPIDocument.json.utf8)
+        router.add("GET", "/openapi.json", api.immediate("/openapi.json") { _ in
+            HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: openAPIBody)
         })
         router.add("GET", "/healthz", api.task("/healthz") { _ in
             do {

@@ -47,7 +47,8 @@ extension Store {
                 case .save(let subscription, let mustExist):
                     var zoneID: Int64?
                     if let zoneName = subscription.zoneName {
-                        guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
+                        // Locked, so that a zone delete cannot commit between this check and the insert.
+                        guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName, lock: true), !zone.deleted else {
                             return .failed(subscription.id, ItemError(.zoneNotFound, "Zone \(zoneName) does not exist."))
                         }
                         zoneID = zone.id

@@ -92,6 +92,9 @@ extension Store {
                 case .create(let name):
                     if let zone = try Self.zone(connection, databaseID: session.databaseID, name: name, lock: true) {
                         if !zone.deleted { return .zone(zone) }
+                        // The revived zone gets a new id: nothing may still point at the old one
+                        // (subscriptions left by a delete before they went with their zone).
+                        try connection.run("DELETE FROM subscriptions WHERE zone_id = \(zone.id)")
                         try announce(connection)
                         let revived = try connection.queryFirst("""
                             UPDATE zones SET id = nextval(pg_get_serial_sequence('zones', 'id')), deleted = false,
@@ -125,6 +128,8 @@ extension Store {
                         FROM released r WHERE a.database_id = r.database_id AND a.sha256 = r.sha256 AND a.size = r.size
                         """)
                     try connection.run("DELETE FROM records WHERE zone_id = \(zone.id)")
+                    // Subscriptions of the zone (zone subscriptions, query subscriptions naming it) go with it.
+                    try connection.run("DELETE FROM subscriptions WHERE zone_id = \(zone.id)")
                     try connection.run("""
                         UPDATE zones SET deleted = true, change_seq = change_seq + 1 WHERE id = \(zone.id)
                         """)

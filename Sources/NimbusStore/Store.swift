@@ -17,7 +17,9 @@ package final class Store: Sendable {
     /// What the write fast path takes on trust and checks inside its one statement.
     let caches = WriteCaches()
 
-    init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub) {
+    /// A store over `pool` as it is (tests that need no database use a pool that never connects);
+    /// servers use `open`, which loads the signing key.
+    package init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub) {
         self.pool = pool
         self.signer = signer
         self.clock = clock

@@ -17,6 +17,17 @@ package enum JSONValue: Sendable, Hashable {
 }
 
 extension JSONValue {
+    /// Whether a string or member name anywhere inside contains U+0000, which PostgreSQL's text
+    /// and jsonb cannot hold (values kept as sent must be refused before they reach the database).
+    package var containsNUL: Bool {
+        switch self {
+        case .string(let text): text.utf8.contains(0)
+        case .array(let values): values.contains { $0.containsNUL }
+        case .object(let object): object.contains { $0.key.utf8.contains(0) || $0.value.containsNUL }
+        case .null, .bool, .integer, .double: false
+        }
+    }
+
     package var isNull: Bool {
         if case .null = self { return true }
         return false

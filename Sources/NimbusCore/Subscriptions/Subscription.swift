@@ -37,6 +37,8 @@ package struct Subscription: Sendable, Hashable {
         guard case .string(let id)? = object["subscriptionID"], Names.isValidRecordName(id) else {
             throw fail("subscriptionID must be 1–255 letters, digits, '-', '_', '.', ':'.")
         }
+        // The query and notificationInfo are stored as sent (jsonb).
+        guard !json.containsNUL else { throw fail("Subscription \(id) contains U+0000, which cannot be stored.") }
         guard case .string(let kindText)? = object["subscriptionType"], let kind = Kind(rawValue: kindText) else {
             throw fail("subscriptionType of \(id) must be query, zone or database.")
         }

@@ -23,6 +23,12 @@ package struct HTTPRouter: Sendable {
 
     package init() {}
 
+    /// Every registered method and pattern (`:name` segments as registered), static routes first.
+    package var routes: [(method: String, pattern: String)] {
+        let statics = staticRoutes.values.flatMap { $0.values }.sorted { ($0.pattern, $0.method) < ($1.pattern, $1.method) }
+        return (statics + patternRoutes).map { ($0.method, $0.pattern) }
+    }
+
     package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
         let route = Route(method: method, pattern: pattern, handler: handler,
                           segments: pattern.split(separator: "/", omittingEmptySubsequences: false))
