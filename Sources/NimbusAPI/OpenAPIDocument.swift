@@ -246,6 +246,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         },
         "requestBody": {
@@ -360,6 +363,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         },
         "requestBody": {
@@ -461,6 +467,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         },
         "requestBody": {
@@ -706,6 +715,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         }
       }
@@ -775,6 +787,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         },
         "requestBody": {
@@ -900,6 +915,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         },
         "requestBody": {
@@ -1092,6 +1110,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         }
       }
@@ -1154,6 +1175,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         }
       }
@@ -1223,6 +1247,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         },
         "requestBody": {
@@ -1325,6 +1352,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         },
         "requestBody": {
@@ -1434,6 +1464,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         },
         "requestBody": {
@@ -1524,6 +1557,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         },
         "requestBody": {
@@ -1635,6 +1671,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         }
       }
@@ -1744,6 +1783,9 @@ package enum OpenAPIDocument {
           },
           "503": {
             "$ref": "#/components/responses/Unavailable"
+          },
+          "429": {
+            "$ref": "#/components/responses/Throttled"
           }
         }
       }
