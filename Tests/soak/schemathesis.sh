@@ -38,15 +38,23 @@ as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-if ! command -v python3 >/dev/null || ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+install_python() {
   echo "schemathesis.sh: installing python3 and python3-venv" >&2
-  as_root apt-get update -qq >/dev/null && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null \
+  as_root apt-get update -qq >/dev/null \
+    && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null \
     || { echo "schemathesis.sh: apt-get install python3 python3-venv failed" >&2; exit 1; }
+}
+
+if ! command -v python3 >/dev/null || ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  install_python
 fi
 if [ ! -x "$VENV/bin/schemathesis" ] || [ "$("$VENV/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $SCHEMATHESIS_VERSION" ]; then
   echo "schemathesis.sh: installing schemathesis $SCHEMATHESIS_VERSION into $VENV" >&2
   rm -rf "$VENV"
-  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" \
+  # Debian's python3 makes venvs only with python3-venv: install it when the first try fails.
+  python3 -m venv "$VENV" 2>/dev/null || { rm -rf "$VENV"; install_python; python3 -m venv "$VENV"; } \
+    || { echo "schemathesis.sh: python3 -m venv failed" >&2; exit 1; }
+  "$VENV/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" \
     || { echo "schemathesis.sh: pip install schemathesis failed" >&2; exit 1; }
 fi
 
