@@ -138,13 +138,8 @@ struct RecordHandlers: Sendable {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
                 if record.deleted {
                     record.tombstoneJSON.write(to: &bytes)
-                } else if let stored = changes.storedFields[record.recordName] {
-                    // The record without fields ends with "}": replace it with the stored fields.
-                    JSONValue.object(record.jsonWithoutFields).write(to: &bytes)
-                    bytes.removeLast()
-                    bytes.append(contentsOf: #","fields":"#.utf8)
-                    bytes.append(contentsOf: stored)
-                    bytes.append(UInt8(ascii: "}"))
+                } else if index < changes.storedFields.count, let stored = changes.storedFields[index] {
+                    record.writeJSON(fields: stored, to: &bytes)
                 } else {
                     renderer.render(record, desiredKeys: keys).write(to: &bytes)
                 }

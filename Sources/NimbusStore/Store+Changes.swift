@@ -8,10 +8,10 @@ package struct RecordChanges: Sendable {
     package var token: String
     package var moreComing: Bool
     package var zone: ZoneInfo
-    /// With `passThroughFields`: the wire form of the fields of records whose stored fields could
-    /// be sent as stored (`WireFields`; not records with references, locations or assets), by
-    /// record name. Those records' `fields` are left empty: their JSON was never parsed.
-    package var storedFields: [String: [UInt8]] = [:]
+    /// With `passThroughFields`, one per record: the wire form of its fields when its stored
+    /// fields could be sent as stored (`WireFields`; not references, locations or assets). Those
+    /// records' `fields` are left empty: their JSON was never parsed.
+    package var storedFields: [[UInt8]?] = []
 }
 
 extension Store {
@@ -71,16 +71,13 @@ extension Store {
                 throw SyncError(.changeTokenExpired, "The syncToken is older than the zone's retention horizon; fetch again without a token.")
             }
         }
-        var storedFields: [String: [UInt8]] = [:]
-        for row in rows {
-            if let stored = row.storedFields, let name = row.record?.recordName { storedFields[name] = stored }
-        }
-        var changes = rows.compactMap { row in row.record.map { (row.sequence ?? 0, $0) } }
+        var changes = rows.compactMap { row in row.record.map { (row.sequence ?? 0, $0, row.storedFields) } }
         let moreComing = changes.count > limit
         if moreComing { changes.removeLast(changes.count - limit) }
         let position = moreComing ? (changes.last?.0 ?? since) : zone.changeSequence
         let token = signer.encode(ZoneChangeToken(databaseID: session.databaseID, zoneID: zone.id, sequence: max(position, since)),
                                   zoneName: zoneName)
-        return RecordChanges(records: changes.map { $0.1 }, token: token, moreComing: moreComing, zone: zone, storedFields: storedFields)
+        return RecordChanges(records: changes.map { $0.1 }, token: token, moreComing: moreComing, zone: zone,
+                             storedFields: passThroughFields ? changes.map { $0.2 } : [])
     }
 }

@@ -44,3 +44,21 @@ import Testing
         #expect(wire("[]") == nil)
     }
 }
+
+@Suite struct RecordWireWriterTests {
+    @Test func writingWithStoredFieldsGivesTheSameDictionaryAsJSON() throws {
+        for deleted in [false, true] {
+            let fields: [String: FieldValue] = ["t": .string("a \"quoted\" \\ ü\u{1}"), "n": .int64(-3)]
+            let record = Record(recordName: "r \"1\"", recordType: "T", fields: fields, changeTag: "z9",
+                                created: RecordStamp(timestamp: 1, userRecordName: "_u", deviceID: "mac \"mini\""),
+                                modified: RecordStamp(timestamp: -2, userRecordName: "_v", deviceID: "phone"), deleted: deleted, zoneName: "Z\\")
+            let wireFields = try #require(WireFields.fromStored(Record.storedFields(fields).serializedString))
+            var bytes: [UInt8] = Array("[".utf8)
+            record.writeJSON(fields: wireFields, to: &bytes)
+            bytes.append(UInt8(ascii: "]"))
+            #expect(try JSONValue.parse(bytes) == .array([record.json()]))
+            // Same members in the same order as json() writes them.
+            #expect(Array(bytes.dropFirst().dropLast()) == record.json().serialized())
+        }
+    }
+}

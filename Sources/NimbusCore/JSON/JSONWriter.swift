@@ -43,11 +43,16 @@ struct JSONWriter {
         }
     }
 
-    private mutating func append(_ text: StaticString) {
+    /// Bytes that are already JSON, as they are.
+    mutating func appendJSON(_ json: [UInt8]) {
+        bytes.append(contentsOf: json)
+    }
+
+    mutating func append(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    private mutating func write(_ integer: Int64) {
+    mutating func write(_ integer: Int64) {
         if integer < 0 { bytes.append(UInt8(ascii: "-")) }
         var magnitude = integer.magnitude
         let start = bytes.count
@@ -75,7 +80,7 @@ struct JSONWriter {
 
     /// RFC 8259 §7: `"` and `\` and U+0000...U+001F must be escaped; nothing else is. `/` and
     /// non-ASCII are written as they are.
-    private mutating func write(_ string: String) {
+    mutating func write(_ string: String) {
         bytes.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { utf8 in

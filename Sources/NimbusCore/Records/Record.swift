@@ -51,16 +51,41 @@ package struct Record: Sendable, Hashable {
         return .object(dictionary(fields: .object(fieldsObject)))
     }
 
-    /// The record dictionary without its `fields` member (for writers that add stored fields as
-    /// they are).
-    package var jsonWithoutFields: JSONObject { dictionary(fields: nil) }
+    /// Appends the record dictionary of `json()` to `bytes`, with `fields` given as JSON bytes
+    /// already in the wire form (change feeds send stored fields as stored), without building
+    /// values: the members and their order are those of `json()`.
+    package func writeJSON(fields: [UInt8], to bytes: inout [UInt8]) {
+        var writer = JSONWriter(bytes: bytes, sortedKeys: false)
+        bytes = []                      // keep the writer's buffer uniquely referenced
+        writer.append(#"{"recordName":"#)
+        writer.write(recordName)
+        writer.append(#","recordType":"#)
+        writer.write(recordType)
+        writer.append(#","recordChangeTag":"#)
+        writer.write(changeTag)
+        writer.append(#","fields":"#)
+        writer.appendJSON(fields)
+        for (key, stamp) in [(#","created":{"timestamp":"# as StaticString, created), (#","modified":{"timestamp":"#, modified)] {
+            writer.append(key)
+            writer.write(stamp.timestamp)
+            writer.append(#","userRecordName":"#)
+            writer.write(stamp.userRecordName)
+            writer.append(#","deviceID":"#)
+            writer.write(stamp.deviceID)
+            writer.append("}")
+        }
+        writer.append(deleted ? #","deleted":true,"zoneID":{"zoneName":"# : #","deleted":false,"zoneID":{"zoneName":"#)
+        writer.write(zoneName)
+        writer.append("}}")
+        bytes = writer.bytes
+    }
 
-    private func dictionary(fields: JSONValue?) -> JSONObject {
+    private func dictionary(fields: JSONValue) -> JSONObject {
         var object: JSONObject = [:]
         object["recordName"] = .string(recordName)
         object["recordType"] = .string(recordType)
         object["recordChangeTag"] = .string(changeTag)
-        if let fields { object["fields"] = fields }
+        object["fields"] = fields
         object["created"] = created.json
         object["modified"] = modified.json
         object["deleted"] = .bool(deleted)
