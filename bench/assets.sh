@@ -131,7 +131,7 @@ PG_SETTINGS=$(psql -d postgres -At -F= -c "SELECT name, setting FROM pg_settings
 DB_URL="postgresql:///nimbus?host=$SOCK&user=nimbus"
 mkdir -p "$WORK/nimbus-data"
 say "starting nimbus serve --database-url (db nimbus on the same cluster), --max-asset-bytes $SIZE"
-"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/nimbus-data" --max-asset-bytes "$SIZE" \
+"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/nimbus-data" --max-asset-bytes "$SIZE" --requests-per-second-per-token 0 \
   --user-quota-bytes $((SIZE * (CONCURRENT + 2 * ROUNDS + 4))) \
   ${POOL_SIZE:+--pool-size "$POOL_SIZE"} ${EVENT_LOOPS:+--event-loops "$EVENT_LOOPS"} </dev/null 2>"$WORK/nimbus.log" &
 NIMBUS_PID=$!

@@ -167,7 +167,7 @@ wait_gauge() {  # wait_gauge PORT VALUE SECONDS: polls nimbus_longpoll_waiters; 
 # start_server NAME ARGS...: nimbus serve on a free port; sets <NAME>_PID and <NAME>_PORT.
 start_server() {
   local name=$1 pid port="" i; shift
-  "$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/data-$name" \
+  "$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/data-$name" --requests-per-second-per-token 0 \
     ${POOL_SIZE:+--pool-size "$POOL_SIZE"} ${EVENT_LOOPS:+--event-loops "$EVENT_LOOPS"} "$@" </dev/null >"$WORK/nimbus-$name.log" 2>&1 &
   pid=$!
   SERVER_PIDS+=("$pid")

@@ -133,7 +133,7 @@ DB_URL="postgresql:///nimbus?host=$SOCK&user=nimbus"
 
 mkdir -p "$WORK/nimbus-data"
 say "starting nimbus serve --database-url --prune-interval 0s"
-"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/nimbus-data" --prune-interval 0s \
+"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/nimbus-data" --prune-interval 0s --requests-per-second-per-token 0 \
   ${POOL_SIZE:+--pool-size "$POOL_SIZE"} ${EVENT_LOOPS:+--event-loops "$EVENT_LOOPS"} </dev/null 2>"$WORK/nimbus.log" &
 NIMBUS_PID=$!
 PORT=""

@@ -155,7 +155,7 @@ say "preload.sql took ${preload_sql_secs}s"
 DB_URL="postgresql:///nimbus?host=$SOCK&user=nimbus"
 mkdir -p "$WORK/nimbus-data"
 say "starting nimbus serve --database-url (db nimbus on the same cluster)"
-"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/nimbus-data" \
+"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/nimbus-data" --requests-per-second-per-token 0 \
   ${POOL_SIZE:+--pool-size "$POOL_SIZE"} ${EVENT_LOOPS:+--event-loops "$EVENT_LOOPS"} </dev/null 2>"$WORK/nimbus.log" &
 NIMBUS_PID=$!
 PORT=""
