@@ -3,7 +3,6 @@ import NimbusCore
 import NimbusHTTP
 import NimbusStore
 import NimbusSupport
-import Synchronization
 
 /// A waiting request (`wait` on a change feed, or a notification channel poll), parked in the
 /// change hub: its headers go out at once (chunked), a space every heartbeat interval keeps
@@ -27,7 +26,7 @@ final class LongPoll: ParkedRequest, Sendable {
     private let reread: Reread
     private let emptyAnswer: [UInt8]
     private let onFinish: @Sendable () -> Void
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let logger = Logger(subsystem: "longpoll")
 
     init(writer: HTTPResponseWriter, hub: ChangeHub, emptyAnswer: [UInt8], onFinish: @escaping @Sendable () -> Void,

@@ -1,6 +1,5 @@
 import Foundation
 import NimbusSupport
-import Synchronization
 
 /// Request counters and a latency histogram, rendered as Prometheus text (`GET /metrics`).
 package final class Metrics: Sendable {
@@ -24,9 +23,9 @@ package final class Metrics: Sendable {
         var latency: [String: Histogram] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Gauges read at scrape time: (name, help, value).
-    private let gauges = Mutex<[(name: String, help: String, read: @Sendable () -> Double)]>([])
+    private let gauges = Lock<[(name: String, help: String, read: @Sendable () -> Double)]>([])
 
     package init() {}
 

@@ -1,5 +1,4 @@
 import NimbusSupport
-import Synchronization
 
 /// Per-key token buckets: each key may make `burst` requests at once and then one every
 /// `1 / requestsPerSecond` seconds (the `requestsPerSecondPerToken` and `requestBurstPerToken`
@@ -41,7 +40,7 @@ package final class RateLimiter: Sendable {
     }
 
     private final class Shard: Sendable {
-        let arrivals = Mutex<[Key: UInt64]>([:])
+        let arrivals = Lock<[Key: UInt64]>([:])
     }
 
     package let requestsPerSecond: Int

@@ -15,6 +15,7 @@ package enum PGData: Sendable, Hashable {
     case uuid(UUID)
     case textArray([String])
     case int64Array([Int64])
+    case byteaArray([[UInt8]])
 
     /// Type OIDs from `pg_type` (stable across PostgreSQL versions).
     package enum OID {
@@ -38,6 +39,7 @@ package enum PGData: Sendable, Hashable {
         package static let jsonb: UInt32 = 3802
         package static let textArray: UInt32 = 1009
         package static let int8Array: UInt32 = 1016
+        package static let byteaArray: UInt32 = 1001
     }
 
     /// Microseconds between the Unix epoch and PostgreSQL's epoch (2000-01-01 UTC).
@@ -63,6 +65,8 @@ package enum PGData: Sendable, Hashable {
             return (OID.textArray, Self.encodeArray(elementOID: OID.text, values.map { Array($0.utf8) }))
         case .int64Array(let values):
             return (OID.int8Array, Self.encodeArray(elementOID: OID.int8, values.map { $0.bigEndianBytes }))
+        case .byteaArray(let values):
+            return (OID.byteaArray, Self.encodeArray(elementOID: OID.bytea, values))
         }
     }
 

@@ -32,7 +32,7 @@ package final class PGPool: Sendable {
     }
 
     package let configuration: Configuration
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let queue = DispatchQueue(label: "nimbus.postgres.pool")
     /// One serial queue per connection slot, made once: blocking libpq work gets threads of its
     /// own (overcommit queues) without creating a queue per borrow.
@@ -42,7 +42,7 @@ package final class PGPool: Sendable {
 
     package init(configuration: Configuration) {
         self.configuration = configuration
-        state = Mutex(State())
+        state = Lock(State())
         borrowerQueues = (0..<max(configuration.maxConnections, 1)).map { DispatchQueue(label: "nimbus.postgres.borrower.\($0)") }
     }
 

@@ -1,7 +1,6 @@
 import Foundation
 import NimbusPostgres
 import NimbusSupport
-import Synchronization
 
 /// Sends committed changes to every instance's LISTEN connection, after the commit.
 ///
@@ -28,7 +27,7 @@ final class Announcer: Sendable {
     }
 
     private let pool: PGPool
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let logger = Logger(subsystem: "announcer")
 
     init(pool: PGPool) {

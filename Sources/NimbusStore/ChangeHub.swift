@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import NimbusCore
 import NimbusSupport
-import Synchronization
 
 /// What changed, as announced by a committing writer (locally, and through NOTIFY to every
 /// instance). A hint to re-read, never the truth: the change feeds are.
@@ -57,7 +56,7 @@ package protocol ParkedRequest: AnyObject, Sendable {
 /// scans for deadlines and heartbeats.
 package final class ChangeHub: @unchecked Sendable {
     // @unchecked: `timer` is set once in init and only cancelled in deinit; every mutable field
-    // lives in `state`, a Mutex.
+    // lives in `state`, a Lock.
     package struct Capacity: Sendable {
         package var maxPerDevice: Int
         package var maxTotal: Int
@@ -89,7 +88,7 @@ package final class ChangeHub: @unchecked Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let capacity: Capacity
     private let timer: any DispatchSourceTimer
     private let logger = Logger(subsystem: "hub")

@@ -2,7 +2,6 @@ import Foundation
 import NimbusCore
 import NimbusPostgres
 import NimbusSupport
-import Synchronization
 
 /// An authenticated request: whose token, which device, and which database it addresses.
 package struct Session: Sendable, Hashable {
@@ -39,7 +38,7 @@ package struct IssuedToken: Sendable {
 /// Writes `last_used_at` at most once a minute per token per instance, so authentication stays
 /// a read on the hot path.
 final class TokenUseRecorder: Sendable {
-    private let lastWrites = Mutex<[String: UInt64]>([:])
+    private let lastWrites = Lock<[String: UInt64]>([:])
 
     /// Whether `shouldRecord` would record now (without recording).
     func isDue(_ tokenID: String) -> Bool {

@@ -1,7 +1,7 @@
+import NimbusSupport
 import Foundation
 import NimbusCore
 import NimbusPostgres
-import Synchronization
 
 /// A zone of a database, with its current change sequence.
 package struct ZoneInfo: Sendable, Hashable {
@@ -79,7 +79,7 @@ extension Store {
     /// incarnation, so tokens issued before are expired.
     package func modifyZones(_ session: Session, operations: [ZoneOperation]) async throws -> [ZoneResult] {
         var results: [ZoneResult] = []
-        let changed = Mutex(false)
+        let changed = Lock(false)
         let event = ChangeEvent(databaseID: session.databaseID, kind: .zones)
         // Announced in the transaction that changes the zone (delivered at its commit).
         @Sendable func announce(_ connection: PGConnection) throws {

@@ -16,11 +16,15 @@ package final class Store: Sendable {
     let announcer: Announcer
     /// What the write fast path takes on trust and checks inside its one statement.
     let caches = WriteCaches()
+    /// Shares statements and commits among concurrent create-only writes.
+    let createCombiner: WriteCombiner<PlannedCreates, CreateOutcome>
 
     /// A store over `pool` as it is (tests that need no database use a pool that never connects);
     /// servers use `open`, which loads the signing key.
-    package init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub) {
+    package init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub,
+                 writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight) {
         self.pool = pool
+        self.createCombiner = Self.makeCreateCombiner(pool: pool, batchesInFlight: writeBatchesInFlight)
         self.signer = signer
         self.clock = clock
         self.hub = hub
@@ -41,8 +45,8 @@ package final class Store: Sendable {
     }
 
     /// Opens the store: loads the server secret, creating it at first start.
-    package static func open(pool: PGPool, clock: any WallClock = SystemClock(),
-                             hubCapacity: ChangeHub.Capacity = .init()) async throws -> Store {
+    package static func open(pool: PGPool, clock: any WallClock = SystemClock(), hubCapacity: ChangeHub.Capacity = .init(),
+                             writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight) async throws -> Store {
         let key = try await pool.withConnection { connection in
             var random = SystemRandomNumberGenerator()
             let fresh = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) }
@@ -52,7 +56,8 @@ package final class Store: Sendable {
                 """)
             return try connection.queryFirst("SELECT secret FROM server_secrets WHERE name = 'change-token'") { try $0.bytes(0) } ?? fresh
         }
-        return Store(pool: pool, signer: TokenSigner(key: key), clock: clock, hub: ChangeHub(capacity: hubCapacity))
+        return Store(pool: pool, signer: TokenSigner(key: key), clock: clock, hub: ChangeHub(capacity: hubCapacity),
+                     writeBatchesInFlight: writeBatchesInFlight)
     }
 
     /// LISTENs for changes committed by any instance and wakes this instance's parked requests.

@@ -1,5 +1,5 @@
+import NimbusSupport
 import NimbusCore
-import Synchronization
 
 /// What the write fast path of `records/modify` takes on trust from earlier requests: the
 /// session a token resolved to, a zone's id, a container's schema with its version. Every entry
@@ -30,9 +30,9 @@ final class WriteCaches: Sendable {
 
     static let capacity = 10_000
 
-    private let sessions = Mutex<[SessionKey: Session]>([:])
-    private let zones = Mutex<[ZoneKey: Int64]>([:])
-    private let schemas = Mutex<[SchemaKey: CachedSchema]>([:])
+    private let sessions = Lock<[SessionKey: Session]>([:])
+    private let zones = Lock<[ZoneKey: Int64]>([:])
+    private let schemas = Lock<[SchemaKey: CachedSchema]>([:])
 
     func session(_ key: SessionKey) -> Session? { sessions.withLock { $0[key] } }
     func zoneID(_ key: ZoneKey) -> Int64? { zones.withLock { $0[key] } }

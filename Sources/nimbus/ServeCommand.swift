@@ -5,7 +5,6 @@ import NimbusHTTP
 import NimbusPostgres
 import NimbusStore
 import NimbusSupport
-import Synchronization
 
 /// `nimbus serve`: the composition root. Starts the database (embedded unless a URL is given),
 /// applies migrations, serves HTTP until SIGINT/SIGTERM, then shuts down in order.
@@ -31,6 +30,9 @@ enum ServeCommand {
                        help: "Base of absolute URLs in answers (webcourierURL, downloadURL), e.g. https://sync.example.org; default: from the request's Host."),
             OptionSpec(name: "pool-size", valueName: "n", environment: "NIMBUS_POOL_SIZE", defaultValue: String(defaultPoolSize),
                        help: "Maximum database connections (default 4 per core: more only queue inside PostgreSQL)."),
+            OptionSpec(name: "write-batches", valueName: "n", environment: "NIMBUS_WRITE_BATCHES",
+                       defaultValue: String(Store.defaultWriteBatchesInFlight),
+                       help: "Combined create statements in flight at once; concurrent creates share them (fewer: larger batches)."),
             OptionSpec(name: "event-loops", valueName: "n", environment: "NIMBUS_EVENT_LOOPS",
                        defaultValue: String(max(ProcessInfo.processInfo.activeProcessorCount, 1)), help: "HTTP event loop threads."),
             OptionSpec(name: "backlog", valueName: "n", environment: "NIMBUS_BACKLOG", defaultValue: "1024", help: "Listen backlog."),
@@ -76,6 +78,7 @@ enum ServeCommand {
         http.parserLimits.maxBodyBytes = limits.maxRequestBytes
         http.errorResponse = ErrorResponse.forHTTPCore
         let poolSize = max(try arguments.integer("pool-size") ?? defaultPoolSize, 1)
+        let writeBatches = max(try arguments.integer("write-batches") ?? Store.defaultWriteBatchesInFlight, 1)
         for name in ["prune-interval", "asset-grace"] {
             if let text = arguments.value(name), DurationText.seconds(text) == nil {
                 throw UsageError(message: "option '--\(name)' needs a duration such as 1h, 30m, 24h or 0s, not '\(text)'", command: "serve")
@@ -88,7 +91,7 @@ enum ServeCommand {
         logger.info("starting nimbus \(Nimbus.version)", [
             "listen": "\(host):\(port)",
             "database": arguments.value("database-url") == nil ? "embedded in \(arguments.value("data-dir") ?? "./.nimbus")" : "external",
-            "poolSize": poolSize, "eventLoops": http.eventLoopCount,
+            "poolSize": poolSize, "writeBatches": writeBatches, "eventLoops": http.eventLoopCount,
         ])
         logger.info("limits: " + limits.namedValues.map { "\($0.name)=\($0.value)" }.joined(separator: " "))
 
@@ -105,7 +108,8 @@ enum ServeCommand {
         let pool = PGPool(configuration: poolConfiguration)
         let store: Store
         do {
-            store = try await Store.open(pool: pool, hubCapacity: .init(maxPerDevice: limits.maxWaitersPerDevice, maxTotal: limits.maxWaiters))
+            store = try await Store.open(pool: pool, hubCapacity: .init(maxPerDevice: limits.maxWaitersPerDevice, maxTotal: limits.maxWaiters),
+                                         writeBatchesInFlight: writeBatches)
         } catch {
             pool.close()
             database.close()
@@ -120,6 +124,12 @@ enum ServeCommand {
         metrics.addGauge("nimbus_db_pool_in_use", help: "Database connections lent out.") { Double(store.poolStatistics.inUse) }
         metrics.addGauge("nimbus_db_pool_idle", help: "Idle database connections.") { Double(store.poolStatistics.idle) }
         metrics.addGauge("nimbus_db_pool_max", help: "Database pool size.") { Double(store.poolStatistics.max) }
+        metrics.addGauge("nimbus_create_batches_total", help: "Statements the create fast path ran (shared by concurrent requests).") {
+            Double(store.createBatchCounts.batches)
+        }
+        metrics.addGauge("nimbus_create_batched_requests_total", help: "Requests those statements carried.") {
+            Double(store.createBatchCounts.requests)
+        }
         metrics.addGauge("nimbus_longpoll_waiters", help: "Parked long-poll requests.") { Double(store.hub.count) }
         metrics.addGauge("nimbus_listener_connected", help: "1 while the LISTEN connection is up.") { listener.isConnected ? 1 : 0 }
 
@@ -193,7 +203,7 @@ enum ServeCommand {
 
 /// A one-shot event that async code can wait for (fired from a signal handler's queue).
 final class ShutdownSignal: Sendable {
-    private let state = Mutex<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Lock<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func fire() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in

@@ -1,4 +1,4 @@
-import Synchronization
+import NimbusSupport
 
 /// A request body delivered piece by piece to an async consumer (uploads), never held whole.
 ///
@@ -25,7 +25,7 @@ package final class HTTPBodyStream: Sendable {
         var paused = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Asks the connection (on its loop) to read again after a pause.
     private let resumeReading: @Sendable () -> Void
 

@@ -2,7 +2,6 @@ import Foundation
 import CEpoll
 import Glibc
 import NimbusSupport
-import Synchronization
 
 /// One epoll event loop on its own thread, owning the connections it accepted.
 ///
@@ -11,13 +10,13 @@ import Synchronization
 /// either answer at once (cheap routes) or hop to their own executor and answer later.
 final class EventLoop: @unchecked Sendable {
     // @unchecked: everything but `inbox` is confined to the loop thread (`run` and the tasks it
-    // executes); `inbox` is a Mutex, the descriptors are immutable after init.
+    // executes); `inbox` is a Lock, the descriptors are immutable after init.
 
     let index: Int
     let server: HTTPServer
     private let epollDescriptor: Int32
     private let wakeDescriptor: Int32
-    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private let inbox = Lock<[@Sendable () -> Void]>([])
     private var threadID: pthread_t?
     private let stopped = DispatchSemaphore(value: 0)
 

@@ -34,7 +34,7 @@ package final class HTTPServer: Sendable {
     let logger = Logger(subsystem: "http")
     private let handler: Handler
     private let openConnections = Atomic<Int>(0)
-    private let loops: Mutex<[EventLoop]> = Mutex([])
+    private let loops: Lock<[EventLoop]> = Lock([])
     private let listener = Atomic<Int32>(-1)
 
     package init(configuration: Configuration, handler: @escaping Handler) {

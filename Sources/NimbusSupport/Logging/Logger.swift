@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A line-per-event logger: `level subsystem: key=value ... message`, or one JSON object per line.
 ///
@@ -77,8 +76,8 @@ package struct Logger: Sendable {
         var format: Format
     }
 
-    private static let sink = Mutex(Sink(level: .info, format: .text))
-    private static let writeLock = Mutex(())
+    private static let sink = Lock(Sink(level: .info, format: .text))
+    private static let writeLock = Lock(())
 
     private static func write(_ line: String) {
         writeLock.withLock { _ in

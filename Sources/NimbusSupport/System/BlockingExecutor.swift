@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
 
 /// A task executor whose threads may block: a request's task runs on one of them from start to
 /// answer, and blocking database calls run inline on that thread (`isCurrentThreadBlockingAllowed`)
@@ -17,7 +16,7 @@ package final class BlockingExecutor: TaskExecutor, Sendable {
     }
 
     package let maxThreads: Int
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let wakeups = DispatchSemaphore(value: 0)
 
     /// The executor request tasks prefer.

@@ -1,0 +1,230 @@
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+
+/// One request's creates, planned against `WriteCaches` without reading: what the write
+/// statement inserts and what it checks first.
+struct PlannedCreates: Sendable {
+    var session: Session
+    /// The bearer token's digest when the session came from the cache (checked in the statement).
+    var tokenDigest: [UInt8]?
+    var zoneID: Int64
+    var schemaVersion: Int64
+    var now: Int64
+    var names: [String]
+    var types: [String]
+    var fields: [String]
+    /// Expiry in epoch milliseconds, `Int64.min` for none.
+    var expires: [Int64]
+}
+
+/// What became of a `PlannedCreates` in a batch.
+enum CreateOutcome: Sendable {
+    /// Written: the records took the sequences `firstSequence ..< firstSequence + count`, in order.
+    case written(firstSequence: Int64)
+    /// A check failed or a record exists: the request takes the full path.
+    case notTaken
+    /// The batch it shared failed a check of some member: write it alone.
+    case retryAlone
+    case failed(any Error)
+}
+
+extension Store {
+    /// Batches of creates in flight at once (see `WriteCombiner`): 2 keeps ~8 requests per
+    /// statement under 16 clients while a second batch uses the other core.
+    package static let defaultWriteBatchesInFlight = 2
+    /// Records one combined statement gathers at most.
+    static let maxCombinedRecords = 1_000
+
+    /// Statements the create fast path ran and the requests they carried (for metrics).
+    package var createBatchCounts: (batches: Int, requests: Int) {
+        let counts = createCombiner.counts
+        return (counts.batches, counts.submissions)
+    }
+
+    static func makeCreateCombiner(pool: PGPool, batchesInFlight: Int) -> WriteCombiner<PlannedCreates, CreateOutcome> {
+        WriteCombiner(maxBatchesInFlight: batchesInFlight, maxBatchWeight: maxCombinedRecords,
+                      key: { $0.zoneID }, weight: { $0.names.count }, run: { batch in await writeCreates(batch, pool: pool) })
+    }
+
+    /// The fastest path, for requests that only create records: planned against what earlier
+    /// requests left in `caches` (the session, the zone's id, the schema and its version), without
+    /// reading, then written by a statement that checks all of it — the token is live, the zone is
+    /// this database's and not deleted, the schema version is the planned one, the database has no
+    /// subscriptions —, bumps the zone's sequence under its row lock and inserts the records.
+    /// Concurrent requests share that statement (`WriteCombiner`). A failed check or a record that
+    /// already exists (a retried create, a tombstone) aborts the statement whole (40001) and the
+    /// request takes the full path. nil: not taken.
+    func createWithoutReading(_ session: Session, checkingToken tokenDigest: [UInt8]?, zoneName: String,
+                              operations: [Result<RecordOperation, ItemError>], atomic: Bool, limits: Limits) async throws -> [ModifyResult]? {
+        guard !operations.isEmpty, operations.allSatisfy({ (try? $0.get())?.kind == .create }),
+              let zoneID = caches.zoneID(WriteCaches.ZoneKey(databaseID: session.databaseID, zoneName: zoneName)),
+              let schema = caches.schema(WriteCaches.SchemaKey(container: session.container, environment: session.environment)),
+              Self.deleteSelfTargets(operations).isEmpty, Self.assetCandidates(operations).isEmpty else { return nil }
+        let now = clock.nowMilliseconds()
+        let context = ModifyPlanner.Context(
+            zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
+            baseSequence: 0, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
+        let plan = ModifyPlanner(context: context).plan(operations, existing: [:], schema: schema.types)
+        guard plan.schemaAdditions.isEmpty, plan.results.count == operations.count,
+              plan.results.allSatisfy({ if case .saved = $0 { true } else { false } }) else { return nil }
+        var planned = PlannedCreates(session: session, tokenDigest: tokenDigest, zoneID: zoneID, schemaVersion: schema.version,
+                                     now: now, names: [], types: [], fields: [], expires: [])
+        for write in plan.writes {
+            guard case .save(let record, _, let targets, let expiresAt) = write, targets.isEmpty,
+                  !record.fields.values.contains(where: { !$0.assets.isEmpty }) else { return nil }
+            planned.names.append(record.recordName)
+            planned.types.append(record.recordType)
+            planned.fields.append(Record.storedFields(record.fields).serializedString)
+            planned.expires.append(expiresAt ?? Int64.min)
+        }
+        var outcome = await createCombiner.submit(planned)
+        if case .retryAlone = outcome { outcome = await Self.writeCreates([planned], pool: pool)[0] }
+        let first: Int64
+        switch outcome {
+        case .written(let firstSequence): first = firstSequence
+        case .notTaken, .retryAlone: return nil
+        case .failed(let error): throw error
+        }
+        // The statement numbered the records in `names` order from `first`.
+        let sequences = Dictionary(planned.names.enumerated().map { ($1, first + Int64($0)) }, uniquingKeysWith: { first, _ in first })
+        let results = plan.results.map { result -> ModifyResult in
+            guard case .saved(var record, let keys) = result, let sequence = sequences[record.recordName] else { return result }
+            record.changeTag = ChangeTag.make(sequence: sequence)
+            return .saved(record, desiredKeys: keys)
+        }
+        let last = first + Int64(planned.names.count) - 1
+        announce([ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zoneID, sequence: last)])
+        return results
+    }
+
+    /// Writes a batch: one statement for one request, the combined statement for several. A
+    /// combined statement that fails a check is undone whole and its members retry alone, so one
+    /// request's existing record never sends the others down the full path.
+    static func writeCreates(_ batch: [PlannedCreates], pool: PGPool) async -> [CreateOutcome] {
+        let statement = batch.count == 1 ? singleCreateStatement(batch[0]) : combinedCreateStatement(batch)
+        do {
+            let starts = try await pool.withConnection { connection in
+                try connection.queryFirst(statement) { try $0.optionalString(0) }
+            }
+            let firsts = (starts ?? nil)?.split(separator: ",").compactMap { Int64($0) } ?? []
+            guard firsts.count == batch.count else { return batch.map { _ in batch.count == 1 ? .notTaken : .retryAlone } }
+            return firsts.map { .written(firstSequence: $0) }
+        } catch let error as PGError where error.sqlState == PGError.SQLState.serializationFailure {
+            return batch.map { _ in batch.count == 1 ? .notTaken : .retryAlone }
+        } catch {
+            return batch.map { _ in .failed(error) }
+        }
+    }
+
+    /// One request's creates: the zone's row lock, its checks, the inserts, and the first
+    /// sequence as text (the combined statement's answer, for one).
+    private static func singleCreateStatement(_ planned: PlannedCreates) -> SQL {
+        let session = planned.session
+        let count = Int64(planned.names.count)
+        var statement: SQL = """
+            WITH z AS (
+                UPDATE zones SET change_seq = change_seq + \(count)
+                WHERE id = \(planned.zoneID) AND database_id = \(session.databaseID) AND NOT deleted
+                  AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID))
+                  AND \(schemaVersion(container: session.container, environment: session.environment)) = \(planned.schemaVersion)
+            """
+        if let digest = planned.tokenDigest {
+            statement.append("""
+                  AND EXISTS (SELECT 1 FROM device_tokens WHERE token_sha256 = \(digest) AND token_id = \(session.tokenID) AND revoked_at IS NULL)
+                """)
+        }
+        statement.append("""
+                RETURNING change_seq - \(count) AS base
+            ), saved AS (
+                INSERT INTO records (zone_id, record_name, record_type, fields, change_seq,
+                                     created_at, created_by_device, created_by_user,
+                                     modified_at, modified_by_device, modified_by_user, deleted, expires_at)
+                SELECT \(planned.zoneID), u.n, u.t, u.f::jsonb, z.base + u.ord,
+                       'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
+                       'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
+                       false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
+                FROM z, unnest(\(PGData.textArray(planned.names)), \(PGData.textArray(planned.types)), \(PGData.textArray(planned.fields)),
+                               \(PGData.int64Array(planned.expires))) WITH ORDINALITY AS u(n, t, f, e, ord)
+                ON CONFLICT (zone_id, record_name) DO NOTHING
+                RETURNING 1
+            )
+            SELECT ((SELECT base FROM z) + 1)::text, nimbus_retry(\(count), (SELECT count(*) FROM saved))
+            """)
+        return statement
+    }
+
+    /// Several requests' creates in one statement: each request's checks (as in the single
+    /// statement; any failure aborts the whole statement), one sequence bump per zone under its
+    /// row lock, the inserts numbered per zone in request order, and each request's first
+    /// sequence, comma-separated in request order.
+    private static func combinedCreateStatement(_ batch: [PlannedCreates]) -> SQL {
+        var zoneIDs: [Int64] = [], databaseIDs: [Int64] = [], counts: [Int64] = [], versions: [Int64] = [], nows: [Int64] = []
+        var digests: [[UInt8]] = [], tokenIDs: [String] = [], containers: [String] = [], environments: [String] = []
+        var devices: [String] = [], users: [String] = []
+        var rowRequests: [Int64] = [], rowOrdinals: [Int64] = [], names: [String] = [], types: [String] = [], fields: [String] = []
+        var expires: [Int64] = []
+        for (index, planned) in batch.enumerated() {
+            let session = planned.session
+            zoneIDs.append(planned.zoneID)
+            databaseIDs.append(session.databaseID)
+            counts.append(Int64(planned.names.count))
+            versions.append(planned.schemaVersion)
+            nows.append(planned.now)
+            digests.append(planned.tokenDigest ?? [])
+            tokenIDs.append(session.tokenID)
+            containers.append(session.container)
+            environments.append(session.environment.rawValue)
+            devices.append(session.deviceID)
+            users.append(session.userRecordName)
+            for ordinal in planned.names.indices {
+                rowRequests.append(Int64(index + 1))
+                rowOrdinals.append(Int64(ordinal))
+            }
+            names += planned.names
+            types += planned.types
+            fields += planned.fields
+            expires += planned.expires
+        }
+        return """
+            WITH request AS (
+                SELECT * FROM unnest(\(PGData.int64Array(zoneIDs)), \(PGData.int64Array(databaseIDs)), \(PGData.int64Array(counts)),
+                                     \(PGData.int64Array(versions)), \(PGData.int64Array(nows)), \(PGData.byteaArray(digests)),
+                                     \(PGData.textArray(tokenIDs)), \(PGData.textArray(containers)), \(PGData.textArray(environments)),
+                                     \(PGData.textArray(devices)), \(PGData.textArray(users)))
+                    WITH ORDINALITY AS q(zone_id, database_id, n, version, now, digest, token_id, container, environment, device, usr, i)
+            ), checked AS (
+                SELECT q.* FROM request q
+                WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.database_id = q.database_id)
+                  AND COALESCE((SELECT v.version FROM schema_versions v
+                                WHERE v.container = q.container AND v.environment = q.environment), 0) = q.version
+                  AND (length(q.digest) = 0 OR EXISTS (SELECT 1 FROM device_tokens t WHERE t.token_sha256 = q.digest
+                                                        AND t.token_id = q.token_id AND t.revoked_at IS NULL))
+            ), z AS (
+                UPDATE zones SET change_seq = zones.change_seq + p.n
+                FROM (SELECT zone_id, database_id, sum(n)::bigint AS n FROM checked GROUP BY zone_id, database_id) p
+                WHERE zones.id = p.zone_id AND zones.database_id = p.database_id AND NOT zones.deleted
+                RETURNING zones.id, zones.change_seq - p.n AS base
+            ), starts AS (
+                SELECT c.i, c.zone_id, c.device, c.usr, c.now,
+                       z.base + 1 + sum(c.n) OVER (PARTITION BY c.zone_id ORDER BY c.i) - c.n AS first_seq
+                FROM checked c JOIN z ON z.id = c.zone_id
+            ), saved AS (
+                INSERT INTO records (zone_id, record_name, record_type, fields, change_seq,
+                                     created_at, created_by_device, created_by_user,
+                                     modified_at, modified_by_device, modified_by_user, deleted, expires_at)
+                SELECT s.zone_id, r.n, r.t, r.f::jsonb, s.first_seq + r.o,
+                       'epoch'::timestamptz + s.now * interval '1 millisecond', s.device, s.usr,
+                       'epoch'::timestamptz + s.now * interval '1 millisecond', s.device, s.usr,
+                       false, 'epoch'::timestamptz + NULLIF(r.e, \(Int64.min)) * interval '1 millisecond'
+                FROM unnest(\(PGData.int64Array(rowRequests)), \(PGData.int64Array(rowOrdinals)), \(PGData.textArray(names)),
+                            \(PGData.textArray(types)), \(PGData.textArray(fields)), \(PGData.int64Array(expires))) AS r(i, o, n, t, f, e)
+                JOIN starts s ON s.i = r.i
+                ON CONFLICT (zone_id, record_name) DO NOTHING
+                RETURNING 1
+            )
+            SELECT (SELECT string_agg(first_seq::text, ',' ORDER BY i) FROM starts),
+                   nimbus_retry(\(Int64(names.count)), (SELECT count(*) FROM saved)) + nimbus_retry(\(Int64(batch.count)), (SELECT count(*) FROM starts))
+            """
+    }
+}

@@ -1,0 +1,161 @@
+import NimbusSupport
+
+/// Group commit in the application: concurrent writes share statements and commits.
+///
+/// A write whose zone has no batch in flight, arriving while fewer than `maxBatchesInFlight`
+/// batches run, goes out at once — alone when nothing else waits, so an idle server adds no
+/// delay. Writes arriving meanwhile queue; when a batch finishes, the queued writes whose zones
+/// are idle leave together as the next batch, run by the first of them (the leader) on its own
+/// task, which then hands every member its outcome.
+///
+/// Batches in flight never share a zone (`key`), so one instance's batches never wait for each
+/// other's row locks, and the writes of one zone keep their arrival order. One zone's writers,
+/// which PostgreSQL would otherwise serialize commit by commit on the zone's row lock, share one
+/// lock hold and one commit instead.
+package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Sendable {
+    /// Runs one batch; returns one outcome per submission, in order. Must not throw: failures are
+    /// outcomes.
+    package typealias Runner = @Sendable ([Submission]) async -> [Outcome]
+
+    package let maxBatchesInFlight: Int
+    package let maxBatchWeight: Int
+    private let key: @Sendable (Submission) -> Int64
+    private let weight: @Sendable (Submission) -> Int
+    private let run: Runner
+    private let state = Lock(State())
+
+    /// - Parameters:
+    ///   - maxBatchesInFlight: batches running at once (fewer means larger batches under load).
+    ///   - maxBatchWeight: the weight (records) a batch gathers at most; a heavier single
+    ///     submission still goes, alone.
+    ///   - key: the zone a submission writes; batches in flight have disjoint keys.
+    package init(maxBatchesInFlight: Int, maxBatchWeight: Int, key: @escaping @Sendable (Submission) -> Int64,
+                 weight: @escaping @Sendable (Submission) -> Int, run: @escaping Runner) {
+        self.maxBatchesInFlight = max(1, maxBatchesInFlight)
+        self.maxBatchWeight = max(1, maxBatchWeight)
+        self.key = key
+        self.weight = weight
+        self.run = run
+    }
+
+    /// Writes `submission` in some batch and returns its outcome.
+    package func submit(_ submission: Submission) async -> Outcome {
+        let slot = Slot()
+        let entry = Entry(key: key(submission), weight: weight(submission), submission: submission, slot: slot)
+        let batches = state.withLock { state in
+            state.pending.append(entry)
+            return Self.dispatch(&state, maxBatchesInFlight: maxBatchesInFlight, maxBatchWeight: maxBatchWeight)
+        }
+        var mine: [Entry]?
+        for batch in batches {
+            if batch[0].slot === slot { mine = batch } else { batch[0].slot.fulfill(.lead(batch)) }
+        }
+        let signal: Signal
+        if let mine { signal = .lead(mine) } else { signal = await slot.wait() }
+        switch signal {
+        case .done(let outcome):
+            return outcome
+        case .lead(let batch):
+            return await lead(batch, ownSlot: slot)
+        }
+    }
+
+    /// Statistics for tests and metrics: batches run and submissions they carried.
+    package var counts: (batches: Int, submissions: Int) {
+        state.withLock { ($0.batchesRun, $0.submissionsRun) }
+    }
+
+    private func lead(_ batch: [Entry], ownSlot: Slot) async -> Outcome {
+        let outcomes = await run(batch.map(\.submission))
+        precondition(outcomes.count == batch.count, "a WriteCombiner runner returned \(outcomes.count) outcomes for \(batch.count) submissions")
+        let next = state.withLock { state in
+            for entry in batch { state.busy.remove(entry.key) }
+            state.inFlight -= 1
+            state.batchesRun += 1
+            state.submissionsRun += batch.count
+            return Self.dispatch(&state, maxBatchesInFlight: maxBatchesInFlight, maxBatchWeight: maxBatchWeight)
+        }
+        for nextBatch in next { nextBatch[0].slot.fulfill(.lead(nextBatch)) }
+        var own: Outcome?
+        for (entry, outcome) in zip(batch, outcomes) {
+            if entry.slot === ownSlot { own = outcome } else { entry.slot.fulfill(.done(outcome)) }
+        }
+        guard let own else { preconditionFailure("a batch's leader is one of its members") }
+        return own
+    }
+
+    /// Forms the batches that may start now (under the lock): the queued submissions whose zones
+    /// are idle, in arrival order, up to the weight limit; a zone skipped once is skipped for the
+    /// rest of the pass so its writes stay in order.
+    private static func dispatch(_ state: inout State, maxBatchesInFlight: Int, maxBatchWeight: Int) -> [[Entry]] {
+        var batches: [[Entry]] = []
+        while state.inFlight < maxBatchesInFlight, !state.pending.isEmpty {
+            var batch: [Entry] = []
+            var remaining: [Entry] = []
+            var skipped = Set<Int64>()
+            var weight = 0
+            for entry in state.pending {
+                let fits = batch.isEmpty || weight + entry.weight <= maxBatchWeight
+                if state.busy.contains(entry.key) || skipped.contains(entry.key) || !fits {
+                    skipped.insert(entry.key)
+                    remaining.append(entry)
+                } else {
+                    batch.append(entry)
+                    weight += entry.weight
+                }
+            }
+            guard !batch.isEmpty else { break }
+            state.pending = remaining
+            for entry in batch { state.busy.insert(entry.key) }
+            state.inFlight += 1
+            batches.append(batch)
+        }
+        return batches
+    }
+
+    private enum Signal: Sendable {
+        case lead([Entry])
+        case done(Outcome)
+    }
+
+    private struct Entry: Sendable {
+        let key: Int64
+        let weight: Int
+        let submission: Submission
+        let slot: Slot
+    }
+
+    private struct State {
+        var pending: [Entry] = []
+        var busy: Set<Int64> = []
+        var inFlight = 0
+        var batchesRun = 0
+        var submissionsRun = 0
+    }
+
+    /// Where a queued submission waits for its outcome or its turn to lead; `fulfill` may come
+    /// before `wait`.
+    private final class Slot: Sendable {
+        private let state = Lock<(waiter: CheckedContinuation<Signal, Never>?, signal: Signal?)>((nil, nil))
+
+        func wait() async -> Signal {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Signal? in
+                    if let signal = state.signal { return signal }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+
+        func fulfill(_ signal: Signal) {
+            let waiter = state.withLock { state -> CheckedContinuation<Signal, Never>? in
+                if let waiter = state.waiter { return waiter }
+                state.signal = signal
+                return nil
+            }
+            waiter?.resume(returning: signal)
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+@testable import NimbusStore
+import Testing
+
+/// The create fast path's combined statement (`Store.writeCreates`) against PostgreSQL.
+@Suite struct CombinedCreateTests {
+    let limits = Limits()
+
+    /// A zone with one record created through the full path (which leaves the zone's id in the
+    /// write caches), and the container's current schema version.
+    func warmZone(_ fixture: StoreFixture, _ session: Session, _ zone: String) async throws -> (zoneID: Int64, schemaVersion: Int64) {
+        if zone != "_defaultZone" { _ = try await fixture.store.modifyZones(session, operations: [.create(zone)]) }
+        _ = try await fixture.store.modifyRecords(session, zoneName: zone, operations: [operation(.create, "warm-\(zone)", ["n": 0])],
+                                                  atomic: false, limits: limits)
+        guard let zoneID = fixture.store.caches.zoneID(.init(databaseID: session.databaseID, zoneName: zone)) else {
+            throw FixtureError(description: "the full path left no zone id in the caches")
+        }
+        // The version after the first save defined the type (the cache may hold the one before).
+        let container = session.container, environment = session.environment.rawValue
+        let version = try await fixture.run { connection in
+            try connection.queryFirst(
+                "SELECT version FROM schema_versions WHERE container = \(container) AND environment = \(environment)"
+            ) { try $0.int64(0) }
+        }
+        return (zoneID, version ?? 0)
+    }
+
+    func planned(_ session: Session, zoneID: Int64, schemaVersion: Int64, names: [String], digest: [UInt8]? = nil) -> PlannedCreates {
+        PlannedCreates(session: session, tokenDigest: digest, zoneID: zoneID, schemaVersion: schemaVersion, now: 1_700_000_000_000,
+                       names: names, types: names.map { _ in "Note" }, fields: names.map { _ in #"{"n":{"type":"INT64","value":1}}"# },
+                       expires: names.map { _ in Int64.min })
+    }
+
+    func sequences(_ fixture: StoreFixture, zoneID: Int64) async throws -> [String: Int64] {
+        let rows = try await fixture.run { connection in
+            try connection.query("SELECT record_name, change_seq FROM records WHERE zone_id = \(zoneID)") { (try $0.string(0), try $0.int64(1)) }
+        }
+        return Dictionary(uniqueKeysWithValues: rows)
+    }
+
+    @Test func aCombinedStatementNumbersEachZoneInRequestOrder() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            let one = try await warmZone(fixture, session, "one")
+            let two = try await warmZone(fixture, session, "two")
+            let outcomes = await Store.writeCreates([
+                planned(session, zoneID: one.zoneID, schemaVersion: one.schemaVersion, names: ["a1", "a2"]),
+                planned(session, zoneID: two.zoneID, schemaVersion: two.schemaVersion, names: ["b1"]),
+                planned(session, zoneID: one.zoneID, schemaVersion: one.schemaVersion, names: ["c1", "c2", "c3"]),
+            ], pool: fixture.pool)
+            let firsts = outcomes.map { outcome -> Int64? in if case .written(let first) = outcome { first } else { nil } }
+            // Each zone had its warm-up record at sequence 1.
+            #expect(firsts == [2, 2, 4])
+            #expect(try await sequences(fixture, zoneID: one.zoneID) == ["warm-one": 1, "a1": 2, "a2": 3, "c1": 4, "c2": 5, "c3": 6])
+            #expect(try await sequences(fixture, zoneID: two.zoneID) == ["warm-two": 1, "b1": 2])
+            let changes = try await fixture.store.recordChanges(session, zoneName: "one", token: nil, limit: 200, desiredRecordTypes: nil)
+            #expect(changes.records.map(\.recordName) == ["warm-one", "a1", "a2", "c1", "c2", "c3"])
+        }
+    }
+
+    @Test func anExistingRecordUndoesTheWholeBatchAndItsMembersRetryAlone() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            let zone = try await warmZone(fixture, session, "_defaultZone")
+            let outcomes = await Store.writeCreates([
+                planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["fresh"]),
+                planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["warm-_defaultZone"]),
+            ], pool: fixture.pool)
+            #expect(outcomes.allSatisfy { if case .retryAlone = $0 { true } else { false } })
+            #expect(try await sequences(fixture, zoneID: zone.zoneID) == ["warm-_defaultZone": 1], "nothing of the batch stayed")
+            // Alone, the fresh one is written and the existing one is not taken (the full path answers it).
+            let alone = await Store.writeCreates([planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["fresh"])],
+                                                 pool: fixture.pool)
+            guard case .written(let first) = alone[0] else { Issue.record("\(alone)"); return }
+            #expect(first == 2)
+            let existing = await Store.writeCreates([planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion,
+                                                             names: ["warm-_defaultZone"])], pool: fixture.pool)
+            guard case .notTaken = existing[0] else { Issue.record("\(existing)"); return }
+        }
+    }
+
+    @Test func aRevokedTokenOrAStaleSchemaFailsTheBatch() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            let zone = try await warmZone(fixture, session, "_defaultZone")
+            let token = try await fixture.store.issueToken(user: "alice", device: "phone")
+            let digest = Store.tokenDigest(token.secret)
+            guard let phone = try await fixture.store.session(tokenDigest: digest, container: session.container,
+                                                               environment: session.environment) else {
+                Issue.record("no session for the phone"); return
+            }
+            let live = await Store.writeCreates([
+                planned(phone, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["p1"], digest: digest),
+                planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["m1"]),
+            ], pool: fixture.pool)
+            #expect(live.allSatisfy { if case .written = $0 { true } else { false } }, "\(live)")
+            try await fixture.store.revokeToken(tokenID: phone.tokenID)
+            let revoked = await Store.writeCreates([
+                planned(phone, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["p2"], digest: digest),
+                planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["m2"]),
+            ], pool: fixture.pool)
+            #expect(revoked.allSatisfy { if case .retryAlone = $0 { true } else { false } }, "\(revoked)")
+            let stale = await Store.writeCreates([
+                planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion + 1, names: ["m3"]),
+                planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["m4"]),
+            ], pool: fixture.pool)
+            #expect(stale.allSatisfy { if case .retryAlone = $0 { true } else { false } }, "\(stale)")
+            #expect(Set(try await sequences(fixture, zoneID: zone.zoneID).keys) == ["warm-_defaultZone", "p1", "m1"])
+        }
+    }
+
+    @Test func concurrentCreatesAreEachWrittenOnceWithGaplessSequences() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            var zones: [String: Int64] = [:]
+            for zone in ["z0", "z1", "z2"] { zones[zone] = try await warmZone(fixture, session, zone).zoneID }
+            let store = fixture.store, limits = limits
+            let tags = try await withThrowingTaskGroup(of: [String].self) { group in
+                for writer in 0..<30 {
+                    group.addTask {
+                        let results = try await store.modifyRecords(session, zoneName: "z\(writer % 3)", operations: [
+                            operation(.create, "w\(writer)-a", ["n": 1]), operation(.create, "w\(writer)-b", ["n": 2]),
+                        ], atomic: false, limits: limits)
+                        return results.compactMap { if case .saved(let record, _) = $0 { record.changeTag } else { nil } }
+                    }
+                }
+                var tags: [String] = []
+                for try await batch in group { tags += batch }
+                return tags
+            }
+            #expect(tags.count == 60)
+            for (name, zoneID) in zones {
+                let sequences = try await sequences(fixture, zoneID: zoneID).values.sorted()
+                #expect(sequences == Array(1...21), "zone \(name): \(sequences)")
+                let changes = try await fixture.store.recordChanges(session, zoneName: name, token: nil, limit: 200, desiredRecordTypes: nil)
+                #expect(changes.records.count == 21)
+            }
+            #expect(fixture.store.createCombiner.counts.submissions >= 30)
+        }
+    }
+}
