@@ -32,7 +32,7 @@
 # Knobs (environment): BENCH_SECONDS=10 BENCH_ROUNDS=2 BENCH_CLIENTS=16 BENCH_PG_CLIENTS="8 16" BENCH_PG_CLIENTS_BULK=8
 #   BENCH_TXN_CLIENTS=8 BENCH_BATCH=100 BENCH_BATCH_ZONES=32 BENCH_PRELOAD=100000 BENCH_WARMUP=3
 #   BENCH_WORKLOADS="one many batch changes" BENCH_STATEMENTS=1 (0: skip the statement count)
-#   BENCH_POOL_SIZE= BENCH_EVENT_LOOPS= (nimbus defaults) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
+#   BENCH_POOL_SIZE= BENCH_EVENT_LOOPS= BENCH_WRITE_BATCHES= (nimbus defaults) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 #   BENCH_KEEP=1 (keep the temp dir and leave nothing running)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +51,7 @@ WARMUP=${BENCH_WARMUP:-3}
 WORKLOADS=${BENCH_WORKLOADS:-one many batch changes}
 STATEMENTS=${BENCH_STATEMENTS:-1}
 POOL_SIZE=${BENCH_POOL_SIZE:-}
+WRITE_BATCHES=${BENCH_WRITE_BATCHES:-}
 EVENT_LOOPS=${BENCH_EVENT_LOOPS:-}
 REF=${BENCH_REFERENCE_DIR:-$ROOT/bench/reference}
 CONTAINER=iCloud.bench.Records
@@ -156,7 +157,7 @@ DB_URL="postgresql:///nimbus?host=$SOCK&user=nimbus"
 mkdir -p "$WORK/nimbus-data"
 say "starting nimbus serve --database-url (db nimbus on the same cluster)"
 "$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url "$DB_URL" --data-dir "$WORK/nimbus-data" --requests-per-second-per-token 0 \
-  ${POOL_SIZE:+--pool-size "$POOL_SIZE"} ${EVENT_LOOPS:+--event-loops "$EVENT_LOOPS"} </dev/null 2>"$WORK/nimbus.log" &
+  ${POOL_SIZE:+--pool-size "$POOL_SIZE"} ${EVENT_LOOPS:+--event-loops "$EVENT_LOOPS"} ${WRITE_BATCHES:+--write-batches "$WRITE_BATCHES"} </dev/null 2>"$WORK/nimbus.log" &
 NIMBUS_PID=$!
 PORT=""
 for ((i = 0; i < 1200; i++)); do
@@ -453,7 +454,7 @@ desc() {
   echo
   echo "================ Nimbus records benchmark summary ================"
   echo "machine: $(nproc) cores, kernel $(uname -r); load average before $load_before, after $load_after"
-  echo "nimbus build: $rev; pool size ${POOL_SIZE:-default}, event loops ${EVENT_LOOPS:-default}"
+  echo "nimbus build: $rev; pool size ${POOL_SIZE:-default}, event loops ${EVENT_LOOPS:-default}, write batches ${WRITE_BATCHES:-default}"
   echo "postgres $PG_VERSION, ONE cluster for both sides (Unix socket): $PG_SETTINGS"
   echo "runs: ${SECS}s each, $ROUNDS rounds (nimbus, pgbench…, pgbench…, nimbus), CHECKPOINT before each; medians over rounds"
   echo "nimbus: $CLIENTS keep-alive HTTP clients (bench/recload.c), ~300-byte AppEvent creates; pgbench -M prepared -j2, synchronous_commit=on"

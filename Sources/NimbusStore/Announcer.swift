@@ -8,7 +8,10 @@ import NimbusSupport
 /// the notifying commit's pre-commit step until it ends (async.c, `PreCommit_Notify`), fsync
 /// included: every write of every zone and every user would commit one after another (pgbench
 /// here: 4.9k → 0.7–1.4k zone writes/s over 32 zones). Sent in a transaction of its own, a
-/// NOTIFY writes no WAL and holds that lock for microseconds.
+/// NOTIFY holds that lock for microseconds. That transaction still gets an xid (queue entries
+/// carry it) and so a commit record; it commits with `synchronous_commit` off — notifications
+/// are not durable anyway, and listeners get them at commit, not at the WAL flush — so an
+/// announcement costs no fsync.
 ///
 /// Announcements are hints (waiters re-read the change feed), so they are coalesced: while one
 /// `pg_notify` statement is on its way, later events queue up and go out together in the next,
@@ -85,7 +88,10 @@ final class Announcer: Sendable {
             for attempt in 1...2 {
                 do {
                     try await pool.withConnection { connection in
-                        try connection.run("SELECT pg_notify(\(ChangeEvent.channel), p) FROM unnest(\(PGData.textArray(payloads))) AS p")
+                        try connection.run("""
+                            SELECT set_config('synchronous_commit', 'off', true), count(pg_notify(\(ChangeEvent.channel), p))
+                            FROM unnest(\(PGData.textArray(payloads))) AS p
+                            """)
                     }
                     break
                 } catch {

@@ -30,16 +30,18 @@ enum CreateOutcome: Sendable {
 }
 
 extension Store {
-    /// Batches of creates in flight at once (see `WriteCombiner`): 2 keeps ~8 requests per
-    /// statement under 16 clients while a second batch uses the other core.
-    package static let defaultWriteBatchesInFlight = 2
+    /// Batches of creates in flight at once (see `WriteCombiner`). One statement at a time per
+    /// instance makes the largest batches: measured with 16 writers over 32 zones (bench/records.sh,
+    /// fsync on), 1 gave 5.3k records/s and 2 gave 4.0k.
+    package static let defaultWriteBatchesInFlight = 1
     /// Records one combined statement gathers at most.
     static let maxCombinedRecords = 1_000
 
-    /// Statements the create fast path ran and the requests they carried (for metrics).
-    package var createBatchCounts: (batches: Int, requests: Int) {
+    /// Statements the create fast path ran, the requests they carried, and the seconds they
+    /// took (for metrics).
+    package var createBatchCounts: (batches: Int, requests: Int, seconds: Double) {
         let counts = createCombiner.counts
-        return (counts.batches, counts.submissions)
+        return (counts.batches, counts.submissions, counts.runSeconds)
     }
 
     static func makeCreateCombiner(pool: PGPool, batchesInFlight: Int) -> WriteCombiner<PlannedCreates, CreateOutcome> {

@@ -60,19 +60,23 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         }
     }
 
-    /// Statistics for tests and metrics: batches run and submissions they carried.
-    package var counts: (batches: Int, submissions: Int) {
-        state.withLock { ($0.batchesRun, $0.submissionsRun) }
+    /// Statistics for tests and metrics: batches run, submissions they carried, and the time
+    /// spent running them.
+    package var counts: (batches: Int, submissions: Int, runSeconds: Double) {
+        state.withLock { ($0.batchesRun, $0.submissionsRun, Double($0.runNanoseconds) / 1e9) }
     }
 
     private func lead(_ batch: [Entry], ownSlot: Slot) async -> Outcome {
+        let started = monotonicNanoseconds()
         let outcomes = await run(batch.map(\.submission))
+        let elapsed = monotonicNanoseconds() - started
         precondition(outcomes.count == batch.count, "a WriteCombiner runner returned \(outcomes.count) outcomes for \(batch.count) submissions")
         let next = state.withLock { state in
             for entry in batch { state.busy.remove(entry.key) }
             state.inFlight -= 1
             state.batchesRun += 1
             state.submissionsRun += batch.count
+            state.runNanoseconds += elapsed
             return Self.dispatch(&state, maxBatchesInFlight: maxBatchesInFlight, maxBatchWeight: maxBatchWeight)
         }
         for nextBatch in next { nextBatch[0].slot.fulfill(.lead(nextBatch)) }
@@ -131,6 +135,7 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         var inFlight = 0
         var batchesRun = 0
         var submissionsRun = 0
+        var runNanoseconds: UInt64 = 0
     }
 
     /// Where a queued submission waits for its outcome or its turn to lead; `fulfill` may come

@@ -130,6 +130,9 @@ enum ServeCommand {
         metrics.addGauge("nimbus_create_batched_requests_total", help: "Requests those statements carried.") {
             Double(store.createBatchCounts.requests)
         }
+        metrics.addGauge("nimbus_create_batch_seconds_total", help: "Seconds spent running those statements.") {
+            store.createBatchCounts.seconds
+        }
         metrics.addGauge("nimbus_longpoll_waiters", help: "Parked long-poll requests.") { Double(store.hub.count) }
         metrics.addGauge("nimbus_listener_connected", help: "1 while the LISTEN connection is up.") { listener.isConnected ? 1 : 0 }
 

@@ -48,7 +48,7 @@ import Testing
         let combiner = Self.combiner(recorder, batches: 2)
         #expect(await combiner.submit(Write(id: 7, zone: 1)) == 70)
         #expect(recorder.state.withLock { $0.batches } == [[7]])
-        #expect(combiner.counts == (batches: 1, submissions: 1))
+        #expect(combiner.counts.batches == 1 && combiner.counts.submissions == 1)
     }
 
     @Test func concurrentWritesShareBatchesAndEachGetsItsOwnOutcome() async {
