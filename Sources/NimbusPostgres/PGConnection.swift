@@ -168,7 +168,7 @@ package final class PGConnection: @unchecked Sendable {
             let values: [UnsafePointer<CChar>?] = encoded.indices.map { index in
                 encoded[index].bytes == nil ? nil : UnsafeRawPointer(base + offsets[index]).assumingMemoryBound(to: CChar.self)
             }
-            guard sql.preparable, !encoded.isEmpty, let name = preparedName(sql.text, types) else {
+            guard !encoded.isEmpty, let name = preparedName(sql.text, types) else {
                 return PQexecParams(handle, sql.text, Int32(encoded.count), types, values, lengths, formats, 1)
             }
             return PQexecPrepared(handle, name, Int32(encoded.count), values, lengths, formats, 1)

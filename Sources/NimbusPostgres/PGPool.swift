@@ -213,7 +213,9 @@ package final class PGPool: Sendable {
         let connection = try PGConnection.connect(url: configuration.url, connectTimeoutSeconds: configuration.connectTimeoutSeconds)
         // Prepared statements are planned once: without this, PostgreSQL keeps re-planning
         // statements with array parameters (custom plans look cheaper than its generic guess).
-        // Statements whose plans depend on parameter values run unprepared (SQL.preparable).
+        // This applies to unnamed (unprepared) statements as well: whatever must shape a plan
+        // (an expression index's key, a partial index's record type, a LIMIT) is written as a
+        // constant (SQL's `\(name:)`, `\(constant:)`), never left to a parameter's value.
         try connection.run("SET plan_cache_mode = force_generic_plan")
         // Short OLTP statements gain nothing from JIT, and on large tables its cost estimate
         // triggers compilation that costs far more than the query (pruner batches: ~9x).

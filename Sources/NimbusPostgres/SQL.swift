@@ -2,14 +2,11 @@
 /// `"SELECT * FROM zones WHERE database_id = \(id)"` sends `... = $1` with `id` as a parameter.
 ///
 /// Identifiers (schema names in tests, LISTEN channels) go through `\(identifier:)`, which quotes
-/// them; there is no way to splice a raw string.
+/// them, and plan-shaping names through `\(name:)`, which admits only letters, digits and `_`;
+/// there is no way to splice a raw string.
 package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
     package private(set) var text: String
     package private(set) var parameters: [PGData]
-    /// Whether the connection may prepare this statement once and reuse it. Statements built
-    /// dynamically whose plans depend on parameter values (expression-index matching on a
-    /// parameter) should run unprepared, so that each execution is planned with its values.
-    package var preparable = true
 
     package init(stringLiteral value: String) {
         text = value
@@ -27,7 +24,6 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
     package mutating func append(_ other: SQL) {
         text += other.text(renumberedFrom: parameters.count)
         parameters += other.parameters
-        preparable = preparable && other.preparable
     }
 
     /// The text with every placeholder `$1`…`$<count>` shifted by `offset`, in one pass over the
@@ -93,10 +89,40 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
             text += fragment.description
         }
 
+        /// A name as a string constant, for names that shape the plan: an expression index
+        /// matches `fields->'timestamp'` only when the key is a constant, and a partial index on
+        /// `record_type IN (...)` only when the type is. Only names of ASCII letters, digits and
+        /// `_` (1–255, not starting with a digit) are written as constants; any other string
+        /// becomes a parameter like any value, so nothing but such a name reaches the SQL text.
+        package mutating func appendInterpolation(name: String) {
+            if SQL.isPlainName(name) {
+                text += "'" + name + "'"
+            } else {
+                appendInterpolation(name)
+            }
+        }
+
+        /// An integer written as a constant (a LIMIT the planner should know).
+        package mutating func appendInterpolation(constant: Int64) {
+            text += String(constant)
+        }
+
         /// A quoted identifier (RFC-style doubling of embedded quotes), for names that cannot be
         /// parameters: schemas, channels.
         package mutating func appendInterpolation(identifier: String) {
             text += "\"" + identifier.replacingAll("\"", with: "\"\"") + "\""
+        }
+    }
+}
+
+extension SQL {
+    /// ASCII letters, digits and `_`, 1–255 bytes, not starting with a digit.
+    static func isPlainName(_ name: String) -> Bool {
+        let bytes = name.utf8
+        guard let first = bytes.first, bytes.count <= 255, !(first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")) else { return false }
+        return bytes.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "_")
         }
     }
 }

@@ -73,7 +73,7 @@ struct QuerySQLBuilder {
             sql.append(", ")
             sql.append(textExpression(key.field))
         }
-        sql.append(" FROM records r WHERE r.zone_id = \(zoneID) AND r.record_type = \(query.recordType) AND NOT r.deleted")
+        sql.append(" FROM records r WHERE r.zone_id = \(zoneID) AND r.record_type = \(name: query.recordType) AND NOT r.deleted")
         for filter in query.filters {
             sql.append(" AND (")
             sql.append(condition(filter))
@@ -90,10 +90,10 @@ struct QuerySQLBuilder {
             sql.append(expression(key.field))
             sql.append(key.ascending ? " ASC" : " DESC")
         }
-        sql.append(" LIMIT \(Int64(limit))")
-        // Planned per execution: the sort and filter expressions must match expression indexes
-        // with the field names as values, which a generic prepared plan cannot.
-        sql.preparable = false
+        sql.append(" LIMIT \(constant: Int64(limit))")
+        // Connections plan generically (plan_cache_mode = force_generic_plan, also for unnamed
+        // statements), so the record type, the field names and the limit are constants: only
+        // then can the plan use the partial expression indexes of the apps' queries.
         return sql
     }
 
@@ -101,7 +101,7 @@ struct QuerySQLBuilder {
     /// 0002: jsonb orders numbers numerically, and COALESCE gives missing fields a place.
     func expression(_ field: QueryField) -> SQL {
         switch field {
-        case .field(let name): "COALESCE(r.fields->\(name)->'value', 'null'::jsonb)"
+        case .field(let name): "COALESCE(r.fields->\(name: name)->'value', 'null'::jsonb)"
         case .recordName: "r.record_name"
         case .createTime: "r.created_at"
         case .modTime: "r.modified_at"
@@ -182,25 +182,25 @@ struct QuerySQLBuilder {
         switch comparator {
         case .equals:
             if case .reference(let reference) = value {
-                return "r.fields->\(name)->'value'->>'recordName' = \(reference.recordName)"
+                return "r.fields->\(name: name)->'value'->>'recordName' = \(reference.recordName)"
             }
-            return "r.fields->\(name)->'value' = \(json)"
+            return "r.fields->\(name: name)->'value' = \(json)"
         case .notEquals:
             if case .reference(let reference) = value {
-                return "(r.fields->\(name)->'value'->>'recordName' = \(reference.recordName)) IS NOT TRUE"
+                return "(r.fields->\(name: name)->'value'->>'recordName' = \(reference.recordName)) IS NOT TRUE"
             }
-            return "(r.fields->\(name)->'value' = \(json)) IS NOT TRUE"
-        case .lessThan: return "r.fields->\(name)->'value' < \(json)"
-        case .lessThanOrEquals: return "r.fields->\(name)->'value' <= \(json)"
-        case .greaterThan: return "r.fields->\(name)->'value' > \(json)"
-        case .greaterThanOrEquals: return "r.fields->\(name)->'value' >= \(json)"
+            return "(r.fields->\(name: name)->'value' = \(json)) IS NOT TRUE"
+        case .lessThan: return "r.fields->\(name: name)->'value' < \(json)"
+        case .lessThanOrEquals: return "r.fields->\(name: name)->'value' <= \(json)"
+        case .greaterThan: return "r.fields->\(name: name)->'value' > \(json)"
+        case .greaterThanOrEquals: return "r.fields->\(name: name)->'value' >= \(json)"
         case .in, .notIn:
             let test: SQL
             if case .list(.reference, let references) = value {
                 let names = references.compactMap { if case .reference(let r) = $0 { r.recordName } else { nil } }
-                test = "r.fields->\(name)->'value'->>'recordName' = ANY(\(PGData.textArray(names)))"
+                test = "r.fields->\(name: name)->'value'->>'recordName' = ANY(\(PGData.textArray(names)))"
             } else {
-                test = "\(json) @> jsonb_build_array(r.fields->\(name)->'value')"
+                test = "\(json) @> jsonb_build_array(r.fields->\(name: name)->'value')"
             }
             if comparator == .in { return test }
             var negated: SQL = "("
@@ -209,13 +209,13 @@ struct QuerySQLBuilder {
             return negated
         case .beginsWith:
             let prefix: String = if case .string(let text) = value { text } else { "" }
-            return "starts_with(r.fields->\(name)->>'value', \(prefix))"
+            return "starts_with(r.fields->\(name: name)->>'value', \(prefix))"
         case .listContains:
             if case .reference(let reference) = value {
                 let element = PGData.jsonb(JSONValue.array([.object(["recordName": .string(reference.recordName)])]).serializedString)
-                return "r.fields->\(name)->'value' @> \(element)"
+                return "r.fields->\(name: name)->'value' @> \(element)"
             }
-            return "r.fields->\(name)->'value' @> jsonb_build_array(\(json))"
+            return "r.fields->\(name: name)->'value' @> jsonb_build_array(\(json))"
         }
     }
 

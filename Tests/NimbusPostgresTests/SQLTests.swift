@@ -11,6 +11,17 @@ import Testing
         #expect(sql.parameters == [.int64(1), .text("two"), .bool(true), .null])
     }
 
+    @Test func plainNamesBecomeConstantsAndAnythingElseAParameter() {
+        let plain: SQL = "SELECT fields->\(name: "timestamp") FROM records WHERE record_type = \(name: "Blocked_App2") LIMIT \(constant: 101)"
+        #expect(plain.text == "SELECT fields->'timestamp' FROM records WHERE record_type = 'Blocked_App2' LIMIT 101")
+        #expect(plain.parameters.isEmpty)
+        for hostile in ["x' OR '1'='1", "a b", "", "1abc", "é", "a;DROP", String(repeating: "a", count: 256), "a\u{0}"] {
+            let statement: SQL = "SELECT fields->\(name: hostile)"
+            #expect(statement.text == "SELECT fields->$1", "\(hostile) was written into the text")
+            #expect(statement.parameters == [.text(hostile)])
+        }
+    }
+
     @Test func aLiteralHasNoParameters() {
         let sql: SQL = "SELECT '$1'"
         #expect(sql.text == "SELECT '$1'")

@@ -199,13 +199,28 @@ import Testing
                     """)
                 try connection.run("ANALYZE records")
             }
-            func plan(_ type: String, _ field: String) async throws -> String {
+            // The plan the server runs: pool connections plan generically (force_generic_plan),
+            // so the statement is prepared and EXPLAINed through EXECUTE with its parameters —
+            // not EXPLAINed with the values, which would show a custom plan the server never gets.
+            func plan(_ type: String, _ field: String, after: [String]? = nil) async throws -> String {
                 let query = RecordQuery(recordType: type, filters: [], sort: [QuerySort(field: .field(field), ascending: false)],
                                         resultsLimit: 100, desiredKeys: nil, continuationMarker: nil)
-                var statement: SQL = "EXPLAIN "
-                statement.append(QuerySQLBuilder(query: query, zoneID: zoneID).statement(after: nil, limit: 101))
-                let sql = statement
-                return try await fixture.run { try $0.query(sql) { try $0.string(0) }.joined(separator: "\n") }
+                let statement = QuerySQLBuilder(query: query, zoneID: zoneID).statement(after: after, limit: 101)
+                var types: [String] = [], values: [String] = []
+                for parameter in statement.parameters {
+                    switch parameter {
+                    case .int64(let value): types.append("bigint"); values.append(String(value))
+                    case .text(let value): types.append("text"); values.append("'" + value.replacingOccurrences(of: "'", with: "''") + "'")
+                    default: throw FixtureError(description: "unexpected parameter \(parameter)")
+                    }
+                }
+                let prepare = "PREPARE nimbus_plan_check(" + types.joined(separator: ", ") + ") AS " + statement.text
+                let explain = "EXPLAIN EXECUTE nimbus_plan_check(" + values.joined(separator: ", ") + ")"
+                return try await fixture.run { connection in
+                    try connection.runScript(prepare)
+                    defer { try? connection.runScript("DEALLOCATE nimbus_plan_check") }
+                    return try connection.query(SQL(stringLiteral: explain)) { try $0.string(0) }.joined(separator: "\n")
+                }
             }
             let events = try await plan("BlockedAppEvent", "timestamp")
             #expect(events.contains("records_live_by_timestamp"), "\(events)")
@@ -213,6 +228,10 @@ import Testing
             let lists = try await plan("LockedAppList", "updatedAt")
             #expect(lists.contains("records_live_by_updated_at"), "\(lists)")
             #expect(!lists.contains("Sort"), "\(lists)")
+            // The next page (keyset after the last row) stays on the index.
+            let next = try await plan("BlockedAppEvent", "timestamp", after: ["1795000029900", "evt-29900"])
+            #expect(next.contains("records_live_by_timestamp"), "\(next)")
+            #expect(!next.contains("Sort"), "\(next)")
         }
     }
 }
