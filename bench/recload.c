@@ -4,6 +4,7 @@
  *
  *   recload modify  HOST PORT PATH TOKEN CLIENTS SECONDS BATCH ZONES NAMEPREFIX [TOTAL]
  *       POST PATH (records/modify) with BATCH `create` operations of ~300-byte AppEvent records
+ *       (record type from RECLOAD_RECORD_TYPE when set)
  *       with unique names NAMEPREFIX-<client>-<n>-<i>. ZONES is a comma-separated list of zone
  *       names; each request picks one at random (as pgbench's `random(1, :nzones)`).
  *       With TOTAL > 0 the run ends when TOTAL records were sent (SECONDS is then a time limit).
@@ -189,6 +190,7 @@ static long count_occurrences(const char *hay, size_t n, const char *needle) {
 /* ------------------------------------------------------------------ request bodies */
 static size_t build_modify(client_t *c, long seqno, int nrec) {
     const char *z = zones[nzones > 1 ? xrand(c) % (unsigned)nzones : 0];
+    const char *rtype = getenv("RECLOAD_RECORD_TYPE") ? getenv("RECLOAD_RECORD_TYPE") : "AppEvent";
     size_t need = 256 + (size_t)nrec * 900 + strlen(z);
     char *body = malloc(need);
     size_t n = (size_t)snprintf(body, need, "{\"zoneID\":{\"zoneName\":\"%s\"},\"operations\":[", z);
@@ -196,7 +198,7 @@ static size_t build_modify(client_t *c, long seqno, int nrec) {
         unsigned long long r = xrand(c);
         long long ts = 1732185600000LL + (long long)(xrand(c) % 31536000000ULL);
         n += (size_t)snprintf(body + n, need - n,
-            "%s{\"operationType\":\"create\",\"record\":{\"recordName\":\"%s-%d-%ld-%d\",\"recordType\":\"AppEvent\",\"fields\":{"
+            "%s{\"operationType\":\"create\",\"record\":{\"recordName\":\"%s-%d-%ld-%d\",\"recordType\":\"%s\",\"fields\":{"
             "\"appName\":{\"value\":\"Safari\",\"type\":\"STRING\"},"
             "\"bundleID\":{\"value\":\"com.apple.mobilesafari\",\"type\":\"STRING\"},"
             "\"deviceName\":{\"value\":\"Alice's iPhone 15 Pro\",\"type\":\"STRING\"},"
@@ -206,7 +208,7 @@ static size_t build_modify(client_t *c, long seqno, int nrec) {
             "\"osVersion\":{\"value\":\"17.5.1\",\"type\":\"STRING\"},"
             "\"sessionID\":{\"value\":\"%016llx%016llx\",\"type\":\"STRING\"},"
             "\"note\":{\"value\":\"opened from home screen; focus mode off; battery 81%%; network wifi\",\"type\":\"STRING\"}}}}",
-            i ? "," : "", prefix, c->id, seqno, i, ts, r, xrand(c));
+            i ? "," : "", prefix, c->id, seqno, i, rtype, ts, r, xrand(c));
     }
     n += (size_t)snprintf(body + n, need - n, "]}");
     grow(&c->req, &c->reqcap, n + 1024);
