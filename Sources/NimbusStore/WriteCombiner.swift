@@ -3,10 +3,11 @@ import NimbusSupport
 /// Group commit in the application: concurrent writes share statements and commits.
 ///
 /// A write whose zone has no batch in flight, arriving while fewer than `maxBatchesInFlight`
-/// batches run, goes out at once — alone when nothing else waits, so an idle server adds no
-/// delay. Writes arriving meanwhile queue; when a batch finishes, the queued writes whose zones
-/// are idle leave together as the next batch, run by the first of them (the leader) on its own
-/// task, which then hands every member its outcome.
+/// batches run, goes out at once on its own task — alone when nothing else waits, so an idle
+/// server adds no delay. Writes arriving meanwhile queue; when a batch finishes, the queued
+/// writes whose zones are idle leave together as the next batch, run by a runner task that goes
+/// on from batch to batch while writes keep queueing (no thread wakes up between two batches),
+/// and every member gets its outcome as its batch ends.
 ///
 /// Batches in flight never share a zone (`key`), so one instance's batches never wait for each
 /// other's row locks, and the writes of one zone keep their arrival order. One zone's writers,
@@ -48,16 +49,20 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         }
         var mine: [Entry]?
         for batch in batches {
-            if batch[0].slot === slot { mine = batch } else { batch[0].slot.fulfill(.lead(batch)) }
+            if batch.contains(where: { $0.slot === slot }) { mine = batch } else { continueInRunner(batch) }
         }
-        let signal: Signal
-        if let mine { signal = .lead(mine) } else { signal = await slot.wait() }
-        switch signal {
-        case .done(let outcome):
-            return outcome
-        case .lead(let batch):
-            return await lead(batch, ownSlot: slot)
+        guard let batch = mine else { return await slot.wait() }
+        // The combiner was idle for this zone: the batch runs on this request's own task, with
+        // no hop to another thread. What queued meanwhile goes on in a runner task, which takes
+        // batch after batch without waking anyone in between, while this request answers.
+        let outcomes = await execute(batch)
+        if let next = finish(batch) { continueInRunner(next) }
+        var own: Outcome?
+        for (entry, outcome) in zip(batch, outcomes) {
+            if entry.slot === slot { own = outcome } else { entry.slot.fulfill(outcome) }
         }
+        guard let own else { preconditionFailure("the submitting request is a member of the batch it runs") }
+        return own
     }
 
     /// Statistics for tests and metrics: batches run, submissions they carried, and the time
@@ -66,26 +71,43 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         state.withLock { ($0.batchesRun, $0.submissionsRun, Double($0.runNanoseconds) / 1e9) }
     }
 
-    private func lead(_ batch: [Entry], ownSlot: Slot) async -> Outcome {
+    /// Runs `first` and then every batch that is ready when the previous one finishes, on a
+    /// task of its own (threads that may block), until nothing is queued.
+    private func continueInRunner(_ first: [Entry]) {
+        Task(executorPreference: BlockingExecutor.shared) {
+            var batch = first
+            while true {
+                let outcomes = await self.execute(batch)
+                let next = self.finish(batch)
+                for (entry, outcome) in zip(batch, outcomes) { entry.slot.fulfill(outcome) }
+                guard let next else { return }
+                batch = next
+            }
+        }
+    }
+
+    private func execute(_ batch: [Entry]) async -> [Outcome] {
         let started = monotonicNanoseconds()
         let outcomes = await run(batch.map(\.submission))
         let elapsed = monotonicNanoseconds() - started
         precondition(outcomes.count == batch.count, "a WriteCombiner runner returned \(outcomes.count) outcomes for \(batch.count) submissions")
-        let next = state.withLock { state in
-            for entry in batch { state.busy.remove(entry.key) }
-            state.inFlight -= 1
+        state.withLock { state in
             state.batchesRun += 1
             state.submissionsRun += batch.count
             state.runNanoseconds += elapsed
-            return Self.dispatch(&state, maxBatchesInFlight: maxBatchesInFlight, maxBatchWeight: maxBatchWeight)
         }
-        for nextBatch in next { nextBatch[0].slot.fulfill(.lead(nextBatch)) }
-        var own: Outcome?
-        for (entry, outcome) in zip(batch, outcomes) {
-            if entry.slot === ownSlot { own = outcome } else { entry.slot.fulfill(.done(outcome)) }
+        return outcomes
+    }
+
+    /// Frees a finished batch's zones and, keeping its place among the batches in flight,
+    /// forms the next batch from what is queued; nil (and the place given up) when nothing is.
+    private func finish(_ batch: [Entry]) -> [Entry]? {
+        state.withLock { state in
+            for entry in batch { state.busy.remove(entry.key) }
+            state.inFlight -= 1
+            let next = Self.dispatch(&state, maxBatchesInFlight: state.inFlight + 1, maxBatchWeight: maxBatchWeight)
+            return next.first
         }
-        guard let own else { preconditionFailure("a batch's leader is one of its members") }
-        return own
     }
 
     /// Forms the batches that may start now (under the lock): the queued submissions whose zones
@@ -117,11 +139,6 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         return batches
     }
 
-    private enum Signal: Sendable {
-        case lead([Entry])
-        case done(Outcome)
-    }
-
     private struct Entry: Sendable {
         let key: Int64
         let weight: Int
@@ -138,15 +155,14 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         var runNanoseconds: UInt64 = 0
     }
 
-    /// Where a queued submission waits for its outcome or its turn to lead; `fulfill` may come
-    /// before `wait`.
+    /// Where a queued submission waits for its outcome; `fulfill` may come before `wait`.
     private final class Slot: Sendable {
-        private let state = Lock<(waiter: CheckedContinuation<Signal, Never>?, signal: Signal?)>((nil, nil))
+        private let state = Lock<(waiter: CheckedContinuation<Outcome, Never>?, outcome: Outcome?)>((nil, nil))
 
-        func wait() async -> Signal {
+        func wait() async -> Outcome {
             await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> Signal? in
-                    if let signal = state.signal { return signal }
+                let ready = state.withLock { state -> Outcome? in
+                    if let outcome = state.outcome { return outcome }
                     state.waiter = continuation
                     return nil
                 }
@@ -154,13 +170,13 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
             }
         }
 
-        func fulfill(_ signal: Signal) {
-            let waiter = state.withLock { state -> CheckedContinuation<Signal, Never>? in
+        func fulfill(_ outcome: Outcome) {
+            let waiter = state.withLock { state -> CheckedContinuation<Outcome, Never>? in
                 if let waiter = state.waiter { return waiter }
-                state.signal = signal
+                state.outcome = outcome
                 return nil
             }
-            waiter?.resume(returning: signal)
+            waiter?.resume(returning: outcome)
         }
     }
 }
