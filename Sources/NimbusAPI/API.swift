@@ -127,8 +127,10 @@ package final class API: Sendable {
                 let answering = Answering(writer: writer) {
                     metrics.record(route: pattern, method: request.method, status: 200, start: start)
                 }
-                // On threads that may block: its database calls run inline (BlockingExecutor).
-                Task(executorPreference: BlockingExecutor.shared) {
+                // On the connection's event loop: statements that wait there (`PGPool.query`)
+                // suspend the task and leave the thread to other connections; blocking calls
+                // (`PGPool.withConnection`) hop to a thread that may block.
+                Task(executorPreference: CurrentLoop.context?.taskExecutor ?? BlockingExecutor.shared) {
                     let response: HTTPResponse?
                     do {
                         response = try await body(request, answering)

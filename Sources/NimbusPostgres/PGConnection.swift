@@ -8,10 +8,10 @@ import Foundation
 package final class PGConnection: @unchecked Sendable {
     // @unchecked: a connection is used by one thread at a time — the pool hands it to exactly one
     // borrower, and the listener and migrator own theirs outright.
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
     /// Named prepared statements of this connection by text and parameter types: a statement
     /// is parsed and planned once per connection instead of on every execution.
-    private var prepared: [String: String] = [:]
+    var prepared: [String: String] = [:]
     static let preparedLimit = 512
 
     private init(handle: OpaquePointer) {
@@ -201,7 +201,7 @@ package final class PGConnection: @unchecked Sendable {
         return name
     }
 
-    private func check(_ result: OpaquePointer) throws {
+    func check(_ result: OpaquePointer) throws {
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
             return
@@ -224,7 +224,7 @@ package final class PGConnection: @unchecked Sendable {
         return String(cString: pointer)
     }
 
-    private func lostError() -> PGError {
+    func lostError() -> PGError {
         let message = String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
         return PGError(.connectionLost, message.isEmpty ? "the connection to PostgreSQL was lost" : message)
     }

@@ -106,6 +106,37 @@ package final class PGPool: Sendable {
         }
     }
 
+    /// Borrows a connection for `body`, whose statements wait for the server on `loop`
+    /// (`PGConnection.query(_:on:decode:)`): the task suspends instead of blocking a thread.
+    package func withConnection<T>(on loop: any LoopContext, _ body: (PGConnection) async throws -> T) async throws -> T {
+        let connection = try await withConnectionHeld()
+        do {
+            let value = try await body(connection)
+            release(connection, failure: nil)
+            return value
+        } catch {
+            release(connection, failure: error)
+            throw error
+        }
+    }
+
+    /// One statement's rows: waiting on the current thread's event loop when it runs one (no
+    /// thread hop), else on a thread that may block.
+    package func query<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> [Row] {
+        if let loop = CurrentLoop.context {
+            return try await withConnection(on: loop) { try await $0.query(sql, on: loop, decode: decode) }
+        }
+        return try await withConnection { try $0.query(sql, decode: decode) }
+    }
+
+    /// One statement's first row, as `query`.
+    package func queryFirst<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> Row? {
+        if let loop = CurrentLoop.context {
+            return try await withConnection(on: loop) { try await $0.queryFirst(sql, on: loop, decode: decode) }
+        }
+        return try await withConnection { try $0.queryFirst(sql, decode: decode) }
+    }
+
     /// A connection taken out of the pool until `giveBack` (for `withLease`).
     func withConnectionHeld() async throws -> PGConnection {
         let lease = try await acquire()

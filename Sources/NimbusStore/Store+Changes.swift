@@ -34,31 +34,29 @@ extension Store {
         }
         let types: PGData = desiredRecordTypes.map { .textArray(Array($0)) } ?? .null
         let after = since
-        let rows = try await pool.withConnection { connection in
-            try connection.query("""
-                WITH z AS (
-                    SELECT id, change_seq, tombstone_horizon_seq, deleted FROM zones
-                    WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
-                )
-                SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted, r.change_seq, \(unsafeColumns: Self.recordColumns)
-                FROM z LEFT JOIN LATERAL (
-                    SELECT * FROM records r
-                    WHERE r.zone_id = z.id AND r.change_seq > \(after) AND r.change_seq <= z.change_seq
-                      AND (\(text != nil) OR NOT r.deleted)
-                      AND (\(types)::text[] IS NULL OR r.record_type = ANY(\(types)::text[]))
-                    ORDER BY r.change_seq
-                    LIMIT \(Int64(limit + 1))
-                ) r ON true
+        let rows = try await pool.query("""
+            WITH z AS (
+                SELECT id, change_seq, tombstone_horizon_seq, deleted FROM zones
+                WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
+            )
+            SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted, r.change_seq, \(unsafeColumns: Self.recordColumns)
+            FROM z LEFT JOIN LATERAL (
+                SELECT * FROM records r
+                WHERE r.zone_id = z.id AND r.change_seq > \(after) AND r.change_seq <= z.change_seq
+                  AND (\(text != nil) OR NOT r.deleted)
+                  AND (\(types)::text[] IS NULL OR r.record_type = ANY(\(types)::text[]))
                 ORDER BY r.change_seq
-                """) { row -> (zone: ZoneInfo, sequence: Int64?, record: Record?, storedFields: [UInt8]?) in
-                let zone = ZoneInfo(name: zoneName, id: try row.int64(0), changeSequence: try row.int64(1),
-                                    horizon: try row.int64(2), deleted: try row.bool(3))
-                guard !row.isNull(4) else { return (zone, nil, nil, nil) }
-                if passThroughFields, let wire = WireFields.fromStored(try row.jsonb(7)) {
-                    return (zone, try row.int64(4), try Self.decodeRecord(row, zoneName: zoneName, offset: 5, keepingFieldsAsStored: true), wire)
-                }
-                return (zone, try row.int64(4), try Self.decodeRecord(row, zoneName: zoneName, offset: 5), nil)
+                LIMIT \(Int64(limit + 1))
+            ) r ON true
+            ORDER BY r.change_seq
+            """) { row -> (zone: ZoneInfo, sequence: Int64?, record: Record?, storedFields: [UInt8]?) in
+            let zone = ZoneInfo(name: zoneName, id: try row.int64(0), changeSequence: try row.int64(1),
+                                horizon: try row.int64(2), deleted: try row.bool(3))
+            guard !row.isNull(4) else { return (zone, nil, nil, nil) }
+            if passThroughFields, let wire = WireFields.fromStored(try row.jsonb(7)) {
+                return (zone, try row.int64(4), try Self.decodeRecord(row, zoneName: zoneName, offset: 5, keepingFieldsAsStored: true), wire)
             }
+            return (zone, try row.int64(4), try Self.decodeRecord(row, zoneName: zoneName, offset: 5), nil)
         }
         guard let zone = rows.first?.zone, !zone.deleted else {
             throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")

@@ -106,9 +106,7 @@ extension Store {
     static func writeCreates(_ batch: [PlannedCreates], pool: PGPool) async -> [CreateOutcome] {
         let statement = batch.count == 1 ? singleCreateStatement(batch[0]) : combinedCreateStatement(batch)
         do {
-            let starts = try await pool.withConnection { connection in
-                try connection.queryFirst(statement) { try $0.optionalString(0) }
-            }
+            let starts = try await pool.queryFirst(statement) { try $0.optionalString(0) }
             let firsts = (starts ?? nil)?.split(separator: ",").compactMap { Int64($0) } ?? []
             guard firsts.count == batch.count else { return batch.map { _ in batch.count == 1 ? .notTaken : .retryAlone } }
             return firsts.map { .written(firstSequence: $0) }

@@ -72,8 +72,11 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
     }
 
     /// Runs `first` and then every batch that is ready when the previous one finishes, on a
-    /// task of its own (threads that may block), until nothing is queued.
+    /// task of its own, until nothing is queued.
     private func continueInRunner(_ first: [Entry]) {
+        // On a thread of its own that may block, not on an event loop: the batches are the
+        // zone's critical path, and a loop busy with other connections would answer the
+        // database late (measured: batches 1.1 → 1.5 ms on a loop).
         Task(executorPreference: BlockingExecutor.shared) {
             var batch = first
             while true {

@@ -22,6 +22,10 @@ final class EventLoop: @unchecked Sendable {
 
     // Loop-thread state.
     private var connections: [Int32: HTTPConnection] = [:]
+    /// Tasks' jobs enqueued from this thread, run after the current event batch.
+    private var jobs: [UnownedJob] = []
+    /// Descriptors tasks on this loop wait for (database sockets), with their waiters.
+    private var watchers: [Int32: CheckedContinuation<Void, Never>] = [:]
     private var deferred: [HTTPConnection] = []
     private var listener: Int32 = -1
     private var running = true
@@ -149,12 +153,13 @@ final class EventLoop: @unchecked Sendable {
 
     private func run() {
         threadID = pthread_self()
+        CurrentLoop.enter(self)
         let capacity = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
         refreshDate()
         while running {
-            let count = epoll_wait(epollDescriptor, events, Int32(capacity), 250)
+            let count = epoll_wait(epollDescriptor, events, Int32(capacity), jobs.isEmpty ? 250 : 0)
             if count < 0 && errno != EINTR {
                 server.logger.error("epoll_wait failed", ["errno": errno])
                 break
@@ -165,6 +170,9 @@ final class EventLoop: @unchecked Sendable {
                 let descriptor = event.data.fd
                 if descriptor == wakeDescriptor {
                     drainInbox()
+                } else if let waiter = watchers.removeValue(forKey: descriptor) {
+                    epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, descriptor, nil)
+                    waiter.resume()
                 } else if descriptor == listener {
                     acceptConnections()
                 } else if let connection = connections[descriptor] {
@@ -172,6 +180,7 @@ final class EventLoop: @unchecked Sendable {
                 }
             }
             runDeferred()
+            runJobs()
             scanTimers()
         }
         closeAll()
@@ -193,6 +202,18 @@ final class EventLoop: @unchecked Sendable {
             }
             if tasks.isEmpty { return }
             for task in tasks { task() }
+            runDeferred()
+            runJobs()
+        }
+    }
+
+    /// Runs the jobs tasks enqueued from this thread, and the ones those enqueue, in order.
+    private func runJobs() {
+        while !jobs.isEmpty {
+            let batch = jobs
+            jobs.removeAll(keepingCapacity: true)
+            let executor = asUnownedTaskExecutor()
+            for job in batch { job.runSynchronously(on: executor) }
             runDeferred()
         }
     }
@@ -245,5 +266,38 @@ final class EventLoop: @unchecked Sendable {
         var buffer = [CChar](repeating: 0, count: 64)
         let length = strftime(&buffer, 64, "%a, %d %b %Y %H:%M:%S GMT", &parts)
         cachedDateHeader = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+// MARK: - Tasks and descriptors on the loop thread
+
+extension EventLoop: TaskExecutor, LoopContext {
+    /// From the loop thread, jobs queue up behind the current event batch (never run nested);
+    /// from any other thread they come through the inbox and its eventfd.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if isInLoop {
+            jobs.append(job)
+        } else {
+            execute { [self] in jobs.append(job) }
+        }
+    }
+
+    var taskExecutor: any TaskExecutor { self }
+
+    func waitUntilReady(_ descriptor: Int32, writable: Bool) async {
+        precondition(isInLoop, "waitUntilReady outside its event loop's thread")
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            var event = epoll_event()
+            event.events = writable ? Self.epollOut : Self.epollIn
+            event.data.fd = descriptor
+            if epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, descriptor, &event) != 0 {
+                // Registered and not yet removed (cannot happen) or a closed socket: let the
+                // caller find out what is wrong by trying.
+                continuation.resume()
+                return
+            }
+            watchers[descriptor] = continuation
+        }
     }
 }
