@@ -30,6 +30,20 @@ import Testing
         #expect(json["fields"]?.objectValue?.keys == Self.fields.keys.sorted())
     }
 
+    @Test func writingTheRecordDirectlyGivesTheSameBytesAsTheTree() {
+        var deleted = record
+        deleted.deleted = true
+        deleted.fields = [:]
+        var escaped = record
+        escaped.recordName = "quote\"back\\slash\u{1}é"
+        escaped.fields["ünïcode \"key\""] = .string("line\nbreak")
+        for candidate in [record, deleted, escaped] {
+            var bytes: [UInt8] = Array("prefix".utf8)
+            candidate.writeJSON(to: &bytes)
+            #expect(bytes == Array("prefix".utf8) + candidate.json().serialized(), "\(candidate.recordName)")
+        }
+    }
+
     @Test func desiredKeysLimitTheFieldsButNotTheSystemMembers() {
         let json = record.json(desiredKeys: ["title", "nonexistent"])
         #expect(json["fields"]?.objectValue?.keys == ["title"])
