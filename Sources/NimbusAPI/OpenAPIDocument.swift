@@ -2885,6 +2885,7 @@ package enum OpenAPIDocument {
           "maxHeaderCount",
           "headerTimeoutSeconds",
           "bodyTimeoutSeconds",
+          "minBodyBytesPerSecond",
           "keepAliveTimeoutSeconds"
         ],
         "additionalProperties": {

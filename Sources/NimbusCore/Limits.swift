@@ -21,6 +21,10 @@ package struct Limits: Sendable, Hashable {
     package var maxHeaderCount = 100
     package var headerTimeoutSeconds = 10
     package var bodyTimeoutSeconds = 30
+    /// A request body must arrive within bodyTimeoutSeconds plus one second per this many bytes
+    /// received (0: no minimum): a client trickling a byte just before each body timeout is cut
+    /// off instead of holding its connection for ever.
+    package var minBodyBytesPerSecond = 1024
     package var keepAliveTimeoutSeconds = 60
     package var maxConnections = 10_000
     /// Per bearer token: sustained requests per second (0: no limit) and the burst allowed at once.
@@ -52,6 +56,7 @@ package struct Limits: Sendable, Hashable {
             ("maxHeaderCount", maxHeaderCount),
             ("headerTimeoutSeconds", headerTimeoutSeconds),
             ("bodyTimeoutSeconds", bodyTimeoutSeconds),
+            ("minBodyBytesPerSecond", minBodyBytesPerSecond),
             ("keepAliveTimeoutSeconds", keepAliveTimeoutSeconds),
             ("maxConnections", maxConnections),
             ("requestsPerSecondPerToken", requestsPerSecondPerToken),
@@ -82,6 +87,7 @@ package struct Limits: Sendable, Hashable {
         case "maxHeaderCount": maxHeaderCount = value
         case "headerTimeoutSeconds": headerTimeoutSeconds = value
         case "bodyTimeoutSeconds": bodyTimeoutSeconds = value
+        case "minBodyBytesPerSecond": minBodyBytesPerSecond = value
         case "keepAliveTimeoutSeconds": keepAliveTimeoutSeconds = value
         case "maxConnections": maxConnections = value
         case "requestsPerSecondPerToken": requestsPerSecondPerToken = value

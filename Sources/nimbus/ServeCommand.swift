@@ -70,6 +70,7 @@ enum ServeCommand {
         http.maxConnections = limits.maxConnections
         http.headerTimeoutSeconds = Double(limits.headerTimeoutSeconds)
         http.bodyTimeoutSeconds = Double(limits.bodyTimeoutSeconds)
+        http.minBodyBytesPerSecond = Double(max(limits.minBodyBytesPerSecond, 0))
         http.keepAliveTimeoutSeconds = Double(limits.keepAliveTimeoutSeconds)
         http.parserLimits.maxRequestLineBytes = limits.maxRequestLineBytes
         http.parserLimits.maxHeaderLineBytes = limits.maxHeaderLineBytes

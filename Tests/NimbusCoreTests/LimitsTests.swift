@@ -23,6 +23,7 @@ import Testing
         #expect(values["maxHeaderCount"] == 100)
         #expect(values["headerTimeoutSeconds"] == 10)
         #expect(values["bodyTimeoutSeconds"] == 30)
+        #expect(values["minBodyBytesPerSecond"] == 1024)
         #expect(values["keepAliveTimeoutSeconds"] == 60)
         #expect(values["maxOperationsPerRequest"] == 400)
         #expect(values["maxResultsLimit"] == 400)

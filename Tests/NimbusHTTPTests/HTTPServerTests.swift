@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import NimbusHTTP
+import NimbusSupport
 
 /// The server over real loopback sockets, with handlers that answer inline, later, streamed or
 /// never (parked), as the API's routes do.
@@ -201,6 +202,43 @@ import Testing
             let client = try TestClient(port: port)
             try client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
             #expect(try client.readResponse().status == 408)
+        }
+    }
+
+    /// minBodyBytesPerSecond: a body trickling in below the rate is cut off although no gap
+    /// reaches the idle body timeout; one above it completes.
+    @Test func answersABodyBelowTheMinimumRateWith408() async throws {
+        try await withServer({ $0.bodyTimeoutSeconds = 1; $0.minBodyBytesPerSecond = 100 }) { port, _ in
+            let client = try TestClient(port: port)
+            try client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+            // 5 bytes every 200 ms (25 B/s) for 1 s, then nothing: the 25 bytes earn 1 s + 0.25 s
+            // from the head, while the idle timeout would only run out 1 s after the last byte
+            // (~1.8 s). The reason tells which deadline answered.
+            let start = monotonicNanoseconds()
+            for _ in 0..<5 {
+                try client.send("12345")
+                try await Task.sleep(nanoseconds: 200_000_000)
+            }
+            let response = try client.readResponse()
+            let seconds = Double(monotonicNanoseconds() - start) / 1e9
+            #expect(response.status == 408)
+            let reason = String(decoding: response.body, as: UTF8.self)
+            #expect(reason.contains("slower than 100 bytes per second"), "\(reason)")
+            #expect(seconds < 5)
+        }
+    }
+
+    @Test func completesABodyAboveTheMinimumRate() async throws {
+        try await withServer({ $0.bodyTimeoutSeconds = 1; $0.minBodyBytesPerSecond = 100 }) { port, _ in
+            let client = try TestClient(port: port)
+            try client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 400\r\n\r\n")
+            // 20 bytes every 100 ms = 200 B/s for 2 s: past the idle timeout's 1 s in total, well
+            // inside the 1 s + 400/100 s the bytes earn.
+            for _ in 0..<20 {
+                try client.send(String(repeating: "x", count: 20))
+                try await Task.sleep(nanoseconds: 100_000_000)
+            }
+            #expect(try client.readResponse().status == 200)
         }
     }
 

@@ -35,6 +35,12 @@ final class HTTPConnection: @unchecked Sendable {
     /// Monotonic deadline in ns for the current timer, 0 when none runs.
     private(set) var deadline: UInt64 = 0
     private var deadlineAnswers408 = false
+    /// The body's minimum rate: when its clock started (moved on by the time the handler paused
+    /// reading), how many bytes came, and whether the current deadline is the rate's.
+    private var bodyStartedAt: UInt64 = 0
+    private var bodyReceived = 0
+    private var bodyPausedAt: UInt64 = 0
+    private var deadlineIsBodyRate = false
 
     // The request being answered.
     private(set) var requestID: UInt64 = 0
@@ -143,14 +149,16 @@ final class HTTPConnection: @unchecked Sendable {
             switch event {
             case .needMore:
                 if state == .readingBody || (bodyStream != nil && !bodyPaused) {
-                    setDeadline(seconds: configuration.bodyTimeoutSeconds, answers408: true)
+                    setBodyDeadline()
                 }
                 return
             case .head(let parsedHead):
                 head = parsedHead
                 body = []
                 state = .readingBody
-                setDeadline(seconds: configuration.bodyTimeoutSeconds, answers408: true)
+                bodyStartedAt = monotonicNanoseconds()
+                bodyReceived = 0
+                setBodyDeadline()
                 let streamLimit = parsedHead.framing == .none ? nil : configuration.bodyStreamLimit(parsedHead)
                 if let streamLimit { parser.maxBodyBytes = streamLimit }
                 if parsedHead.expectsContinue, parsedHead.version == .http1_1 {
@@ -163,9 +171,11 @@ final class HTTPConnection: @unchecked Sendable {
                 }
             case .body(let range):
                 let absolute = UnsafeRawBufferPointer(rebasing: input[(sliceStart + range.lowerBound)..<(sliceStart + range.upperBound)])
+                bodyReceived += absolute.count
                 if let stream = bodyStream {
                     if !stream.append(Array(absolute)) {
                         bodyPaused = true
+                        bodyPausedAt = monotonicNanoseconds()
                         deadline = 0
                         setInterest(EventLoop.epollRDHUP | (outboundOffset < outbound.count ? EventLoop.epollOut : 0))
                     }
@@ -323,7 +333,8 @@ final class HTTPConnection: @unchecked Sendable {
     func resumeBodyReading() {
         guard state == .responding, bodyStream != nil, bodyPaused else { return }
         bodyPaused = false
-        setDeadline(seconds: configuration.bodyTimeoutSeconds, answers408: true)
+        bodyStartedAt += monotonicNanoseconds() - bodyPausedAt  // the handler's wait is not the client's
+        setBodyDeadline()
         setInterest(EventLoop.epollIn | EventLoop.epollRDHUP | (outboundOffset < outbound.count ? EventLoop.epollOut : 0))
     }
 
@@ -426,6 +437,28 @@ final class HTTPConnection: @unchecked Sendable {
     private func setDeadline(seconds: Double, answers408: Bool) {
         deadline = monotonicNanoseconds() + UInt64(max(seconds, 0) * 1_000_000_000)
         deadlineAnswers408 = answers408
+        deadlineIsBodyRate = false
+    }
+
+    /// While a body arrives: the idle timeout from now, or the end of the time its bytes so far
+    /// earn at the minimum rate (`bodyTimeoutSeconds` + received / `minBodyBytesPerSecond` from
+    /// the head), whichever comes first.
+    private func setBodyDeadline() {
+        setDeadline(seconds: configuration.bodyTimeoutSeconds, answers408: true)
+        let rate = configuration.minBodyBytesPerSecond
+        guard rate > 0 else { return }
+        let earned = max(configuration.bodyTimeoutSeconds, 0) + Double(bodyReceived) / rate
+        let rateDeadline = bodyStartedAt &+ UInt64(min(earned, 1e9) * 1_000_000_000)
+        if rateDeadline < deadline {
+            deadline = max(rateDeadline, 1)
+            deadlineIsBodyRate = true
+        }
+    }
+
+    private var bodyTimeoutReason: String {
+        deadlineIsBodyRate
+            ? "The request body arrived slower than \(Self.format(configuration.minBodyBytesPerSecond)) bytes per second (after the first \(Self.format(configuration.bodyTimeoutSeconds)) seconds)."
+            : "The request body stalled for more than \(Self.format(configuration.bodyTimeoutSeconds)) seconds."
     }
 
     /// A header, body or keep-alive timer ran out. Never called while answering (no timer then).
@@ -436,7 +469,7 @@ final class HTTPConnection: @unchecked Sendable {
             if deadlineAnswers408 {
                 respondWithError(status: .requestTimeout, reason: state == .readingHead
                     ? "The request head was not received within \(Self.format(configuration.headerTimeoutSeconds)) seconds."
-                    : "The request body stalled for more than \(Self.format(configuration.bodyTimeoutSeconds)) seconds.")
+                    : bodyTimeoutReason)
             } else {
                 close()
             }
@@ -445,10 +478,11 @@ final class HTTPConnection: @unchecked Sendable {
         case .responding:
             // The only timer while answering: a streamed request body that stalled.
             if let stream = bodyStream, !bodyPaused {
-                stream.fail(HTTPBodyStream.Failure(reason: "The request body stalled.", status: .requestTimeout))
+                let reason = bodyTimeoutReason
+                stream.fail(HTTPBodyStream.Failure(reason: reason, status: .requestTimeout))
                 bodyStream = nil
                 if responseStarted { close() } else {
-                    respondWithError(status: .requestTimeout, reason: "The request body stalled for more than \(Self.format(configuration.bodyTimeoutSeconds)) seconds.")
+                    respondWithError(status: .requestTimeout, reason: reason)
                 }
             }
         case .closed:

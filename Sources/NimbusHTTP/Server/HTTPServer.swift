@@ -20,6 +20,9 @@ package final class HTTPServer: Sendable {
         package var parserLimits = HTTPParser.Limits()
         package var headerTimeoutSeconds: Double = 10
         package var bodyTimeoutSeconds: Double = 30
+        /// The whole body must arrive within `bodyTimeoutSeconds` plus one second per this many
+        /// bytes received (time the handler made the client wait does not count); 0: no minimum.
+        package var minBodyBytesPerSecond: Double = 1024
         package var keepAliveTimeoutSeconds: Double = 60
         package var drainTimeoutSeconds: Double = 10
         package var errorResponse: ErrorResponder = HTTPServer.plainErrorResponse

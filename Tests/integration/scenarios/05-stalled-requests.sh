@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Requests that stop sending: a partial head gets 408 after --header-timeout-seconds (also when it
 # trickles in, slow-loris style), a partial body 408 after --body-timeout-seconds, and an idle
-# keep-alive connection is closed after --keep-alive-timeout-seconds without an answer.
+# keep-alive connection is closed after --keep-alive-timeout-seconds without an answer; a body
+# trickling in below --min-body-bytes-per-second gets 408 although no gap reaches the body timeout.
 source "$(dirname "$0")/../lib.sh"
 
-start_nimbus --header-timeout-seconds 2 --body-timeout-seconds 2 --keep-alive-timeout-seconds 2
+start_nimbus --header-timeout-seconds 2 --body-timeout-seconds 2 --keep-alive-timeout-seconds 2 --min-body-bytes-per-second 100
 
 # expect_elapsed WHAT MIN_MS MAX_MS MS
 expect_elapsed() {
@@ -44,6 +45,24 @@ raw_close
 expect_raw_error 408 BAD_REQUEST "partial body"
 expect_elapsed "408 for a partial body" 1500 3500 "$RAW_ELAPSED_MS"
 ok "partial body: 408 JSON and closed after ${RAW_ELAPSED_MS} ms"
+
+note "a body trickling in at 20 B/s, below --min-body-bytes-per-second 100 (gaps of 0.5 s < the 2 s body timeout)"
+raw_open
+start=$(now_ms)
+raw_send $'POST /limits HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n'
+for i in $(seq 1 16); do
+  raw_send "0123456789"
+  raw_read 0.5
+  [ "$RAW_CLOSED" = 1 ] && break
+done
+[ "$RAW_CLOSED" = 1 ] || raw_read 3
+raw_close
+elapsed=$(( $(now_ms) - start ))
+expect_raw_error 408 BAD_REQUEST "slow body"
+grep -q 'slower than 100 bytes per second' <<<"$RAW_RESPONSE" || fail "the slow body's 408 does not name the minimum rate: $(head -c 300 <<<"$RAW_RESPONSE")"
+# 2 s + received/100: the budget runs out at ~2.5 s; the body timeout alone would never fire.
+expect_elapsed "408 for a slow body" 2000 4500 "$elapsed"
+ok "slow body: 408 after ${elapsed} ms (the idle body timeout never ran out)"
 
 note "partial chunked body, then silence"
 raw_open
