@@ -19,10 +19,14 @@
 #    per-socket   Tests/integration/slowloris.c with BENCH_CONNECTIONS connections (half silent
 #                 for 5 s before their first byte): the lifetime of every attack socket from
 #                 connect to the server's close (max must be <= header timeout + 1 s)
+#    slow body    `slowhttptest -B` (R-U-Dead-Yet): BENCH_CONNECTIONS POSTs announcing 8 KiB and
+#                 sending a few bytes every 2 s — never idle for the body timeout — for body timeout
+#                 + 12 s; every one must be closed by the server by second body timeout + 3
+#                 (minBodyBytesPerSecond, default 1024: the bytes earn almost nothing)
 # 4. Prints the real clients' p50/p99/max and errors per phase, slowhttptest's peak open
 #    connections and the second by which all were closed, and the per-socket lifetimes.
 #
-# Knobs (environment): BENCH_CONNECTIONS=1000 BENCH_HEADER_TIMEOUT=10 BENCH_PROBES=60
+# Knobs (environment): BENCH_CONNECTIONS=1000 BENCH_HEADER_TIMEOUT=10 BENCH_BODY_TIMEOUT=30 BENCH_PROBES=60
 #   BENCH_NIMBUS_BIN= (use this binary, no build) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1
 # Loopback only; every phase is bounded in time.
 set -euo pipefail
@@ -35,6 +39,8 @@ CONNECTIONS=${BENCH_CONNECTIONS:-1000}
 TIMEOUT=${BENCH_HEADER_TIMEOUT:-10}
 PROBES=${BENCH_PROBES:-60}
 ATTACK_SECONDS=$((TIMEOUT + 12))
+BODY_TIMEOUT=${BENCH_BODY_TIMEOUT:-30}
+BODY_ATTACK_SECONDS=$((BODY_TIMEOUT + 12))
 
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" NIMBUS_PID="" ATTACK_PID="" SAMPLER_PID="" DATA=""
@@ -86,7 +92,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---------------------------------------------------------------- 2. server
 say "starting nimbus (embedded PostgreSQL in $DATA), --header-timeout-seconds $TIMEOUT"
-"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --data-dir "$DATA" --header-timeout-seconds "$TIMEOUT" </dev/null >"$WORK/nimbus.log" 2>&1 &
+"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --data-dir "$DATA" --header-timeout-seconds "$TIMEOUT" --body-timeout-seconds "$BODY_TIMEOUT" </dev/null >"$WORK/nimbus.log" 2>&1 &
 NIMBUS_PID=$!
 PORT=""
 for ((i = 0; i < 1200; i++)); do
@@ -171,6 +177,28 @@ read -r _ opened _ failed _ closed _ answered _ open _ max_ms _ p50_ms _ p99_ms 
 say "  $(cat "$WORK/per-socket.out")"
 kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus died during the per-socket phase"
 
+say "phase: slowhttptest -B, $CONNECTIONS slow-body connections for $BODY_ATTACK_SECONDS s"
+slowhttptest -B -c "$CONNECTIONS" -r "$CONNECTIONS" -i 2 -s 8192 -x 10 -p 3 -l "$BODY_ATTACK_SECONDS" -u "$BASE/healthz" \
+  -g -o "$WORK/slowbody" >"$WORK/slowbody.out" 2>&1 &
+ATTACK_PID=$!
+sleep 2
+probes "$WORK/probes-body.txt"
+DURING_BODY=$(summary "$WORK/probes-body.txt")
+say "  real clients during the slow-body attack: $DURING_BODY"
+for ((i = 0; i < (BODY_ATTACK_SECONDS + 30) * 10; i++)); do kill -0 "$ATTACK_PID" 2>/dev/null || break; sleep 0.1; done
+stop_pid "$ATTACK_PID" TERM 5
+ATTACK_PID=""
+kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus died during the slow-body attack"
+BODY_CSV=$WORK/slowbody.csv
+[ -f "$BODY_CSV" ] || die "slowhttptest -B wrote no CSV; its output:$(printf '\n'; tail -20 "$WORK/slowbody.out")"
+BODY_PEAK=$(awk -F, 'NR > 1 && $4 > m {m = $4} END {print m + 0}' "$BODY_CSV")
+BODY_OUT=$(sed 's/\x1b\[[0-9;]*m//g' "$WORK/slowbody.out")
+BODY_CLOSED_AT=""
+if grep -q 'No open connections left' <<<"$BODY_OUT"; then
+  BODY_CLOSED_AT=$(grep -o 'Test ended on [0-9]*' <<<"$BODY_OUT" | grep -o '[0-9]*$' | tail -n 1)
+fi
+say "  slowhttptest -B: peak $BODY_PEAK open, none left open at second ${BODY_CLOSED_AT:-never}"
+
 # ---------------------------------------------------------------- 4. report
 LIMIT_MS=$(( (TIMEOUT + 1) * 1000 ))
 verdict() { if [ "$1" = yes ]; then echo "ok"; else echo "FAIL"; fi; }
@@ -178,6 +206,9 @@ starved=no
 [ "$(awk '{print $NF}' <<<"$DURING")" = 0 ] || starved=yes
 closed_in_time=no
 [ "$open" = 0 ] && [ "$max_ms" -le "$LIMIT_MS" ] && closed_in_time=yes
+body_closed=no
+[ -n "$BODY_CLOSED_AT" ] && [ "$BODY_CLOSED_AT" -le $((BODY_TIMEOUT + 3)) ] && body_closed=yes
+[ "$(awk '{print $NF}' <<<"$DURING_BODY")" = 0 ] || starved=yes
 printf '\nSlow-loris: %s slow-header connections, header timeout %s s, %s cores\n' "$CONNECTIONS" "$TIMEOUT" "$(nproc)"
 printf '%-34s %s\n' "real clients alone (ms)" "$BASELINE"
 printf '%-34s %s\n' "real clients under slowhttptest" "$DURING"
@@ -185,6 +216,10 @@ printf '%-34s peak %s open (ss: %s established), all open by second %s, every on
   "slowhttptest -H -i 2" "$PEAK" "$SS_PEAK" "${FULL_AT:-never}" "${ALL_CLOSED_AT:-never (still open at the end)}" "$UNAVAILABLE"
 printf '%-34s opened %s (failed %s), closed by the server %s (408: %s), left open %s; lifetime p50 %s ms, p99 %s ms, max %s ms (limit %s ms)\n' \
   "per-socket (slowloris.c)" "$opened" "$failed" "$closed" "$answered" "$open" "$p50_ms" "$p99_ms" "$max_ms" "$LIMIT_MS"
+printf '%-34s %s\n' "real clients under slowhttptest -B" "$DURING_BODY"
+printf '%-34s peak %s open, every one closed by the server by second %s (body timeout %s s; limit second %s)\n' \
+  "slowhttptest -B -i 2 (slow body)" "$BODY_PEAK" "${BODY_CLOSED_AT:-never (still open at the end)}" "$BODY_TIMEOUT" $((BODY_TIMEOUT + 3))
 printf '%-34s %s\n' "real clients not starved" "$(verdict "$([ "$starved" = no ] && echo yes || echo no)")"
 printf '%-34s %s\n' "every attack socket closed in time" "$(verdict "$closed_in_time")"
-[ "$starved" = no ] && [ "$closed_in_time" = yes ] || exit 1
+printf '%-34s %s\n' "every slow body cut off in time" "$(verdict "$body_closed")"
+[ "$starved" = no ] && [ "$closed_in_time" = yes ] && [ "$body_closed" = yes ] || exit 1
