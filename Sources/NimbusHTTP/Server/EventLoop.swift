@@ -7,7 +7,8 @@ import NimbusSupport
 ///
 /// Connections are touched only on their loop's thread; other threads reach them by `execute`,
 /// which queues a task and wakes the loop through an eventfd. Handlers run on the loop thread and
-/// either answer at once (cheap routes) or hop to their own executor and answer later.
+/// either answer at once (cheap routes) or start a task, which runs on this loop too (the loop is
+/// a `TaskExecutor`) and may wait for descriptors through its epoll (`LoopContext`).
 final class EventLoop: @unchecked Sendable {
     // @unchecked: everything but `inbox` is confined to the loop thread (`run` and the tasks it
     // executes); `inbox` is a Lock, the descriptors are immutable after init.

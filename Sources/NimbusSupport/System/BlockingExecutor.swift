@@ -2,9 +2,9 @@ import Dispatch
 import Foundation
 import Glibc
 
-/// A task executor whose threads may block: a request's task runs on one of them from start to
-/// answer, and blocking database calls run inline on that thread (`isCurrentThreadBlockingAllowed`)
-/// instead of hopping to another thread and back. On the shared cooperative pool (one thread
+/// A task executor whose threads may block: tasks that make blocking database calls run them
+/// inline on its threads (`isCurrentThreadBlockingAllowed`) instead of hopping to another thread
+/// and back — the create combiner's runner, and request tasks where no event loop runs them. On the shared cooperative pool (one thread
 /// per core) a blocking call would stall every other task; here it stalls only its own thread,
 /// and a new thread is started when a job finds none idle, up to `maxThreads`.
 package final class BlockingExecutor: TaskExecutor, Sendable {
