@@ -11,53 +11,26 @@ extension PGConnection {
     package func query<Row>(_ sql: SQL, on loop: any LoopContext, decode: (PGRow) throws -> Row) async throws -> [Row] {
         let result = try await execute(sql, on: loop)
         defer { PQclear(result) }
-        let rowCount = Int(PQntuples(result))
-        var rows: [Row] = []
-        rows.reserveCapacity(rowCount)
-        for index in 0..<rowCount {
-            rows.append(try decode(PGRow(result: result, row: Int32(index))))
-        }
-        return rows
+        return try Self.rows(of: result, decode: decode)
     }
 
     /// Runs a statement and decodes its first row, if any (as `queryFirst`), waiting on `loop`.
     package func queryFirst<Row>(_ sql: SQL, on loop: any LoopContext, decode: (PGRow) throws -> Row) async throws -> Row? {
         let result = try await execute(sql, on: loop)
         defer { PQclear(result) }
-        guard PQntuples(result) > 0 else { return nil }
-        return try decode(PGRow(result: result, row: 0))
+        return try Self.firstRow(of: result, decode: decode)
     }
 
     private func execute(_ sql: SQL, on loop: any LoopContext) async throws -> OpaquePointer {
-        let encoded = sql.parameters.map(\.binary)
-        let types: [UInt32] = encoded.map(\.oid)
-        var name: String?
-        if !encoded.isEmpty {
-            name = try await preparedName(sql.text, types, on: loop)
-        }
-        var storage: [UInt8] = []
-        var offsets: [Int] = []
-        var lengths: [Int32] = []
-        for (_, bytes) in encoded {
-            offsets.append(storage.count)
-            lengths.append(Int32(bytes?.count ?? 0))
-            if let bytes { storage += bytes }
-        }
-        let formats = [Int32](repeating: 1, count: encoded.count)
-        storage.append(0)  // never empty, so a zero-length value still gets a valid pointer
+        let parameters = EncodedParameters(sql.parameters)
+        let name = parameters.count == 0 ? nil : try await preparedName(sql.text, parameters.types, on: loop)
         PQsetnonblocking(handle, 1)
         defer { PQsetnonblocking(handle, 0) }
-        // libpq copies the parameters into its output buffer during the send call: every pointer
-        // is derived from `storage` inside this closure and used only in it.
-        let sent: Int32 = storage.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return 0 }
-            let values: [UnsafePointer<CChar>?] = encoded.indices.map { index in
-                encoded[index].bytes == nil ? nil : UnsafeRawPointer(base + offsets[index]).assumingMemoryBound(to: CChar.self)
+        let sent: Int32? = parameters.withValues { values in
+            guard let name else {
+                return PQsendQueryParams(handle, sql.text, parameters.count, parameters.types, values, parameters.lengths, parameters.formats, 1)
             }
-            if let name {
-                return PQsendQueryPrepared(handle, name, Int32(encoded.count), values, lengths, formats, 1)
-            }
-            return PQsendQueryParams(handle, sql.text, Int32(encoded.count), types, values, lengths, formats, 1)
+            return PQsendQueryPrepared(handle, name, parameters.count, values, parameters.lengths, parameters.formats, 1)
         }
         guard sent == 1 else { throw lostError() }
         return try await finish(on: loop)
@@ -98,7 +71,7 @@ extension PGConnection {
 
     /// The prepared statement's name, preparing it first (as the blocking path does).
     private func preparedName(_ text: String, _ types: [UInt32], on loop: any LoopContext) async throws -> String? {
-        let key = text + "\u{0}" + types.map(String.init).joined(separator: ",")
+        let key = Self.preparedKey(text, types)
         if let name = prepared[key] { return name }
         PQsetnonblocking(handle, 1)
         defer { PQsetnonblocking(handle, 0) }

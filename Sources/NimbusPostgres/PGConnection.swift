@@ -73,6 +73,18 @@ package final class PGConnection: @unchecked Sendable {
     package func query<Row>(_ sql: SQL, decode: (PGRow) throws -> Row) throws -> [Row] {
         let result = try execute(sql)
         defer { PQclear(result) }
+        return try Self.rows(of: result, decode: decode)
+    }
+
+    /// Runs a statement and decodes its first row, if any.
+    package func queryFirst<Row>(_ sql: SQL, decode: (PGRow) throws -> Row) throws -> Row? {
+        let result = try execute(sql)
+        defer { PQclear(result) }
+        return try Self.firstRow(of: result, decode: decode)
+    }
+
+    /// Every row of a result, decoded while it is alive.
+    static func rows<Row>(of result: OpaquePointer, decode: (PGRow) throws -> Row) throws -> [Row] {
         let rowCount = Int(PQntuples(result))
         var rows: [Row] = []
         rows.reserveCapacity(rowCount)
@@ -82,10 +94,8 @@ package final class PGConnection: @unchecked Sendable {
         return rows
     }
 
-    /// Runs a statement and decodes its first row, if any.
-    package func queryFirst<Row>(_ sql: SQL, decode: (PGRow) throws -> Row) throws -> Row? {
-        let result = try execute(sql)
-        defer { PQclear(result) }
+    /// The first row of a result, if any, decoded while it is alive.
+    static func firstRow<Row>(of result: OpaquePointer, decode: (PGRow) throws -> Row) throws -> Row? {
         guard PQntuples(result) > 0 else { return nil }
         return try decode(PGRow(result: result, row: 0))
     }
@@ -150,28 +160,13 @@ package final class PGConnection: @unchecked Sendable {
 
     /// Sends the statement with binary parameters and asks for binary results.
     private func execute(_ sql: SQL) throws -> OpaquePointer {
-        let encoded = sql.parameters.map(\.binary)
-        var storage: [UInt8] = []
-        var offsets: [Int] = []
-        var lengths: [Int32] = []
-        for (_, bytes) in encoded {
-            offsets.append(storage.count)
-            lengths.append(Int32(bytes?.count ?? 0))
-            if let bytes { storage += bytes }
-        }
-        let types: [UInt32] = encoded.map(\.oid)
-        let formats = [Int32](repeating: 1, count: encoded.count)
-        storage.append(0)  // never empty, so a zero-length value still gets a valid pointer
-        // Every pointer is derived from `storage` inside this one closure and used only in it.
-        let result: OpaquePointer? = storage.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return nil }
-            let values: [UnsafePointer<CChar>?] = encoded.indices.map { index in
-                encoded[index].bytes == nil ? nil : UnsafeRawPointer(base + offsets[index]).assumingMemoryBound(to: CChar.self)
+        let parameters = EncodedParameters(sql.parameters)
+        let name = parameters.count == 0 ? nil : preparedName(sql.text, parameters.types)
+        let result: OpaquePointer? = parameters.withValues { values in
+            guard let name else {
+                return PQexecParams(handle, sql.text, parameters.count, parameters.types, values, parameters.lengths, parameters.formats, 1)
             }
-            guard !encoded.isEmpty, let name = preparedName(sql.text, types) else {
-                return PQexecParams(handle, sql.text, Int32(encoded.count), types, values, lengths, formats, 1)
-            }
-            return PQexecPrepared(handle, name, Int32(encoded.count), values, lengths, formats, 1)
+            return PQexecPrepared(handle, name, parameters.count, values, parameters.lengths, parameters.formats, 1)
         }
         guard let result else { throw lostError() }
         do {
@@ -186,7 +181,7 @@ package final class PGConnection: @unchecked Sendable {
     /// The name of the statement prepared for this text and these types, preparing it first;
     /// nil when it cannot be prepared (then the statement runs unprepared and reports its error).
     private func preparedName(_ text: String, _ types: [UInt32]) -> String? {
-        let key = text + "\u{0}" + types.map(String.init).joined(separator: ",")
+        let key = Self.preparedKey(text, types)
         if let name = prepared[key] { return name }
         if prepared.count >= Self.preparedLimit {
             // A bounded cache: dynamic statements must not grow it without end.
@@ -199,6 +194,11 @@ package final class PGConnection: @unchecked Sendable {
         guard PQresultStatus(result) == PGRES_COMMAND_OK else { return nil }
         prepared[key] = name
         return name
+    }
+
+    /// The prepared-statement cache's key: the text and the parameter types.
+    static func preparedKey(_ text: String, _ types: [UInt32]) -> String {
+        text + "\u{0}" + types.map(String.init).joined(separator: ",")
     }
 
     func check(_ result: OpaquePointer) throws {
@@ -243,4 +243,48 @@ private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<Uns
     defer { duplicates.forEach { free($0) } }
     let pointers: [UnsafePointer<CChar>?] = duplicates.map { UnsafePointer($0) } + [nil]
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// A statement's parameters in libpq's binary format: one buffer holding every value, with
+/// their types, lengths and formats (all binary).
+struct EncodedParameters {
+    let count: Int32
+    let types: [UInt32]
+    let lengths: [Int32]
+    let formats: [Int32]
+    private let storage: [UInt8]
+    private let offsets: [Int?]
+
+    init(_ parameters: [PGData]) {
+        var storage: [UInt8] = []
+        var offsets: [Int?] = []
+        var lengths: [Int32] = []
+        var types: [UInt32] = []
+        for parameter in parameters {
+            let (oid, bytes) = parameter.binary
+            types.append(oid)
+            offsets.append(bytes == nil ? nil : storage.count)
+            lengths.append(Int32(bytes?.count ?? 0))
+            if let bytes { storage += bytes }
+        }
+        storage.append(0)  // never empty, so a zero-length value still gets a valid pointer
+        self.count = Int32(parameters.count)
+        self.types = types
+        self.lengths = lengths
+        self.formats = [Int32](repeating: 1, count: parameters.count)
+        self.storage = storage
+        self.offsets = offsets
+    }
+
+    /// Calls `body` with a pointer per value (nil for SQL NULL). The pointers are derived from
+    /// the buffer inside this call and valid only in it; libpq copies what it sends.
+    func withValues<Result>(_ body: ([UnsafePointer<CChar>?]) -> Result?) -> Result? {
+        storage.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return nil }
+            let values: [UnsafePointer<CChar>?] = offsets.map { offset in
+                offset.map { UnsafeRawPointer(base + $0).assumingMemoryBound(to: CChar.self) }
+            }
+            return body(values)
+        }
+    }
 }
