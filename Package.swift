@@ -21,9 +21,9 @@ let package = Package(
         ),
         .target(name: "NimbusSupport", swiftSettings: swiftSettings),
         // Linux epoll/eventfd headers, which the Glibc module does not export (libc only, no package).
-        .systemLibrary(name: "CEpoll"),
-        .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CEpoll"], swiftSettings: swiftSettings),
-        .target(name: "NimbusPostgres", dependencies: ["NimbusSupport", "CLibPQ", "CEpoll"], swiftSettings: swiftSettings),
+        .systemLibrary(name: "CLinux"),
+        .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CLinux"], swiftSettings: swiftSettings),
+        .target(name: "NimbusPostgres", dependencies: ["NimbusSupport", "CLibPQ", "CLinux"], swiftSettings: swiftSettings),
         .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(
@@ -33,7 +33,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "nimbus",
-            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport"],
+            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "NimbusSupportTests", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),

@@ -3,7 +3,7 @@
 // manifest stays free of unsafe flags and fuzz-only targets. Build and run: Tests/fuzz-smoke.sh
 // (CI smoke run) and docs/fuzzing.md (longer runs).
 //
-// The code under test comes in through the symlinks Sources/{NimbusSupport,CEpoll,NimbusHTTP,
+// The code under test comes in through the symlinks Sources/{NimbusSupport,CLinux,NimbusHTTP,
 // NimbusCore} -> ../../Sources/...: the parsers are `package` API, which Swift only shows to
 // modules of the same package, so a path dependency on ".." could not call them.
 import PackageDescription
@@ -28,8 +28,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     targets: [
         .target(name: "NimbusSupport", swiftSettings: swiftSettings),
-        .systemLibrary(name: "CEpoll"),
-        .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CEpoll"], swiftSettings: swiftSettings),
+        .systemLibrary(name: "CLinux"),
+        .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CLinux"], swiftSettings: swiftSettings),
         .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         .target(name: "FuzzSupport", dependencies: ["NimbusHTTP"], swiftSettings: swiftSettings),
         fuzzTarget("FuzzHTTPParser", ["FuzzSupport", "NimbusHTTP"]),

@@ -138,21 +138,24 @@ struct RecordHandlers: Sendable {
             types = parsed
         }
         let store = store, session = context.session, keys = desiredKeys, recordTypes = types, renderer = context.renderer(store: store)
-        // Records whose stored fields are the wire form are spliced in as stored, unparsed.
-        let passThrough = keys == nil
+        // Without desiredKeys most records go out as the store wrote them from their rows.
+        let renderingWireJSON = keys == nil
         @Sendable func answer(_ changes: RecordChanges) -> [UInt8] {
             var bytes: [UInt8] = []
-            bytes.reserveCapacity(256 + changes.records.count * 400)
+            bytes.reserveCapacity(256 + changes.changes.reduce(0) { size, change in
+                if case .wireJSON(let json) = change { size + json.count + 1 } else { size + 400 }
+            })
             bytes.append(contentsOf: #"{"zoneID":"#.utf8)
             Wire.zoneID(zoneName).write(to: &bytes)
             bytes.append(contentsOf: #","records":["#.utf8)
-            for (index, record) in changes.records.enumerated() {
+            for (index, change) in changes.changes.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                if record.deleted {
+                switch change {
+                case .wireJSON(let json):
+                    bytes.append(contentsOf: json)
+                case .record(let record) where record.deleted:
                     record.tombstoneJSON.write(to: &bytes)
-                } else if index < changes.storedFields.count, let stored = changes.storedFields[index] {
-                    record.writeJSON(fields: stored, to: &bytes)
-                } else {
+                case .record(let record):
                     renderer.render(record, desiredKeys: keys).write(to: &bytes)
                 }
             }
@@ -162,8 +165,8 @@ struct RecordHandlers: Sendable {
             return bytes
         }
         let first = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types,
-                                                  passThroughFields: passThrough)
-        if !first.records.isEmpty || wait == 0 {
+                                                  renderingWireJSON: renderingWireJSON)
+        if !first.changes.isEmpty || wait == 0 {
             return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: answer(first))
         }
         // Nothing newer than the token: park until a change of this zone commits or the wait ends.
@@ -177,8 +180,8 @@ struct RecordHandlers: Sendable {
                             },
                             reread: {
                                 let changes = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
-                                                                            desiredRecordTypes: recordTypes, passThroughFields: passThrough)
-                                return changes.records.isEmpty ? nil : answer(changes)
+                                                                            desiredRecordTypes: recordTypes, renderingWireJSON: renderingWireJSON)
+                                return changes.changes.isEmpty ? nil : answer(changes)
                             })
         try poll.start(databaseID: session.databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,
                        heartbeatSeconds: limits.heartbeatSeconds)

@@ -75,6 +75,21 @@ package struct PGRow {
         }
     }
 
+    /// A text, json or jsonb column's UTF-8 text where libpq holds it (jsonb without its version
+    /// byte), not copied: valid only until the closure that was handed this row returns.
+    package func unsafeText(_ column: Int) throws -> UnsafeRawBufferPointer {
+        let bytes = try raw(column)
+        switch type(column) {
+        case PGData.OID.text, PGData.OID.varchar, PGData.OID.name, PGData.OID.bpchar, PGData.OID.unknown, PGData.OID.json:
+            return bytes
+        case PGData.OID.jsonb:
+            guard let version = bytes.first, version == 1 else { throw mismatch(column, "jsonb version 1") }
+            return UnsafeRawBufferPointer(rebasing: bytes.dropFirst())
+        default:
+            throw mismatch(column, "text")
+        }
+    }
+
     package func bytes(_ column: Int) throws -> [UInt8] {
         guard type(column) == PGData.OID.bytea else { throw mismatch(column, "bytea") }
         return Array(try raw(column))

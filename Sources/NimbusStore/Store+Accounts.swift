@@ -92,29 +92,35 @@ extension Store {
         return session
     }
 
+    /// One statement on the request's event loop when it can be; recording the token's use
+    /// (every few minutes) and creating the private database (once) take a connection of their own.
     private func lookUpSession(tokenDigest: [UInt8], container: String, environment: Environment) async throws -> Session? {
-        let recorder = tokenUse
-        return try await pool.withConnection { connection in
-            typealias Row = (userID: Int64, userRecordName: String, tokenID: String, device: String, databaseID: Int64?)
-            let found: Row? = try connection.queryFirst("""
-                SELECT t.user_id, u.record_name, t.token_id, t.device_name, d.id
-                FROM device_tokens t
-                JOIN users u ON u.id = t.user_id
-                LEFT JOIN databases d ON d.owner_user_id = t.user_id AND d.container = \(container)
-                     AND d.environment = \(environment.rawValue) AND d.scope = 'private'
-                WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
-                """) { row in
-                (try row.int64(0), try row.string(1), try row.string(2), try row.string(3), try row.optionalInt64(4))
-            }
-            guard let found else { return nil }
-            if recorder.shouldRecord(found.tokenID) {
-                try connection.run("UPDATE device_tokens SET last_used_at = now() WHERE token_id = \(found.tokenID)")
-            }
-            let databaseID = try found.databaseID ?? Self.createPrivateDatabase(connection, userID: found.userID,
-                                                                                 container: container, environment: environment)
-            return Session(userID: found.userID, userRecordName: found.userRecordName, tokenID: found.tokenID,
-                           deviceID: found.device, databaseID: databaseID, container: container, environment: environment)
+        typealias Row = (userID: Int64, userRecordName: String, tokenID: String, device: String, databaseID: Int64?)
+        let found: Row? = try await pool.queryFirst("""
+            SELECT t.user_id, u.record_name, t.token_id, t.device_name, d.id
+            FROM device_tokens t
+            JOIN users u ON u.id = t.user_id
+            LEFT JOIN databases d ON d.owner_user_id = t.user_id AND d.container = \(container)
+                 AND d.environment = \(environment.rawValue) AND d.scope = 'private'
+            WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
+            """) { row in
+            (try row.int64(0), try row.string(1), try row.string(2), try row.string(3), try row.optionalInt64(4))
         }
+        guard let found else { return nil }
+        var databaseID = found.databaseID
+        let recordingUse = tokenUse.shouldRecord(found.tokenID)
+        if recordingUse || databaseID == nil {
+            databaseID = try await pool.withConnection { connection in
+                if recordingUse {
+                    try connection.run("UPDATE device_tokens SET last_used_at = now() WHERE token_id = \(found.tokenID)")
+                }
+                return try found.databaseID ?? Self.createPrivateDatabase(connection, userID: found.userID,
+                                                                          container: container, environment: environment)
+            }
+        }
+        guard let databaseID else { return nil }
+        return Session(userID: found.userID, userRecordName: found.userRecordName, tokenID: found.tokenID,
+                       deviceID: found.device, databaseID: databaseID, container: container, environment: environment)
     }
 
     private static func createPrivateDatabase(_ connection: PGConnection, userID: Int64, container: String, environment: Environment) throws -> Int64 {

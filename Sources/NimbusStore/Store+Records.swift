@@ -7,27 +7,35 @@ extension Store {
     /// Columns every record read selects, in `decodeRecord` order.
     static let recordColumns: StaticString = """
         r.record_name, r.record_type, r.fields, r.change_seq, \
-        (extract(epoch FROM r.created_at) * 1000)::int8, r.created_by_user, r.created_by_device, \
-        (extract(epoch FROM r.modified_at) * 1000)::int8, r.modified_by_user, r.modified_by_device, r.deleted
+        r.created_at, r.created_by_user, r.created_by_device, \
+        r.modified_at, r.modified_by_user, r.modified_by_device, r.deleted
         """
 
-    /// `keepingFieldsAsStored`: the caller sends the stored fields as they are; the record's
-    /// `fields` stay empty and are not parsed.
-    static func decodeRecord(_ row: PGRow, zoneName: String, offset: Int = 0, keepingFieldsAsStored: Bool = false) throws -> Record {
-        var fields: [String: FieldValue] = [:]
-        if !keepingFieldsAsStored {
-            do {
-                fields = try Record.fields(fromStored: try JSONValue.parse(try row.jsonb(offset + 2)))
-            } catch {
-                throw PGError(.decoding, "stored fields of \(try row.string(offset)) are unreadable: \(error)")
-            }
+    /// Times are stored in whole milliseconds (every write sets them from one), so the
+    /// timestamps read back exactly.
+    static func decodeRecord(_ row: PGRow, zoneName: String, offset: Int = 0) throws -> Record {
+        let fields: [String: FieldValue]
+        do {
+            fields = try Record.fields(fromStored: try JSONValue.parse(try row.jsonb(offset + 2)))
+        } catch {
+            throw PGError(.decoding, "stored fields of \(try row.string(offset)) are unreadable: \(error)")
         }
         return Record(
             recordName: try row.string(offset), recordType: try row.string(offset + 1), fields: fields,
             changeTag: ChangeTag.make(sequence: try row.int64(offset + 3)),
-            created: RecordStamp(timestamp: try row.int64(offset + 4), userRecordName: try row.string(offset + 5), deviceID: try row.string(offset + 6)),
-            modified: RecordStamp(timestamp: try row.int64(offset + 7), userRecordName: try row.string(offset + 8), deviceID: try row.string(offset + 9)),
+            created: RecordStamp(timestamp: try row.milliseconds(offset + 4), userRecordName: try row.string(offset + 5), deviceID: try row.string(offset + 6)),
+            modified: RecordStamp(timestamp: try row.milliseconds(offset + 7), userRecordName: try row.string(offset + 8), deviceID: try row.string(offset + 9)),
             deleted: try row.bool(offset + 10), zoneName: zoneName)
+    }
+
+    /// The same columns as `decodeRecord` reads, as bytes in place (see `StoredRecordText`).
+    static func storedRecordText(_ row: PGRow, offset: Int = 0) throws -> StoredRecordText {
+        StoredRecordText(
+            recordName: try row.unsafeText(offset), recordType: try row.unsafeText(offset + 1), fields: try row.unsafeText(offset + 2),
+            sequence: try row.int64(offset + 3),
+            created: .init(timestamp: try row.milliseconds(offset + 4), userRecordName: try row.unsafeText(offset + 5), deviceID: try row.unsafeText(offset + 6)),
+            modified: .init(timestamp: try row.milliseconds(offset + 7), userRecordName: try row.unsafeText(offset + 8), deviceID: try row.unsafeText(offset + 9)),
+            deleted: try row.bool(offset + 10))
     }
 
     static func records(_ connection: PGConnection, zoneID: Int64, zoneName: String, names: [String]) throws -> [String: Record] {

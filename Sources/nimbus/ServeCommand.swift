@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import NimbusAPI
 import NimbusCore
@@ -55,6 +56,7 @@ enum ServeCommand {
             throw UsageError(message: "unexpected argument '\(arguments.positionals[0])'", command: spec.name)
         }
         try DatabaseOptions.configureLogging(arguments)
+        keepFreedMemoryForReuse()
         let logger = Logger(subsystem: "serve")
         let (host, port) = try parseListen(arguments.value("listen") ?? "127.0.0.1:8080")
         var limits = Limits()
@@ -229,4 +231,13 @@ final class ShutdownSignal: Sendable {
             if resumeNow { continuation.resume() }
         }
     }
+}
+
+/// Answers of ~100 KB (a page of changes) are allocated and freed by every request. With glibc's
+/// defaults each free hands the top of the thread's heap back to the kernel and the next answer
+/// faults fresh pages in: 17% of the server's CPU in a change-feed benchmark. Keep up to 8 MiB of
+/// free memory per heap, and serve blocks up to 1 MiB from the heaps rather than from new mappings.
+private func keepFreedMemoryForReuse() {
+    _ = mallopt(M_MMAP_THRESHOLD, 1 << 20)
+    _ = mallopt(M_TRIM_THRESHOLD, 8 << 20)
 }

@@ -29,6 +29,48 @@ import Testing
         }
     }
 
+    @Test func changesWrittenFromTheRowsReadAsTheDecodedRecords() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            let fields: [String: JSONValue] = [
+                "title": "Alice's \"iPhone\" \\ ü \u{1} 🙂", "count": 3, "score": 1.5, "big": 9_007_199_254_740_993,
+                "tags": .array(["a", "b"]), "scores": .array([0.25, 1e300]),
+            ]
+            let reference = JSONValue.object(["recordName": "n1", "action": "NONE"])
+            let saved = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+                operation(.create, "n1", fields),
+                .success(RecordOperation(kind: .create, recordName: "n \"2\"", recordType: "Note",
+                                         fields: [RawField(name: "when", value: 1_795_000_000_123, declaredType: "TIMESTAMP")])),
+                .success(RecordOperation(kind: .create, recordName: "ref", recordType: "Note", fields: [RawField(name: "to", value: reference, declaredType: "REFERENCE")])),
+                operation(.create, "gone", ["title": "x"]),
+            ], atomic: false, limits: limits)
+            #expect(saved.allSatisfy { if case .saved = $0 { true } else { false } }, "\(saved)")
+            _ = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [operation(.forceDelete, "gone", type: nil)],
+                                                      atomic: false, limits: limits)
+            let first = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 1, desiredRecordTypes: nil)
+            for token in [nil, first.token] {
+                let decoded = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: token, limit: 200, desiredRecordTypes: nil)
+                let written = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: token, limit: 200, desiredRecordTypes: nil,
+                                                                    renderingWireJSON: true)
+                #expect(written.token == decoded.token && written.changes.count == decoded.records.count)
+                var wireCount = 0
+                for (change, record) in zip(written.changes, decoded.records) {
+                    switch change {
+                    case .wireJSON(let json):
+                        let expected = record.deleted ? record.tombstoneJSON : record.json()
+                        #expect(try JSONValue.parse(json).serialized(sortedKeys: true) == expected.serialized(sortedKeys: true), "\(record.recordName)")
+                        wireCount += 1
+                        #expect(record.fields["to"] == nil)
+                    case .record(let kept):
+                        // Only the record holding a reference is decoded.
+                        #expect(kept.recordName == "ref" && kept == record)
+                    }
+                }
+                #expect(wireCount == written.changes.count - 1 && wireCount >= 2, "all but the record holding a reference")
+            }
+        }
+    }
+
     @Test func deletesCascadeThroughDeleteSelfReferencesInOneTransaction() async throws {
         try await StoreFixture.with { fixture in
             let session = try await fixture.session()

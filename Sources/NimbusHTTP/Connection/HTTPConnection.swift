@@ -1,4 +1,4 @@
-import CEpoll
+import CLinux
 import Glibc
 import NimbusSupport
 
@@ -30,6 +30,8 @@ final class HTTPConnection: @unchecked Sendable {
     /// Input read but not yet parsed, kept while a request is being answered.
     private var pending: [UInt8] = []
     private var outbound: [UInt8] = []
+    /// Bodies up to this size are copied behind their head and sent in one piece.
+    private static let copiedBodyBytes = 16 * 1024
     private var outboundOffset = 0
     private var interest: UInt32
     /// Monotonic deadline in ns for the current timer, 0 when none runs.
@@ -259,8 +261,29 @@ final class HTTPConnection: @unchecked Sendable {
         cancelHandler = nil
         var head = serializeHead(response.status, response.headers, contentLength: response.body.count)
         let bodyAllowed = !isHeadRequest && response.status != .notModified && response.status.code >= 200 && response.status.code != 204
-        if bodyAllowed { head.append(contentsOf: response.body) }
-        outbound.append(contentsOf: head)
+        guard bodyAllowed, response.body.count > Self.copiedBodyBytes, outbound.isEmpty else {
+            if bodyAllowed { head.append(contentsOf: response.body) }
+            outbound.append(contentsOf: head)
+            flush()
+            return
+        }
+        // A large body and nothing queued: the socket takes the head and the body from where they
+        // lie, and only what it leaves is queued (the body itself, not a copy, unless the head
+        // did not fit).
+        let body = response.body
+        let result = head.withUnsafeBytes { head in body.withUnsafeBytes { body in Socket.send(descriptor, head, body) } }
+        switch result {
+        case .bytes(let count) where count >= head.count:
+            outbound = body
+            outboundOffset = count - head.count
+        case .bytes(let count):
+            outbound = Array(head[count...]) + body
+        case .wouldBlock:
+            outbound = head + body
+        case .closed, .failed:
+            close()
+            return
+        }
         flush()
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-import CEpoll
+import CLinux
 import Glibc
 import NimbusSupport
 

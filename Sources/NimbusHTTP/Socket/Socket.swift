@@ -110,6 +110,27 @@ package enum Socket {
         }
     }
 
+    /// Sends two buffers in one call (`sendmsg` with two pieces), as if they were one.
+    package static func send(_ descriptor: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> IOResult {
+        var pieces = [iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+                      iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count)]
+        return pieces.withUnsafeMutableBufferPointer { pieces in
+            var message = msghdr()
+            message.msg_iov = pieces.baseAddress
+            message.msg_iovlen = pieces.count
+            while true {
+                let count = sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL))
+                if count >= 0 { return .bytes(count) }
+                switch errno {
+                case EINTR: continue
+                case EAGAIN, EWOULDBLOCK: return .wouldBlock
+                case EPIPE, ECONNRESET: return .closed
+                default: return .failed(errno)
+                }
+            }
+        }
+    }
+
     /// The address a socket is bound to, as `host:port` (IPv6 hosts in brackets).
     package static func localAddress(_ descriptor: Int32) -> (host: String, port: Int)? {
         var storage = sockaddr_storage()

@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
+/// A stored record as the database hands it over: its text columns as UTF-8 bytes in place.
+/// Change feeds send hundreds of records a page; writing each one's wire JSON straight from these
+/// bytes costs a fraction of building a `Record` (six strings, a fields dictionary) first.
+///
+/// The buffers belong to the database result: use a value only while that result is alive.
+package struct StoredRecordText {
+    package struct Stamp {
+        package var timestamp: Int64
+        package var userRecordName: UnsafeRawBufferPointer
+        package var deviceID: UnsafeRawBufferPointer
+
+        package init(timestamp: Int64, userRecordName: UnsafeRawBufferPointer, deviceID: UnsafeRawBufferPointer) {
+            self.timestamp = timestamp
+            self.userRecordName = userRecordName
+            self.deviceID = deviceID
+        }
+    }
+
+    package var recordName: UnsafeRawBufferPointer
+    package var recordType: UnsafeRawBufferPointer
+    /// The stored fields as PostgreSQL prints jsonb: `{"name": {"type": "STRING", "value": "x"}}`,
+    /// followed by a NUL byte that `count` leaves out, as libpq hands over every value.
+    package var fields: UnsafeRawBufferPointer
+    package var sequence: Int64
+    package var created: Stamp
+    package var modified: Stamp
+    package var deleted: Bool
+
+    package init(recordName: UnsafeRawBufferPointer, recordType: UnsafeRawBufferPointer, fields: UnsafeRawBufferPointer,
+                 sequence: Int64, created: Stamp, modified: Stamp, deleted: Bool) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.fields = fields
+        self.sequence = sequence
+        self.created = created
+        self.modified = modified
+        self.deleted = deleted
+    }
+
+    /// Whether the stored fields read the same on the wire. The stored form of a field is its wire
+    /// form, `{"type": T, "value": V}`, except for the values that are objects: an asset is
+    /// stored without its download URL, and a reference's members must be written in the API's
+    /// order. Those types are the only ones whose names start `"REFERENCE` or `"ASSETID`; a
+    /// quote inside any string is escaped, so these bytes appear nowhere else but in a key or a
+    /// string value that begins with them, which only costs the record the slower way.
+    package var fieldsReadAsStored: Bool {
+        !Self.contains(fields, #""REFERENCE"#) && !Self.contains(fields, #""ASSETID"#)
+    }
+
+    /// Appends the record's wire JSON (the members and order of `Record.json()`, or of
+    /// `Record.tombstoneJSON` for a deleted record), the fields spliced in as stored; only when
+    /// `fieldsReadAsStored` or `deleted`.
+    package func writeJSON(zoneName: String, to bytes: inout [UInt8]) {
+        var writer = JSONWriter(bytes: bytes, sortedKeys: false)
+        bytes = []                      // keep the writer's buffer uniquely referenced
+        writer.append(#"{"recordName":"#)
+        writer.write(utf8: recordName.assumingMemoryBound(to: UInt8.self))
+        writer.append(#","recordType":"#)
+        writer.write(utf8: recordType.assumingMemoryBound(to: UInt8.self))
+        if deleted {
+            writer.append(#","deleted":true}"#)
+            bytes = writer.bytes
+            return
+        }
+        writer.append(#","recordChangeTag":"#)
+        writer.write(ChangeTag.make(sequence: sequence))
+        writer.append(#","fields":"#)
+        writer.appendJSON(fields)
+        writer.append(#","created":{"timestamp":"#)
+        Self.write(created, to: &writer)
+        writer.append(#","modified":{"timestamp":"#)
+        Self.write(modified, to: &writer)
+        writer.append(#","deleted":false,"zoneID":{"zoneName":"#)
+        writer.write(zoneName)
+        writer.append("}}")
+        bytes = writer.bytes
+    }
+
+    private static func write(_ stamp: Stamp, to writer: inout JSONWriter) {
+        writer.write(stamp.timestamp)
+        writer.append(#","userRecordName":"#)
+        writer.write(utf8: stamp.userRecordName.assumingMemoryBound(to: UInt8.self))
+        writer.append(#","deviceID":"#)
+        writer.write(utf8: stamp.deviceID.assumingMemoryBound(to: UInt8.self))
+        writer.append("}")
+    }
+
+    /// `fields` is followed by a NUL byte (libpq ends every value with one; JSON text holds
+    /// none), so C's vectorized `strstr` can search it.
+    private static func contains(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
+        guard let start = bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count >= text.utf8CodeUnitCount else { return false }
+        return text.utf8Start.withMemoryRebound(to: CChar.self, capacity: text.utf8CodeUnitCount + 1) { strstr(start, $0) } != nil
+    }
+}
