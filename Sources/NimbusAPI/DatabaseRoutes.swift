@@ -117,9 +117,10 @@ struct DatabaseRoutes: Sendable {
         }
         let digest = try bearerDigest(request.headers["Authorization"])
         let baseURL = (publicURL ?? "http://\(request.headers["Host"] ?? "127.0.0.1")").trimmingSuffix("/")
-        // records/modify may start from a cached session: its write checks the token in the same
-        // statement. Every other operation, and every failure, checks it here first.
-        if name == "records/modify", let cached = store.cachedSession(tokenDigest: digest, container: container, environment: environment) {
+        // records/modify and records/changes may start from a cached session: their statements
+        // check the token themselves. Every other operation checks it here first, and so does
+        // every failure of those two.
+        if name == "records/modify" || name == "records/changes", let cached = store.cachedSession(tokenDigest: digest, container: container, environment: environment) {
             do {
                 let body = try parseBody(request.body)
                 return try await operation.run(Context(session: cached, tokenDigest: digest, sessionIsVerified: false, body: body,

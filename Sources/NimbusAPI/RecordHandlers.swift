@@ -138,6 +138,7 @@ struct RecordHandlers: Sendable {
             types = parsed
         }
         let store = store, session = context.session, keys = desiredKeys, recordTypes = types, renderer = context.renderer(store: store)
+        let unverifiedDigest = context.sessionIsVerified ? nil : context.tokenDigest
         // Without desiredKeys most records go out as the store wrote them from their rows.
         let renderingWireJSON = keys == nil
         @Sendable func answer(_ changes: RecordChanges) -> [UInt8] {
@@ -165,7 +166,7 @@ struct RecordHandlers: Sendable {
             return bytes
         }
         let first = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types,
-                                                  renderingWireJSON: renderingWireJSON)
+                                                  renderingWireJSON: renderingWireJSON, unverifiedTokenDigest: unverifiedDigest)
         if !first.changes.isEmpty || wait == 0 {
             return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: answer(first))
         }
@@ -180,7 +181,7 @@ struct RecordHandlers: Sendable {
                             },
                             reread: {
                                 let changes = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
-                                                                            desiredRecordTypes: recordTypes, renderingWireJSON: renderingWireJSON)
+                                                                            desiredRecordTypes: recordTypes, renderingWireJSON: renderingWireJSON, unverifiedTokenDigest: unverifiedDigest)
                                 return changes.changes.isEmpty ? nil : answer(changes)
                             })
         try poll.start(databaseID: session.databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,

@@ -85,7 +85,8 @@ extension Store {
     }
 
     /// The session this token resolved to earlier on this instance, not checked again: only
-    /// `modifyRecords` takes it, and its write statement checks that the token is still live.
+    /// `modifyRecords` and `recordChanges` take it, and their statements check that the token
+    /// is still live.
     package func cachedSession(tokenDigest: [UInt8], container: String, environment: Environment) -> Session? {
         guard let session = caches.session(WriteCaches.SessionKey(tokenDigest: tokenDigest, container: container, environment: environment)),
               !tokenUse.isDue(session.tokenID) else { return nil }

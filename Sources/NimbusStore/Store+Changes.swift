@@ -4,7 +4,7 @@ import NimbusPostgres
 
 package struct RecordChanges: Sendable {
     /// One changed record: decoded, or (with `renderingWireJSON`) its wire JSON written straight
-    /// from the row (`StoredRecordText`; tombstones and records without assets or references).
+    /// from the row (`StoredRecordText`: tombstones, and records stored with their wire form).
     package enum Change: Sendable {
         case record(Record)
         case wireJSON([UInt8])
@@ -32,7 +32,8 @@ extension Store {
     /// sequences under the zone's row lock and hold it until commit), so no change at or below
     /// the returned token can appear later.
     package func recordChanges(_ session: Session, zoneName: String, token text: String?, limit: Int,
-                               desiredRecordTypes: Set<String>?, renderingWireJSON: Bool = false) async throws -> RecordChanges {
+                               desiredRecordTypes: Set<String>?, renderingWireJSON: Bool = false,
+                               unverifiedTokenDigest: [UInt8]? = nil) async throws -> RecordChanges {
         var since: Int64 = 0
         var tokenZoneID: Int64?
         if let text {
@@ -44,6 +45,9 @@ extension Store {
         }
         let types: PGData = desiredRecordTypes.map { .textArray(Array($0)) } ?? .null
         let after = since
+        // A session from the cache: the zone is found only while the token is live, and the
+        // caller checks the token again on "not found".
+        let liveToken: PGData = unverifiedTokenDigest.map { .bytea($0) } ?? .null
         // No ORDER BY outside: the lateral subquery's rows come in its order (one zone row, a
         // nested loop), and sorting 200 rows with their fields again cost PostgreSQL 10% of the
         // statement. The order is checked below all the same.
@@ -51,8 +55,11 @@ extension Store {
             WITH z AS (
                 SELECT id, change_seq, tombstone_horizon_seq, deleted FROM zones
                 WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
+                  AND (\(liveToken)::bytea IS NULL OR EXISTS (
+                      SELECT 1 FROM device_tokens WHERE token_sha256 = \(liveToken)::bytea AND token_id = \(session.tokenID) AND revoked_at IS NULL))
             )
-            SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted, \(unsafeColumns: Self.recordColumns)
+            SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted,
+                   \(unsafeColumns: renderingWireJSON ? Self.changeColumns : Self.recordColumns)
             FROM z LEFT JOIN LATERAL (
                 SELECT * FROM records r
                 WHERE r.zone_id = z.id AND r.change_seq > \(after) AND r.change_seq <= z.change_seq
@@ -65,14 +72,11 @@ extension Store {
             let zone = ZoneInfo(name: zoneName, id: try row.int64(0), changeSequence: try row.int64(1),
                                 horizon: try row.int64(2), deleted: try row.bool(3))
             guard !row.isNull(4) else { return (zone, 0, nil) }
-            if renderingWireJSON {
-                let stored = try Self.storedRecordText(row, offset: 4)
-                if stored.deleted || stored.fieldsReadAsStored {
-                    var json: [UInt8] = []
-                    json.reserveCapacity(stored.fields.count + 320)
-                    stored.writeJSON(zoneName: zoneName, to: &json)
-                    return (zone, stored.sequence, .wireJSON(json))
-                }
+            if renderingWireJSON, let stored = try Self.storedRecordText(row, offset: 4) {
+                var json: [UInt8] = []
+                json.reserveCapacity(stored.fields.count + 320)
+                stored.writeJSON(zoneName: zoneName, to: &json)
+                return (zone, stored.sequence, .wireJSON(json))
             }
             let record = try Self.decodeRecord(row, zoneName: zoneName, offset: 4)
             return (zone, try row.int64(7), .record(record))

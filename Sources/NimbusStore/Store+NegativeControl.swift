@@ -86,13 +86,13 @@ extension Store {
                             \(PGData.textArray(saveCreatedBy)), \(PGData.textArray(saveCreatedUsers)))
                      AS u(n, t, f, seq, c, cd, cu)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, fields = excluded.fields, change_seq = excluded.change_seq, created_at = excluded.created_at,
+                    record_type = excluded.record_type, fields = excluded.fields, wire_fields = NULL, change_seq = excluded.change_seq, created_at = excluded.created_at,
                     created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
                     modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,
                     modified_by_user = excluded.modified_by_user, deleted = false, expires_at = NULL
                 """)
             _ = try connection.run("""
-                UPDATE records r SET deleted = true, fields = '{}'::jsonb, change_seq = u.seq,
+                UPDATE records r SET deleted = true, fields = '{}'::jsonb, wire_fields = NULL, change_seq = u.seq,
                     modified_at = 'epoch'::timestamptz + \(now) * interval '1 millisecond',
                     modified_by_device = \(session.deviceID), modified_by_user = \(session.userRecordName), expires_at = NULL
                 FROM unnest(\(PGData.textArray(deleteNames)), \(PGData.int64Array(deleteSequences))) AS u(n, seq)

@@ -28,14 +28,26 @@ extension Store {
             deleted: try row.bool(offset + 10), zoneName: zoneName)
     }
 
-    /// The same columns as `decodeRecord` reads, as bytes in place (see `StoredRecordText`).
-    static func storedRecordText(_ row: PGRow, offset: Int = 0) throws -> StoredRecordText {
-        StoredRecordText(
-            recordName: try row.unsafeText(offset), recordType: try row.unsafeText(offset + 1), fields: try row.unsafeText(offset + 2),
+    /// `recordColumns` for change feeds: the jsonb fields only where no wire form was stored
+    /// (printing jsonb was most of PostgreSQL's work for a page of changes), the wire form last.
+    static let changeColumns: StaticString = """
+        r.record_name, r.record_type, CASE WHEN r.wire_fields IS NULL THEN r.fields END, r.change_seq, \
+        r.created_at, r.created_by_user, r.created_by_device, \
+        r.modified_at, r.modified_by_user, r.modified_by_device, r.deleted, r.wire_fields
+        """
+
+    /// A row of `changeColumns` as bytes in place (see `StoredRecordText`), or nil when it is a
+    /// live record without a stored wire form: decode that one (`decodeRecord`).
+    static func storedRecordText(_ row: PGRow, offset: Int = 0) throws -> StoredRecordText? {
+        let deleted = try row.bool(offset + 10)
+        guard deleted || !row.isNull(offset + 11) else { return nil }
+        return StoredRecordText(
+            recordName: try row.unsafeText(offset), recordType: try row.unsafeText(offset + 1),
+            fields: deleted ? UnsafeRawBufferPointer(start: nil, count: 0) : try row.unsafeText(offset + 11),
             sequence: try row.int64(offset + 3),
             created: .init(timestamp: try row.milliseconds(offset + 4), userRecordName: try row.unsafeText(offset + 5), deviceID: try row.unsafeText(offset + 6)),
             modified: .init(timestamp: try row.milliseconds(offset + 7), userRecordName: try row.unsafeText(offset + 8), deviceID: try row.unsafeText(offset + 9)),
-            deleted: try row.bool(offset + 10))
+            deleted: deleted)
     }
 
     static func records(_ connection: PGConnection, zoneID: Int64, zoneName: String, names: [String]) throws -> [String: Record] {
@@ -322,7 +334,7 @@ extension Store {
 
     private static func write(_ plan: ModifyPlan, connection: PGConnection, zoneID: Int64, session: Session, now: Int64,
                               previous: PreviousState) throws {
-        var saveNames: [String] = [], saveTypes: [String] = [], saveFields: [String] = []
+        var saveNames: [String] = [], saveTypes: [String] = [], saveFields: [String] = [], saveWireForms: [Int64] = []
         var saveSequences: [Int64] = [], saveCreated: [Int64] = [], saveCreatedBy: [String] = [], saveCreatedUsers: [String] = []
         var saveExpires: [Int64] = []
         var deleteNames: [String] = [], deleteSequences: [Int64] = []
@@ -334,7 +346,9 @@ extension Store {
             case .save(let record, let sequence, let targets, let expiresAt):
                 saveNames.append(record.recordName)
                 saveTypes.append(record.recordType)
-                saveFields.append(Record.storedFields(record.fields).serializedString)
+                let storage = Record.storage(of: record.fields)
+                saveFields.append(storage.text)
+                saveWireForms.append(storage.isWireForm ? 1 : 0)
                 saveSequences.append(sequence)
                 saveCreated.append(record.created.timestamp)
                 saveCreatedBy.append(record.created.deviceID)
@@ -362,19 +376,19 @@ extension Store {
         var parts: [(name: String, sql: SQL)] = []
         if !saveNames.isEmpty {
             parts.append(("saved", """
-                INSERT INTO records (zone_id, record_name, record_type, fields, change_seq,
+                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, change_seq,
                                      created_at, created_by_device, created_by_user,
                                      modified_at, modified_by_device, modified_by_user, deleted, expires_at)
-                SELECT \(zoneID), u.n, u.t, u.f::jsonb, u.seq,
+                SELECT \(zoneID), u.n, u.t, u.f::jsonb, CASE WHEN u.w = 1 THEN u.f END, u.seq,
                        'epoch'::timestamptz + u.c * interval '1 millisecond', u.cd, u.cu,
                        'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
                 FROM unnest(\(PGData.textArray(saveNames)), \(PGData.textArray(saveTypes)), \(PGData.textArray(saveFields)),
-                            \(PGData.int64Array(saveSequences)), \(PGData.int64Array(saveCreated)),
+                            \(PGData.int64Array(saveWireForms)), \(PGData.int64Array(saveSequences)), \(PGData.int64Array(saveCreated)),
                             \(PGData.textArray(saveCreatedBy)), \(PGData.textArray(saveCreatedUsers)), \(PGData.int64Array(saveExpires)))
-                     AS u(n, t, f, seq, c, cd, cu, e)
+                     AS u(n, t, f, w, seq, c, cd, cu, e)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, fields = excluded.fields,
+                    record_type = excluded.record_type, fields = excluded.fields, wire_fields = excluded.wire_fields,
                     change_seq = excluded.change_seq, created_at = excluded.created_at,
                     created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
                     modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,
@@ -384,7 +398,7 @@ extension Store {
         }
         if !deleteNames.isEmpty {
             parts.append(("tombstones", """
-                UPDATE records r SET deleted = true, fields = '{}'::jsonb, change_seq = u.seq,
+                UPDATE records r SET deleted = true, fields = '{}'::jsonb, wire_fields = NULL, change_seq = u.seq,
                     modified_at = 'epoch'::timestamptz + \(now) * interval '1 millisecond',
                     modified_by_device = \(session.deviceID), modified_by_user = \(session.userRecordName), expires_at = NULL
                 FROM unnest(\(PGData.textArray(deleteNames)), \(PGData.int64Array(deleteSequences))) AS u(n, seq)

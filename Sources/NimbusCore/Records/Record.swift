@@ -54,6 +54,11 @@ package struct Record: Sendable, Hashable {
     /// Appends `json().serialized()` to `bytes` without building the tree (a records/modify
     /// answer of 100 records built and walked ~1,500 values).
     package func writeJSON(to bytes: inout [UInt8]) {
+        writeJSON(fields: Self.wireFields(fields), to: &bytes)
+    }
+
+    /// The `fields` object of `json()`, serialized: `{"name":{"value":V,"type":"T"},...}`.
+    package static func wireFields(_ fields: [String: FieldValue]) -> [UInt8] {
         var writer = JSONWriter(bytes: [], sortedKeys: false)
         writer.append("{")
         var first = true
@@ -69,7 +74,18 @@ package struct Record: Sendable, Hashable {
             writer.append("}")
         }
         writer.append("}")
-        writeJSON(fields: writer.bytes, to: &bytes)
+        return writer.bytes
+    }
+
+    /// What the database keeps of `fields`: the JSON for the `fields` column, and whether that
+    /// text is also the wire form, to be kept beside it and sent as it is. It is, unless a value
+    /// holds an asset: assets are stored without the download URL each answer adds. (Both forms
+    /// are the same document to jsonb: the same members, in another order.)
+    package static func storage(of fields: [String: FieldValue]) -> (text: String, isWireForm: Bool) {
+        if fields.values.contains(where: { !$0.assets.isEmpty }) {
+            return (storedFields(fields).serializedString, false)
+        }
+        return (String(decoding: wireFields(fields), as: UTF8.self), true)
     }
 
     /// Appends the record dictionary of `json()` to `bytes`, with `fields` given as JSON bytes

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#else
-import Darwin
-#endif
-
 /// A stored record as the database hands it over: its text columns as UTF-8 bytes in place.
 /// Change feeds send hundreds of records a page; writing each one's wire JSON straight from these
 /// bytes costs a fraction of building a `Record` (six strings, a fields dictionary) first.
@@ -24,8 +18,8 @@ package struct StoredRecordText {
 
     package var recordName: UnsafeRawBufferPointer
     package var recordType: UnsafeRawBufferPointer
-    /// The stored fields as PostgreSQL prints jsonb: `{"name": {"type": "STRING", "value": "x"}}`,
-    /// followed by a NUL byte that `count` leaves out, as libpq hands over every value.
+    /// The fields in their wire form as they were stored (`Record.storage(of:)`); ignored for a
+    /// deleted record.
     package var fields: UnsafeRawBufferPointer
     package var sequence: Int64
     package var created: Stamp
@@ -43,19 +37,8 @@ package struct StoredRecordText {
         self.deleted = deleted
     }
 
-    /// Whether the stored fields read the same on the wire. The stored form of a field is its wire
-    /// form, `{"type": T, "value": V}`, except for the values that are objects: an asset is
-    /// stored without its download URL, and a reference's members must be written in the API's
-    /// order. Those types are the only ones whose names start `"REFERENCE` or `"ASSETID`; a
-    /// quote inside any string is escaped, so these bytes appear nowhere else but in a key or a
-    /// string value that begins with them, which only costs the record the slower way.
-    package var fieldsReadAsStored: Bool {
-        !Self.contains(fields, #""REFERENCE"#) && !Self.contains(fields, #""ASSETID"#)
-    }
-
-    /// Appends the record's wire JSON (the members and order of `Record.json()`, or of
-    /// `Record.tombstoneJSON` for a deleted record), the fields spliced in as stored; only when
-    /// `fieldsReadAsStored` or `deleted`.
+    /// Appends the record's wire JSON: the bytes `Record.writeJSON(to:)` writes, or those of
+    /// `Record.tombstoneJSON` for a deleted record.
     package func writeJSON(zoneName: String, to bytes: inout [UInt8]) {
         var writer = JSONWriter(bytes: bytes, sortedKeys: false)
         bytes = []                      // keep the writer's buffer uniquely referenced
@@ -89,12 +72,5 @@ package struct StoredRecordText {
         writer.append(#","deviceID":"#)
         writer.write(utf8: stamp.deviceID.assumingMemoryBound(to: UInt8.self))
         writer.append("}")
-    }
-
-    /// `fields` is followed by a NUL byte (libpq ends every value with one; JSON text holds
-    /// none), so C's vectorized `strstr` can search it.
-    private static func contains(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
-        guard let start = bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count >= text.utf8CodeUnitCount else { return false }
-        return text.utf8Start.withMemoryRebound(to: CChar.self, capacity: text.utf8CodeUnitCount + 1) { strstr(start, $0) } != nil
     }
 }

@@ -97,6 +97,9 @@ api "$PHONE" records/modify '{"operations":[{"operationType":"forceDelete","reco
 expect_challenge "records/modify with the revoked token" AUTHENTICATION_FAILED 'Bearer error="invalid_token"'
 api_ok "$MAC" records/lookup '{"records":[{"recordName":"n1"}]}'
 expect_item_codes ok "n1 survives the revoked token's delete"
+# records/changes also starts from the cached session and checks the token in its statement.
+api "$PHONE" records/changes '{"zoneID":{"zoneName":"_defaultZone"}}'
+expect_challenge "records/changes (a valid request) with the revoked token" AUTHENTICATION_FAILED 'Bearer error="invalid_token"'
 api_ok "$MAC" users/current
 lp_finish parked 15
 [ "$LP_STATUS" = 200 ] || fail "the long-poll parked before the revocation answered $LP_STATUS"
