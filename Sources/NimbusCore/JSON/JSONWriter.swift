@@ -70,7 +70,7 @@ struct JSONWriter {
     /// Swift's `description` is the shortest text that parses back to the same bits, and its
     /// forms (`0.1`, `1e-05`, `1.5e+300`, `-0.0`) are all JSON numbers. An integral value prints
     /// with `.0` below 2^53 and with an exponent above it; either way it re-parses as a double.
-    private mutating func write(_ double: Double) {
+    mutating func write(_ double: Double) {
         guard double.isFinite else {
             append("null")
             return

@@ -62,13 +62,12 @@ package struct Record: Sendable, Hashable {
         var writer = JSONWriter(bytes: [], sortedKeys: false)
         writer.append("{")
         var first = true
-        for name in fields.keys.sorted() {
-            guard let value = fields[name] else { continue }
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
             if !first { writer.append(",") }
             first = false
             writer.write(name)
             writer.append(#":{"value":"#)
-            writer.write(value.json)
+            value.writeJSON(to: &writer)
             writer.append(#","type":"#)
             writer.write(value.type.name)
             writer.append("}")
