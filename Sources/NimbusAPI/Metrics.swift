@@ -24,8 +24,8 @@ package final class Metrics: Sendable {
     }
 
     private let state = Lock(State())
-    /// Gauges read at scrape time: (name, help, value).
-    private let gauges = Lock<[(name: String, help: String, read: @Sendable () -> Double)]>([])
+    /// Values read at scrape time: gauges, and counters kept elsewhere (name, help, type, value).
+    private let readings = Lock<[(name: String, help: String, type: String, read: @Sendable () -> Double)]>([])
 
     package init() {}
 
@@ -46,7 +46,12 @@ package final class Metrics: Sendable {
 
     /// Adds a gauge whose value is read at each scrape.
     package func addGauge(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
-        gauges.withLock { $0.append((name, help, read)) }
+        readings.withLock { $0.append((name, help, "gauge", read)) }
+    }
+
+    /// Adds a counter kept elsewhere (it only grows), read at each scrape.
+    package func addCounter(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
+        readings.withLock { $0.append((name, help, "counter", read)) }
     }
 
     /// The Prometheus text exposition (version 0.0.4).
@@ -69,8 +74,8 @@ package final class Metrics: Sendable {
             text += "nimbus_http_request_duration_seconds_sum{route=\"\(route)\"} \(histogram.sum)\n"
             text += "nimbus_http_request_duration_seconds_count{route=\"\(route)\"} \(histogram.count)\n"
         }
-        for gauge in gauges.withLock({ $0 }) {
-            text += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(Self.format(gauge.read()))\n"
+        for reading in readings.withLock({ $0 }) {
+            text += "# HELP \(reading.name) \(reading.help)\n# TYPE \(reading.name) \(reading.type)\n\(reading.name) \(Self.format(reading.read()))\n"
         }
         return text
     }

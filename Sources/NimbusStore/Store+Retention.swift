@@ -90,41 +90,54 @@ extension Store {
                 }
                 continue
             }
-            // Batches continue after the last name seen, so no batch rescans what earlier ones
-            // turned into tombstones (linear, not quadratic, in the zone's size).
-            var after = ""
-            while true {
-                var select: SQL = "SELECT r.record_name, r.record_type FROM records r WHERE r.zone_id = \(zone.id) AND NOT r.deleted AND r.record_name > \(after) AND ("
-                select.append(condition)
-                select.append(") ORDER BY r.record_name LIMIT \(Int64(options.batchSize))")
-                let statement = select
-                let batch = try await pool.withConnection { try $0.query(statement) { (try $0.string(0), try $0.string(1)) } }
-                if batch.isEmpty { break }
-                after = batch.last?.0 ?? after
-                var deleted = batch
-                let batchStart = monotonicNanoseconds()
-                if !options.dryRun {
-                    let operations = batch.map { Result<RecordOperation, ItemError>.success(RecordOperation(kind: .forceDelete, recordName: $0.0)) }
+            // Candidates are found type by type through the live-records index (`records_live_by_type`),
+            // with the type's rule written out: a scan of the zone that evaluated the schema join
+            // for every live row took minutes once the expired records were gone and only fresh
+            // ones were left to pass over. The delete re-checks `condition` under the zone's lock.
+            for rule in try await expiryRules(zone, options: options, now: now) {
+                // Batches continue after the last name seen, so no batch rescans what earlier ones
+                // turned into tombstones (linear, not quadratic, in the zone's size).
+                var after = ""
+                while true {
+                    var select: SQL = """
+                        SELECT r.record_name FROM records r
+                        WHERE r.zone_id = \(zone.id) AND r.record_type = \(rule.recordType) AND NOT r.deleted AND r.record_name > \(after) AND 
+                        """
+                    if let field = rule.retentionField {
+                        select.append("""
+                            LEAST(r.created_at, CASE WHEN r.fields->\(field)->>'type' = 'TIMESTAMP'
+                                THEN 'epoch'::timestamptz + (r.fields->\(field)->>'value')::int8 * interval '1 millisecond' ELSE r.created_at END)
+                            """)
+                    } else {
+                        select.append("r.created_at")
+                    }
+                    select.append("""
+                         <= 'epoch'::timestamptz + \(rule.cutoff) * interval '1 millisecond'
+                        ORDER BY r.record_name LIMIT \(Int64(options.batchSize))
+                        """)
+                    let statement = select
+                    let batch = try await pool.withConnection { try $0.query(statement) { try $0.string(0) } }
+                    if batch.isEmpty { break }
+                    after = batch.last ?? after
+                    let batchStart = monotonicNanoseconds()
+                    let operations = batch.map { Result<RecordOperation, ItemError>.success(RecordOperation(kind: .forceDelete, recordName: $0)) }
                     let results = try await modifyRecords(session, zoneName: zone.name, operations: operations, atomic: false,
                                                           limits: limits, onlyWhere: condition)
-                    let gone = Set(results.compactMap { if case .deleted(let name) = $0 { name } else { nil } })
-                    deleted = batch.filter { gone.contains($0.0) }
-                }
-                for (_, type) in deleted {
-                    let key = "\(zone.container)|\(zone.environment)|\(zone.owner)|\(zone.name)|\(type)"
+                    let deleted = results.reduce(0) { count, result in if case .deleted = result { count + 1 } else { count } }
+                    let key = "\(zone.container)|\(zone.environment)|\(zone.owner)|\(zone.name)|\(rule.recordType)"
                     counts[key, default: PruneCount(container: zone.container, environment: zone.environment, owner: zone.owner,
-                                                    zoneName: zone.name, recordType: type)].records += 1
+                                                    zoneName: zone.name, recordType: rule.recordType)].records += deleted
+                    done += deleted
+                    if monotonicNanoseconds() - lastProgress > 2_000_000_000 {
+                        lastProgress = monotonicNanoseconds()
+                        progress("pruned \(done) records so far (zone \(zone.name) of \(zone.owner), \(zone.container))")
+                    }
+                    if batch.count < options.batchSize { break }
+                    // Leave the zone to its writers for as long as the batch held it (at most 50 ms):
+                    // pruning takes at most about half of the zone's lock time.
+                    let held = monotonicNanoseconds() - batchStart
+                    try? await Task.sleep(nanoseconds: min(held, 50_000_000))
                 }
-                done += deleted.count
-                if monotonicNanoseconds() - lastProgress > 2_000_000_000 {
-                    lastProgress = monotonicNanoseconds()
-                    progress("pruned \(done) records so far (zone \(zone.name) of \(zone.owner), \(zone.container))")
-                }
-                if batch.count < options.batchSize { break }
-                // Leave the zone to its writers for as long as the batch held it (at most 50 ms):
-                // pruning takes at most about half of the zone's lock time.
-                let held = monotonicNanoseconds() - batchStart
-                try? await Task.sleep(nanoseconds: min(held, 50_000_000))
             }
         }
 
@@ -190,6 +203,37 @@ extension Store {
     /// when that start is older than the type's current policy (so a policy imported later
     /// applies to records saved before), or than `olderThanSeconds` when given (for the types
     /// named, else for the types that have a policy).
+    /// One record type's expiry in a zone: records whose retention start is at or before `cutoff`.
+    private struct ExpiryRule: Sendable {
+        var recordType: String
+        /// Milliseconds since the epoch.
+        var cutoff: Int64
+        var retentionField: String?
+    }
+
+    /// The rules `expiryCondition` applies in `zone`, written out per record type from its
+    /// container's schema (candidates only: the delete checks `expiryCondition` itself).
+    private func expiryRules(_ zone: PruneZone, options: PruneOptions, now: Int64) async throws -> [ExpiryRule] {
+        let container = zone.container, environment = zone.environment
+        let schema = try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT record_type, retention_days, retention_field FROM schema_record_types
+                WHERE container = \(container) AND environment = \(environment)
+                """) { (type: try $0.string(0), days: try $0.optionalInt64(1), field: try $0.optionalString(2)) }
+        }
+        let byType = Dictionary(schema.map { ($0.type, $0) }, uniquingKeysWith: { first, _ in first })
+        let types = options.recordTypes.isEmpty ? schema.filter { $0.days != nil }.map(\.type).sorted() : options.recordTypes
+        return types.compactMap { type in
+            let policy = byType[type]
+            if let seconds = options.olderThanSeconds {
+                guard !options.recordTypes.isEmpty || policy?.days != nil else { return nil }
+                return ExpiryRule(recordType: type, cutoff: now - seconds * 1000, retentionField: policy?.field)
+            }
+            guard let days = policy?.days else { return nil }
+            return ExpiryRule(recordType: type, cutoff: now - days * 86_400_000, retentionField: policy?.field)
+        }
+    }
+
     private func expiryCondition(_ options: PruneOptions, now: Int64) -> SQL {
         var condition: SQL = """
             EXISTS (SELECT 1 FROM zones z JOIN databases d ON d.id = z.database_id

@@ -127,13 +127,13 @@ enum ServeCommand {
         metrics.addGauge("nimbus_db_pool_in_use", help: "Database connections lent out.") { Double(store.poolStatistics.inUse) }
         metrics.addGauge("nimbus_db_pool_idle", help: "Idle database connections.") { Double(store.poolStatistics.idle) }
         metrics.addGauge("nimbus_db_pool_max", help: "Database pool size.") { Double(store.poolStatistics.max) }
-        metrics.addGauge("nimbus_create_batches_total", help: "Statements the create fast path ran (shared by concurrent requests).") {
+        metrics.addCounter("nimbus_create_batches_total", help: "Statements the create fast path ran (shared by concurrent requests).") {
             Double(store.createBatchCounts.batches)
         }
-        metrics.addGauge("nimbus_create_batched_requests_total", help: "Requests those statements carried.") {
+        metrics.addCounter("nimbus_create_batched_requests_total", help: "Requests those statements carried.") {
             Double(store.createBatchCounts.requests)
         }
-        metrics.addGauge("nimbus_create_batch_seconds_total", help: "Seconds spent running those statements.") {
+        metrics.addCounter("nimbus_create_batch_seconds_total", help: "Seconds spent running those statements.") {
             store.createBatchCounts.seconds
         }
         metrics.addGauge("nimbus_longpoll_waiters", help: "Parked long-poll requests.") { Double(store.hub.count) }

@@ -32,6 +32,14 @@ import Testing
         metrics.addGauge("nimbus_test_gauge", help: "A test gauge.") { Double(value.next()) }
         #expect(metrics.render().contains("nimbus_test_gauge 1\n"))
         #expect(metrics.render().contains("nimbus_test_gauge 2\n"))
+        #expect(metrics.render().contains("# TYPE nimbus_test_gauge gauge\n"))
+    }
+
+    @Test func countersKeptElsewhereAreTypedAsCounters() {
+        let metrics = Metrics()
+        metrics.addCounter("nimbus_test_things_total", help: "Things done.") { 41.5 }
+        let text = metrics.render()
+        #expect(text.contains("# HELP nimbus_test_things_total Things done.\n# TYPE nimbus_test_things_total counter\nnimbus_test_things_total 41.5\n"))
     }
 }
 
