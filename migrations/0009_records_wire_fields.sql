@@ -1,7 +1,11 @@
 -- The wire form of a record's fields, as the API writes them ({"name":{"value":V,"type":"T"}}),
 -- kept beside the jsonb `fields`: change feeds send it as it is. Printing jsonb was 40% of
 -- PostgreSQL's work for a page of changes (and the text still had to be rewritten for the wire).
+--
+-- `wire_fields_seq` is the change_seq the wire form was written with: the wire form is the
+-- record's only while the two are equal. A writer that does not know these columns (an older
+-- instance still running during an upgrade) moves change_seq and leaves them behind, and the
+-- record is decoded from `fields` again instead of being sent stale.
 -- NULL when the fields hold an asset (each answer adds its download URL), for tombstones and for
 -- rows written before this migration: those are decoded from `fields`.
--- Every statement that writes `fields` writes this column too (the same text, or NULL).
-ALTER TABLE records ADD COLUMN wire_fields text;
+ALTER TABLE records ADD COLUMN wire_fields text, ADD COLUMN wire_fields_seq bigint;

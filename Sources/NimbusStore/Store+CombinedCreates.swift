@@ -141,10 +141,10 @@ extension Store {
         statement.append("""
                 RETURNING change_seq - \(count) AS base
             ), saved AS (
-                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, change_seq,
+                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, wire_fields_seq, change_seq,
                                      created_at, created_by_device, created_by_user,
                                      modified_at, modified_by_device, modified_by_user, deleted, expires_at)
-                SELECT \(planned.zoneID), u.n, u.t, u.f::jsonb, u.f, z.base + u.ord,
+                SELECT \(planned.zoneID), u.n, u.t, u.f::jsonb, u.f, z.base + u.ord, z.base + u.ord,
                        'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
@@ -213,10 +213,10 @@ extension Store {
                        z.base + 1 + sum(c.n) OVER (PARTITION BY c.zone_id ORDER BY c.i) - c.n AS first_seq
                 FROM checked c JOIN z ON z.id = c.zone_id
             ), saved AS (
-                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, change_seq,
+                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, wire_fields_seq, change_seq,
                                      created_at, created_by_device, created_by_user,
                                      modified_at, modified_by_device, modified_by_user, deleted, expires_at)
-                SELECT s.zone_id, r.n, r.t, r.f::jsonb, r.f, s.first_seq + r.o,
+                SELECT s.zone_id, r.n, r.t, r.f::jsonb, r.f, s.first_seq + r.o, s.first_seq + r.o,
                        'epoch'::timestamptz + s.now * interval '1 millisecond', s.device, s.usr,
                        'epoch'::timestamptz + s.now * interval '1 millisecond', s.device, s.usr,
                        false, 'epoch'::timestamptz + NULLIF(r.e, \(Int64.min)) * interval '1 millisecond'

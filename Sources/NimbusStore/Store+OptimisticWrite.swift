@@ -95,10 +95,10 @@ extension Store {
                 UPDATE zones SET change_seq = change_seq + \(count) WHERE id = \(zone.id) AND NOT deleted
                 RETURNING change_seq - \(count) AS base
             ), saved AS (
-                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, change_seq,
+                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, wire_fields_seq, change_seq,
                                      created_at, created_by_device, created_by_user,
                                      modified_at, modified_by_device, modified_by_user, deleted, expires_at)
-                SELECT \(zone.id), u.n, u.t, u.f::jsonb, u.f, z.base + u.ord,
+                SELECT \(zone.id), u.n, u.t, u.f::jsonb, u.f, z.base + u.ord, z.base + u.ord,
                        'epoch'::timestamptz + u.c * interval '1 millisecond', u.cd, u.cu,
                        'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
@@ -106,7 +106,7 @@ extension Store {
                                \(PGData.int64Array(created)), \(PGData.textArray(createdBy)), \(PGData.textArray(createdUsers)),
                                \(PGData.int64Array(expires))) WITH ORDINALITY AS u(n, t, f, c, cd, cu, e, ord)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, fields = excluded.fields, wire_fields = excluded.wire_fields,
+                    record_type = excluded.record_type, fields = excluded.fields, wire_fields = excluded.wire_fields, wire_fields_seq = excluded.wire_fields_seq,
                     change_seq = excluded.change_seq, created_at = excluded.created_at,
                     created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
                     modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,

@@ -28,12 +28,14 @@ extension Store {
             deleted: try row.bool(offset + 10), zoneName: zoneName)
     }
 
-    /// `recordColumns` for change feeds: the jsonb fields only where no wire form was stored
-    /// (printing jsonb was most of PostgreSQL's work for a page of changes), the wire form last.
+    /// `recordColumns` for change feeds: the jsonb fields only where no wire form was stored for
+    /// the record's current version (printing jsonb was most of PostgreSQL's work for a page of
+    /// changes), and that wire form last (migration 0009).
     static let changeColumns: StaticString = """
-        r.record_name, r.record_type, CASE WHEN r.wire_fields IS NULL THEN r.fields END, r.change_seq, \
+        r.record_name, r.record_type, CASE WHEN r.wire_fields_seq = r.change_seq AND r.wire_fields IS NOT NULL THEN NULL ELSE r.fields END, r.change_seq, \
         r.created_at, r.created_by_user, r.created_by_device, \
-        r.modified_at, r.modified_by_user, r.modified_by_device, r.deleted, r.wire_fields
+        r.modified_at, r.modified_by_user, r.modified_by_device, r.deleted, \
+        CASE WHEN r.wire_fields_seq = r.change_seq THEN r.wire_fields END
         """
 
     /// A row of `changeColumns` as bytes in place (see `StoredRecordText`), or nil when it is a
@@ -376,10 +378,10 @@ extension Store {
         var parts: [(name: String, sql: SQL)] = []
         if !saveNames.isEmpty {
             parts.append(("saved", """
-                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, change_seq,
+                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, wire_fields_seq, change_seq,
                                      created_at, created_by_device, created_by_user,
                                      modified_at, modified_by_device, modified_by_user, deleted, expires_at)
-                SELECT \(zoneID), u.n, u.t, u.f::jsonb, CASE WHEN u.w = 1 THEN u.f END, u.seq,
+                SELECT \(zoneID), u.n, u.t, u.f::jsonb, CASE WHEN u.w = 1 THEN u.f END, CASE WHEN u.w = 1 THEN u.seq END, u.seq,
                        'epoch'::timestamptz + u.c * interval '1 millisecond', u.cd, u.cu,
                        'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
@@ -388,7 +390,7 @@ extension Store {
                             \(PGData.textArray(saveCreatedBy)), \(PGData.textArray(saveCreatedUsers)), \(PGData.int64Array(saveExpires)))
                      AS u(n, t, f, w, seq, c, cd, cu, e)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, fields = excluded.fields, wire_fields = excluded.wire_fields,
+                    record_type = excluded.record_type, fields = excluded.fields, wire_fields = excluded.wire_fields, wire_fields_seq = excluded.wire_fields_seq,
                     change_seq = excluded.change_seq, created_at = excluded.created_at,
                     created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
                     modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,

@@ -43,7 +43,7 @@ import Testing
                                          fields: [RawField(name: "when", value: 1_795_000_000_123, declaredType: "TIMESTAMP")])),
                 .success(RecordOperation(kind: .create, recordName: "ref", recordType: "Note", fields: [RawField(name: "to", value: reference, declaredType: "REFERENCE")])),
                 operation(.create, "gone", ["title": "x"]),
-                operation(.create, "old", ["title": "written before migration 0009"]),
+                operation(.create, "old", ["title": "to be rewritten by an older instance"]),
             ], atomic: false, limits: limits)
             #expect(saved.allSatisfy { if case .saved = $0 { true } else { false } }, "\(saved)")
             // An update (read, then written) and a delete rewrite the stored wire form.
@@ -53,8 +53,16 @@ import Testing
                 operation(.forceDelete, "gone", type: nil),
             ], atomic: false, limits: limits)
             #expect(updated.count == 2 && updated.allSatisfy { if case .failed = $0 { false } else { true } }, "\(updated)")
-            // Rows from before migration 0009 have no wire form: decoded instead.
-            _ = try await fixture.pool.withConnection { try $0.run("UPDATE records SET wire_fields = NULL WHERE record_name = 'old'") }
+            // A writer that does not know the wire form (an instance from before migration 0009)
+            // moves the record on without it: decoded from `fields` from then on, never sent stale.
+            _ = try await fixture.pool.withConnection { connection in
+                try connection.run("""
+                    WITH z AS (UPDATE zones SET change_seq = change_seq + 1 WHERE id = (SELECT zone_id FROM records WHERE record_name = 'old')
+                               RETURNING change_seq)
+                    UPDATE records SET fields = '{"title": {"type": "STRING", "value": "rewritten"}}', change_seq = (SELECT change_seq FROM z)
+                    WHERE record_name = 'old'
+                    """)
+            }
             let first = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 1, desiredRecordTypes: nil)
             for token in [nil, first.token] {
                 let decoded = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: token, limit: 200, desiredRecordTypes: nil)
@@ -75,6 +83,7 @@ import Testing
                 }
                 #expect(names == ["old"], "only the row without a wire form is decoded")
                 #expect(decoded.records.first { $0.recordName == "n1" }?.fields["title"] == .string("changed"))
+                #expect(decoded.records.first { $0.recordName == "old" }?.fields["title"] == .string("rewritten"))
             }
         }
     }
