@@ -98,16 +98,7 @@ package enum Socket {
 
     /// Sends without SIGPIPE (MSG_NOSIGNAL); a peer that went away is `.closed`.
     package static func send(_ descriptor: Int32, _ buffer: UnsafeRawBufferPointer) -> IOResult {
-        while true {
-            let count = Glibc.send(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
-            if count >= 0 { return .bytes(count) }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return .wouldBlock
-            case EPIPE, ECONNRESET: return .closed
-            default: return .failed(errno)
-            }
-        }
+        sending { Glibc.send(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// Sends two buffers in one call (`sendmsg` with two pieces), as if they were one.
@@ -118,15 +109,20 @@ package enum Socket {
             var message = msghdr()
             message.msg_iov = pieces.baseAddress
             message.msg_iovlen = pieces.count
-            while true {
-                let count = sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL))
-                if count >= 0 { return .bytes(count) }
-                switch errno {
-                case EINTR: continue
-                case EAGAIN, EWOULDBLOCK: return .wouldBlock
-                case EPIPE, ECONNRESET: return .closed
-                default: return .failed(errno)
-                }
+            return sending { sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL)) }
+        }
+    }
+
+    /// A send call's count as an `IOResult`, the call repeated when a signal interrupted it.
+    private static func sending(_ call: () -> Int) -> IOResult {
+        while true {
+            let count = call()
+            if count >= 0 { return .bytes(count) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case EPIPE, ECONNRESET: return .closed
+            default: return .failed(errno)
             }
         }
     }

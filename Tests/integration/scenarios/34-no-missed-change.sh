@@ -209,14 +209,17 @@ diff "$TEST_TMP/expected" "$TEST_TMP/lookup" >"$TEST_TMP/lookup.diff" \
   || fail "records/lookup disagrees with the acknowledged writes (expected < > stored): $(head -n 10 "$TEST_TMP/lookup.diff" | tr '\n' ' ')"
 sync="" : >"$TEST_TMP/fresh"
 while :; do
-  api_ok "$READER_1" records/changes "{\"zoneID\":{\"zoneName\":\"Feed\"},\"resultsLimit\":400${sync:+,\"syncToken\":\"$sync\"}}"
+  api_ok "$READER_1" records/changes "{\"zoneID\":{\"zoneName\":\"Feed\"},\"resultsLimit\":100${sync:+,\"syncToken\":\"$sync\"}}"
   record_summary >>"$TEST_TMP/fresh"
   sync=$(json_last_field syncToken)
   [ "$(json_last_field moreComing)" = true ] || break
 done
 grep -v ' -$' "$TEST_TMP/expected" >"$TEST_TMP/expected-live"
-sort -o "$TEST_TMP/fresh" "$TEST_TMP/fresh"
-diff "$TEST_TMP/expected-live" "$TEST_TMP/fresh" >"$TEST_TMP/fresh.diff" \
+# In pages of 100, applied as a client applies them: the pages after the first are fetched with a
+# token, so they also carry the tombstones of records deleted after the first page's position.
+awk '{ if ($2 == "-") delete state[$1]; else state[$1] = $2 } END { for (name in state) print name, state[name] }' \
+  "$TEST_TMP/fresh" | sort >"$TEST_TMP/fresh-state"
+diff "$TEST_TMP/expected-live" "$TEST_TMP/fresh-state" >"$TEST_TMP/fresh.diff" \
   || fail "a fetch from no token disagrees with the acknowledged live records: $(head -n 10 "$TEST_TMP/fresh.diff" | tr '\n' ' ')"
 ok "$acks acknowledged writes: $live_expected live records and $deleted_expected deleted, confirmed by records/lookup and a fetch from no token"
 
