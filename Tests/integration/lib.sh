@@ -318,7 +318,8 @@ expect_header() {
 # and status 1 when absent. JSON defaults to the last body.
 json_field() {
   local json=${2-$HTTP_BODY} match
-  match=$(printf '%s' "$json" | grep -a -o -m1 "\"$1\":\(\"\([^\"\\\\]\|\\\\.\)*\"\|[^,}]*\)" | head -n 1) || return 1
+  # (A here-string and `sed -n 1p`: a pipe's early exit would kill the writer of a large body.)
+  match=$(grep -a -o -m1 "\"$1\":\(\"\([^\"\\\\]\|\\\\.\)*\"\|[^,}]*\)" <<<"$json" | sed -n 1p) || return 1
   [ -n "$match" ] || return 1
   match=${match#\"$1\":}
   if [[ $match == \"*\" ]]; then match=${match:1:${#match}-2}; fi
@@ -583,8 +584,10 @@ tag_number() { echo $((36#$1)); }
 expect_no_server_errors() {
   local metrics logged
   metrics=$(curl -s --max-time 10 "$NIMBUS_URL/metrics") || fail "GET /metrics failed"
-  printf '%s\n' "$metrics" | grep -q '^nimbus_http_requests_total' || fail "/metrics has no request counters"
-  if printf '%s\n' "$metrics" | grep -q '^nimbus_http_requests_total{.*status="5[0-9][0-9]"}'; then
+  # Here-strings, not pipes: grep -q exits at its first match, and a writer still writing a long
+  # /metrics text into the pipe dies of SIGPIPE, which pipefail turned into "no request counters".
+  contains "$metrics" -q '^nimbus_http_requests_total' || fail "/metrics has no request counters"
+  if contains "$metrics" -q '^nimbus_http_requests_total{.*status="5[0-9][0-9]"}'; then
     fail "the server answered 5xx: $(printf '%s\n' "$metrics" | grep '^nimbus_http_requests_total{.*status="5' | tr '\n' ' ')"
   fi
   logged=$(grep -a -i 'internal error\|INTERNAL_ERROR' "$NIMBUS_LOG" | head -n 3)
