@@ -24,6 +24,64 @@ machine_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/s
 admin() { "$NIMBUS_BIN" "$@" --database-url "$DB_URL"; }
 checkpoint() { psql -d postgres -c CHECKPOINT >/dev/null; }
 
+# For the scripts that run `nimbus serve --data-dir` (embedded PostgreSQL) rather than a cluster of
+# their own: bench/query.sh, bench/ratelimit.sh, bench/slowloris.sh.
+
+# release_binary: NIMBUS_BIN is BENCH_NIMBUS_BIN, or the release build (built unless BENCH_SKIP_BUILD).
+release_binary() {
+  if [ -n "${BENCH_NIMBUS_BIN:-}" ]; then
+    NIMBUS_BIN=$BENCH_NIMBUS_BIN
+  else
+    if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
+      say "building nimbus (release)"
+      swift build -c release --product nimbus >&2 || die "release build failed"
+    fi
+    NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
+  fi
+  [ -x "$NIMBUS_BIN" ] || die "no nimbus binary at $NIMBUS_BIN"
+}
+# embedded_workdir: WORK, a temp dir the embedded PostgreSQL's unprivileged user can enter, and
+# DATA, the server's data dir inside it.
+embedded_workdir() {
+  WORK=$(mktemp -d /tmp/nimbus-bench.XXXXXX)
+  chmod 755 "$WORK"
+  DATA=$WORK/data
+  mkdir -p "$DATA"
+}
+# compile_c OUT SOURCE [FLAGS...]: the C load generator SOURCE, -O2, into OUT.
+compile_c() {
+  local out=$1 source=$2 cc=${CC:-}
+  shift 2
+  [ -n "$cc" ] || cc=$(command -v cc || command -v clang || command -v gcc || true)
+  [ -n "$cc" ] || die "no C compiler (cc, clang or gcc) to build $source"
+  "$cc" -O2 -o "$out" "$source" "$@" || die "cannot compile $source"
+}
+# start_embedded_server ARGS...: nimbus serve on DATA, loopback, a free port, its log (stderr) in
+# WORK/nimbus.log (started afresh); sets NIMBUS_PID and PORT once it listens.
+start_embedded_server() {
+  : >"$WORK/nimbus.log"
+  "$NIMBUS_BIN" serve --listen 127.0.0.1:0 --data-dir "$DATA" "$@" </dev/null 2>>"$WORK/nimbus.log" >&2 &
+  NIMBUS_PID=$!
+  PORT=""
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    PORT=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$WORK/nimbus.log" 2>/dev/null | head -1 | sed 's/.*://' || true)
+    [ -n "$PORT" ] && break
+    kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus exited; log tail:$(printf '\n'; tail -20 "$WORK/nimbus.log")"
+    sleep 0.1
+  done
+  [ -n "$PORT" ] || die "nimbus did not listen within 120 s"
+}
+data_admin() { "$NIMBUS_BIN" "$@" --data-dir "$DATA"; }
+# remove_embedded_cluster: the cluster a root-run server keeps outside DATA (for its unprivileged
+# user), named in DATA/postgres-location; for the cleanup trap, after the server stopped.
+remove_embedded_cluster() {
+  [ -n "$DATA" ] && [ -f "$DATA/postgres-location" ] || return 0
+  local location
+  location=$(cat "$DATA/postgres-location")
+  case "$location" in /var/lib/nimbus/clusters/?*) rm -rf -- "$location" ;; esac
+}
+
 # The throughput benchmarks drive one device token far beyond any real device's rate; the per-token
 # limit (requestsPerSecondPerToken) is off for the servers they start unless set here explicitly.
 # bench/ratelimit.sh, which measures that limit, unsets this.

@@ -15,7 +15,7 @@
 #      (continuationMarker), LockedAppList by updatedAt.
 #
 # Knobs (environment): BENCH_QUERY_RECORDS=1000000 BENCH_QUERY_SMALL=1000 BENCH_QUERY_REQUESTS=200
-#   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1 (keep the temp dir)
+#   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_NIMBUS_BIN=PATH BENCH_KEEP=1 (keep the temp dir)
 # Loopback only; every phase is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,11 +34,7 @@ cleanup() {
   local rc=$?
   set +e
   stop_pid "$NIMBUS_PID" TERM 30
-  if [ -n "$DATA" ] && [ -f "$DATA/postgres-location" ]; then
-    local loc
-    loc=$(cat "$DATA/postgres-location")
-    case "$loc" in /var/lib/nimbus/clusters/?*) rm -rf -- "$loc" ;; esac
-  fi
+  remove_embedded_cluster
   if [ -n "$WORK" ] && [ -z "${BENCH_KEEP:-}" ]; then rm -rf -- "$WORK"; fi
   exit "$rc"
 }
@@ -48,33 +44,12 @@ trap 'exit 130' INT TERM
 # ---------------------------------------------------------------- 1. dependencies, build, server
 [ -n "${BENCH_SKIP_INSTALL:-}" ] || bash deploy/install-deps.sh
 command -v curl >/dev/null || die "curl is not installed"
-if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-  say "building nimbus (release)"
-  swift build -c release --product nimbus >&2 || die "release build failed"
-fi
-NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
-[ -x "$NIMBUS_BIN" ] || die "no nimbus binary at $NIMBUS_BIN"
-WORK=$(mktemp -d /tmp/nimbus-bench.XXXXXX)
-chmod 755 "$WORK"  # the embedded PostgreSQL runs as an unprivileged user
-DATA=$WORK/data
-mkdir -p "$DATA"
-CC_BIN=${CC:-}
-[ -n "$CC_BIN" ] || CC_BIN=$(command -v cc || command -v clang || command -v gcc || true)
-[ -n "$CC_BIN" ] || die "no C compiler (cc, clang or gcc) to build bench/recload.c"
-"$CC_BIN" -O2 -pthread -o "$WORK/recload" bench/recload.c || die "cannot compile bench/recload.c"
+release_binary
+embedded_workdir
+compile_c "$WORK/recload" bench/recload.c -pthread
 
 say "starting nimbus (embedded PostgreSQL in $DATA)"
-"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --data-dir "$DATA" </dev/null 2>"$WORK/nimbus.log" >&2 &
-NIMBUS_PID=$!
-PORT=""
-for ((i = 0; i < 1200; i++)); do
-  PORT=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$WORK/nimbus.log" 2>/dev/null | head -1 | sed 's/.*://' || true)
-  [ -n "$PORT" ] && break
-  kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus exited; log tail:$(printf '\n'; tail -20 "$WORK/nimbus.log")"
-  sleep 0.1
-done
-[ -n "$PORT" ] || die "nimbus did not listen within 120 s"
-data_admin() { "$NIMBUS_BIN" "$@" --data-dir "$DATA"; }
+start_embedded_server
 data_admin user add bench >/dev/null
 TOKEN=$(data_admin token issue bench --device phone | awk '/^token:/ {print $2}')
 [ -n "$TOKEN" ] || die "token issue failed"

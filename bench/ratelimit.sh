@@ -40,11 +40,7 @@ cleanup() {
   set +e
   stop_pid "$FLOOD_PID" TERM 5
   stop_pid "$NIMBUS_PID" TERM 30
-  if [ -n "$DATA" ] && [ -f "$DATA/postgres-location" ]; then
-    local loc
-    loc=$(cat "$DATA/postgres-location")
-    case "$loc" in /var/lib/nimbus/clusters/?*) rm -rf -- "$loc" ;; esac
-  fi
+  remove_embedded_cluster
   if [ -n "$WORK" ] && [ -z "${BENCH_KEEP:-}" ]; then rm -rf -- "$WORK"; fi
   exit "$rc"
 }
@@ -54,45 +50,13 @@ trap 'exit 130' INT TERM
 # ---------------------------------------------------------------- 1. dependencies and build
 [ -n "${BENCH_SKIP_INSTALL:-}" ] || bash deploy/install-deps.sh
 command -v curl >/dev/null || die "curl is not installed"
-if [ -n "${BENCH_NIMBUS_BIN:-}" ]; then
-  NIMBUS_BIN=$BENCH_NIMBUS_BIN
-else
-  if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-    say "building nimbus (release)"
-    swift build -c release --product nimbus >&2 || die "release build failed"
-  fi
-  NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
-fi
-[ -x "$NIMBUS_BIN" ] || die "no nimbus binary at $NIMBUS_BIN"
-WORK=$(mktemp -d /tmp/nimbus-bench.XXXXXX)
-chmod 755 "$WORK"  # the embedded PostgreSQL runs as an unprivileged user
-DATA=$WORK/data
-mkdir -p "$DATA"
-CC_BIN=${CC:-}
-[ -n "$CC_BIN" ] || CC_BIN=$(command -v cc || command -v clang || command -v gcc || true)
-[ -n "$CC_BIN" ] || die "no C compiler (cc, clang or gcc) to build bench/recload.c"
-"$CC_BIN" -O2 -pthread -o "$WORK/recload" bench/recload.c -lm || die "cannot compile bench/recload.c"
+release_binary
+embedded_workdir
+compile_c "$WORK/recload" bench/recload.c -pthread -lm
 
 # ---------------------------------------------------------------- 2. server, users, data
-# start_server ARGS...: nimbus serve on the data dir; sets NIMBUS_PID, PORT.
-start_server() {
-  : >"$WORK/nimbus.log"
-  "$NIMBUS_BIN" serve --listen 127.0.0.1:0 --data-dir "$DATA" "$@" </dev/null 2>>"$WORK/nimbus.log" >&2 &
-  NIMBUS_PID=$!
-  PORT=""
-  local i
-  for ((i = 0; i < 1200; i++)); do
-    PORT=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$WORK/nimbus.log" 2>/dev/null | head -1 | sed 's/.*://' || true)
-    [ -n "$PORT" ] && break
-    kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus exited; log tail:$(printf '\n'; tail -20 "$WORK/nimbus.log")"
-    sleep 0.1
-  done
-  [ -n "$PORT" ] || die "nimbus did not listen within 120 s"
-}
-data_admin() { "$NIMBUS_BIN" "$@" --data-dir "$DATA"; }
-
 say "starting nimbus (embedded PostgreSQL in $DATA)"
-start_server
+start_embedded_server
 LIMITS=$(curl -s --max-time 5 "http://127.0.0.1:$PORT/limits")
 RATE=$(printf '%s' "$LIMITS" | grep -o '"requestsPerSecondPerToken":[0-9]*' | cut -d: -f2)
 BURST=$(printf '%s' "$LIMITS" | grep -o '"requestBurstPerToken":[0-9]*' | cut -d: -f2)
@@ -164,7 +128,7 @@ run_phase "limit-on flood" 1
 say "restarting nimbus with --requests-per-second-per-token 0 (no limit)"
 stop_pid "$NIMBUS_PID" TERM 30
 NIMBUS_PID=""
-start_server --requests-per-second-per-token 0
+start_embedded_server --requests-per-second-per-token 0
 run_phase "limit-off alone" 0
 run_phase "limit-off flood" 1
 

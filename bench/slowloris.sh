@@ -50,11 +50,7 @@ cleanup() {
   stop_pid "$ATTACK_PID" TERM 5
   stop_pid "$SAMPLER_PID" TERM 5
   stop_pid "$NIMBUS_PID" TERM 30
-  if [ -n "$DATA" ] && [ -f "$DATA/postgres-location" ]; then
-    local loc
-    loc=$(cat "$DATA/postgres-location")
-    case "$loc" in /var/lib/nimbus/clusters/?*) rm -rf -- "$loc" ;; esac
-  fi
+  remove_embedded_cluster
   if [ -n "$WORK" ] && [ -z "${BENCH_KEEP:-}" ]; then rm -rf -- "$WORK"; fi
   exit "$rc"
 }
@@ -70,40 +66,16 @@ fi
 command -v slowhttptest >/dev/null || die "slowhttptest is not installed (apt-get install slowhttptest)"
 command -v ss >/dev/null || die "ss (iproute2) is not installed"
 command -v curl >/dev/null || die "curl is not installed"
-if [ -n "${BENCH_NIMBUS_BIN:-}" ]; then
-  NIMBUS_BIN=$BENCH_NIMBUS_BIN
-else
-  if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-    say "building nimbus (release)"
-    swift build -c release --product nimbus >&2 || die "release build failed"
-  fi
-  NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
-fi
-[ -x "$NIMBUS_BIN" ] || die "no nimbus binary at $NIMBUS_BIN"
-WORK=$(mktemp -d /tmp/nimbus-bench.XXXXXX)
-chmod 755 "$WORK"  # the embedded PostgreSQL runs as an unprivileged user
-DATA=$WORK/data
-mkdir -p "$DATA"
-CC_BIN=${CC:-}
-[ -n "$CC_BIN" ] || CC_BIN=$(command -v cc || command -v clang || command -v gcc || true)
-[ -n "$CC_BIN" ] || die "no C compiler (cc, clang or gcc)"
-"$CC_BIN" -O2 -o "$WORK/slowloris" Tests/integration/slowloris.c || die "cannot compile Tests/integration/slowloris.c"
+release_binary
+embedded_workdir
+compile_c "$WORK/slowloris" Tests/integration/slowloris.c
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---------------------------------------------------------------- 2. server
 say "starting nimbus (embedded PostgreSQL in $DATA), --header-timeout-seconds $TIMEOUT"
-"$NIMBUS_BIN" serve --listen 127.0.0.1:0 --data-dir "$DATA" --header-timeout-seconds "$TIMEOUT" --body-timeout-seconds "$BODY_TIMEOUT" </dev/null >"$WORK/nimbus.log" 2>&1 &
-NIMBUS_PID=$!
-PORT=""
-for ((i = 0; i < 1200; i++)); do
-  PORT=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$WORK/nimbus.log" 2>/dev/null | head -1 | sed 's/.*://' || true)
-  [ -n "$PORT" ] && break
-  kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus exited; log tail:$(printf '\n'; tail -20 "$WORK/nimbus.log")"
-  sleep 0.1
-done
-[ -n "$PORT" ] || die "nimbus did not listen within 120 s"
-"$NIMBUS_BIN" user add alice --data-dir "$DATA" >/dev/null
-TOKEN=$("$NIMBUS_BIN" token issue alice --device mac --data-dir "$DATA" | awk '/^token:/ {print $2}')
+start_embedded_server --header-timeout-seconds "$TIMEOUT" --body-timeout-seconds "$BODY_TIMEOUT"
+data_admin user add alice >/dev/null
+TOKEN=$(data_admin token issue alice --device mac | awk '/^token:/ {print $2}')
 [ -n "$TOKEN" ] || die "token issue failed"
 BASE=http://127.0.0.1:$PORT
 USER_URL=$BASE/database/1/iCloud.com.mirxa.AppLocker/development/private/users/current
@@ -122,6 +94,25 @@ probes() {
     fi
     sleep 0.1
   done
+}
+# end_attack SECONDS: lets slowhttptest (ATTACK_PID, run for SECONDS) end by itself, at most 30 s
+# late, then stops it.
+end_attack() {
+  local i
+  for ((i = 0; i < ($1 + 30) * 10; i++)); do kill -0 "$ATTACK_PID" 2>/dev/null || break; sleep 0.1; done
+  stop_pid "$ATTACK_PID" TERM 5
+  ATTACK_PID=""
+}
+# peak_connected CSV: the most connections slowhttptest held at once (CSV columns: Seconds,Closed,
+# Pending,Connected,Service Available).
+peak_connected() { awk -F, 'NR > 1 && $4 > m {m = $4} END {print m + 0}' "$1"; }
+# all_closed_at OUT: the second at which slowhttptest stopped early with "No open connections
+# left" (the server had closed them all); nothing when it ran to its end.
+all_closed_at() {
+  local plain
+  plain=$(sed 's/\x1b\[[0-9;]*m//g' "$1")
+  grep -q 'No open connections left' <<<"$plain" || return 0
+  grep -o 'Test ended on [0-9]*' <<<"$plain" | grep -o '[0-9]*$' | tail -n 1
 }
 summary() {  # summary OUT: "n N p50 X p99 Y max Z errors E" (ms)
   local errors
@@ -148,24 +139,17 @@ sleep 2
 probes "$WORK/probes-attack.txt"
 DURING=$(summary "$WORK/probes-attack.txt")
 say "  real clients during the attack: $DURING"
-for ((i = 0; i < (ATTACK_SECONDS + 30) * 10; i++)); do kill -0 "$ATTACK_PID" 2>/dev/null || break; sleep 0.1; done
-stop_pid "$ATTACK_PID" TERM 5
-ATTACK_PID=""
+end_attack "$ATTACK_SECONDS"
 stop_pid "$SAMPLER_PID" TERM 2
 SAMPLER_PID=""
 kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus died during the attack"
 CSV=$WORK/slowhttptest.csv
 [ -f "$CSV" ] || die "slowhttptest wrote no CSV; its output:$(printf '\n'; tail -20 "$WORK/slowhttptest.out")"
-# CSV columns: Seconds,Closed,Pending,Connected,Service Available (the last is scaled to the
-# connection count for the chart: 0 means the probe got no answer). slowhttptest stops early with
-# "No open connections left" when the server has closed them all.
-PEAK=$(awk -F, 'NR > 1 && $4 > m {m = $4} END {print m + 0}' "$CSV")
+# The CSV's last column, Service Available, is scaled to the connection count for the chart: 0
+# means the probe got no answer.
+PEAK=$(peak_connected "$CSV")
 FULL_AT=$(awk -F, -v n="$CONNECTIONS" 'NR > 1 && $4 >= n {print $1; exit}' "$CSV")
-OUT_PLAIN=$(sed 's/\x1b\[[0-9;]*m//g' "$WORK/slowhttptest.out")
-ALL_CLOSED_AT=""
-if grep -q 'No open connections left' <<<"$OUT_PLAIN"; then
-  ALL_CLOSED_AT=$(grep -o 'Test ended on [0-9]*' <<<"$OUT_PLAIN" | grep -o '[0-9]*$' | tail -n 1)
-fi
+ALL_CLOSED_AT=$(all_closed_at "$WORK/slowhttptest.out")
 UNAVAILABLE=$(awk -F, 'NR > 1 && $5 == 0 {c++} END {print c + 0}' "$CSV")
 SS_PEAK=$(awk '$2 > m {m = $2} END {print m + 0}' "$WORK/ss.txt")
 say "  slowhttptest: all $CONNECTIONS connected by second ${FULL_AT:-never}, none left open at second ${ALL_CLOSED_AT:-never}, probe unavailable in $UNAVAILABLE samples; ss peak $SS_PEAK established"
@@ -185,18 +169,12 @@ sleep 2
 probes "$WORK/probes-body.txt"
 DURING_BODY=$(summary "$WORK/probes-body.txt")
 say "  real clients during the slow-body attack: $DURING_BODY"
-for ((i = 0; i < (BODY_ATTACK_SECONDS + 30) * 10; i++)); do kill -0 "$ATTACK_PID" 2>/dev/null || break; sleep 0.1; done
-stop_pid "$ATTACK_PID" TERM 5
-ATTACK_PID=""
+end_attack "$BODY_ATTACK_SECONDS"
 kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus died during the slow-body attack"
 BODY_CSV=$WORK/slowbody.csv
 [ -f "$BODY_CSV" ] || die "slowhttptest -B wrote no CSV; its output:$(printf '\n'; tail -20 "$WORK/slowbody.out")"
-BODY_PEAK=$(awk -F, 'NR > 1 && $4 > m {m = $4} END {print m + 0}' "$BODY_CSV")
-BODY_OUT=$(sed 's/\x1b\[[0-9;]*m//g' "$WORK/slowbody.out")
-BODY_CLOSED_AT=""
-if grep -q 'No open connections left' <<<"$BODY_OUT"; then
-  BODY_CLOSED_AT=$(grep -o 'Test ended on [0-9]*' <<<"$BODY_OUT" | grep -o '[0-9]*$' | tail -n 1)
-fi
+BODY_PEAK=$(peak_connected "$BODY_CSV")
+BODY_CLOSED_AT=$(all_closed_at "$WORK/slowbody.out")
 say "  slowhttptest -B: peak $BODY_PEAK open, none left open at second ${BODY_CLOSED_AT:-never}"
 
 # ---------------------------------------------------------------- 4. report

@@ -12,6 +12,21 @@ expect_elapsed() {
   [ "$4" -ge "$2" ] && [ "$4" -le "$3" ] || fail "$1 after ${4} ms, expected between $2 and $3 ms"
 }
 
+# trickle COUNT FORMAT LAST_WAIT: on the open raw connection, sends printf FORMAT (given the piece's
+# number) every 0.5 s, at most COUNT times, until the server closes; then waits up to LAST_WAIT s
+# for its answer, and closes.
+trickle() {
+  local i piece
+  for ((i = 1; i <= $1; i++)); do
+    printf -v piece "$2" "$i"
+    raw_send "$piece"
+    raw_read 0.5
+    [ "$RAW_CLOSED" = 1 ] && break
+  done
+  [ "$RAW_CLOSED" = 1 ] || raw_read "$3"
+  raw_close
+}
+
 note "partial head, then silence"
 raw_open
 raw_send $'GET /limits HTTP/1.1\r\nHost: x\r\nX-Partial: y'
@@ -25,13 +40,7 @@ note "a head trickling in one line every 0.5 s (the timer is not reset by progre
 raw_open
 start=$(now_ms)
 raw_send $'GET /limits HTTP/1.1\r\nHost: x\r\n'
-for i in $(seq 1 12); do
-  raw_send "X-Trickle-$i: v"$'\r\n'
-  raw_read 0.5
-  [ "$RAW_CLOSED" = 1 ] && break
-done
-[ "$RAW_CLOSED" = 1 ] || raw_read 2
-raw_close
+trickle 12 'X-Trickle-%d: v\r\n' 2
 elapsed=$(( $(now_ms) - start ))
 expect_raw_error 408 BAD_REQUEST "trickled head"
 expect_elapsed "408 for a trickled head" 1500 3500 "$elapsed"
@@ -50,13 +59,7 @@ note "a body trickling in at 20 B/s, below --min-body-bytes-per-second 100 (gaps
 raw_open
 start=$(now_ms)
 raw_send $'POST /limits HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n'
-for i in $(seq 1 16); do
-  raw_send "0123456789"
-  raw_read 0.5
-  [ "$RAW_CLOSED" = 1 ] && break
-done
-[ "$RAW_CLOSED" = 1 ] || raw_read 3
-raw_close
+trickle 16 '0123456789' 3
 elapsed=$(( $(now_ms) - start ))
 expect_raw_error 408 BAD_REQUEST "slow body"
 grep -q 'slower than 100 bytes per second' <<<"$RAW_RESPONSE" || fail "the slow body's 408 does not name the minimum rate: $(head -c 300 <<<"$RAW_RESPONSE")"
