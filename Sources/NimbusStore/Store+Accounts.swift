@@ -93,6 +93,13 @@ extension Store {
         return session
     }
 
+    /// True while the bearer token with `digest` is still the session's token and not revoked.
+    /// The statements that start from `cachedSession` carry it, so revocation takes effect on the
+    /// next request.
+    static func tokenIsLive(digest: [UInt8], tokenID: String) -> SQL {
+        "EXISTS (SELECT 1 FROM device_tokens WHERE token_sha256 = \(digest) AND token_id = \(tokenID) AND revoked_at IS NULL)"
+    }
+
     /// One statement on the request's event loop when it can be; recording the token's use
     /// (every few minutes) and creating the private database (once) take a connection of their own.
     private func lookUpSession(tokenDigest: [UInt8], container: String, environment: Environment) async throws -> Session? {

@@ -45,19 +45,22 @@ extension Store {
         }
         let types: PGData = desiredRecordTypes.map { .textArray(Array($0)) } ?? .null
         let after = since
-        // A session from the cache: the zone is found only while the token is live, and the
-        // caller checks the token again on "not found".
-        let liveToken: PGData = unverifiedTokenDigest.map { .bytea($0) } ?? .null
+        var zoneQuery: SQL = """
+            SELECT id, change_seq, tombstone_horizon_seq, deleted FROM zones
+            WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
+            """
+        if let digest = unverifiedTokenDigest {
+            // A session from the cache: the zone is found only while the token is live, and the
+            // caller checks the token again on "not found".
+            zoneQuery.append(" AND ")
+            zoneQuery.append(Self.tokenIsLive(digest: digest, tokenID: session.tokenID))
+        }
+        let zoneRow = zoneQuery
         // No ORDER BY outside: the lateral subquery's rows come in its order (one zone row, a
         // nested loop), and sorting 200 rows with their fields again cost PostgreSQL 10% of the
         // statement. The order is checked below all the same.
         let rows = try await pool.query("""
-            WITH z AS (
-                SELECT id, change_seq, tombstone_horizon_seq, deleted FROM zones
-                WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
-                  AND (\(liveToken)::bytea IS NULL OR EXISTS (
-                      SELECT 1 FROM device_tokens WHERE token_sha256 = \(liveToken)::bytea AND token_id = \(session.tokenID) AND revoked_at IS NULL))
-            )
+            WITH z AS (\(zoneRow))
             SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted,
                    \(unsafeColumns: renderingWireJSON ? Self.changeColumns : Self.recordColumns)
             FROM z LEFT JOIN LATERAL (

@@ -134,9 +134,8 @@ extension Store {
                   AND \(schemaVersion(container: session.container, environment: session.environment)) = \(planned.schemaVersion)
             """
         if let digest = planned.tokenDigest {
-            statement.append("""
-                  AND EXISTS (SELECT 1 FROM device_tokens WHERE token_sha256 = \(digest) AND token_id = \(session.tokenID) AND revoked_at IS NULL)
-                """)
+            statement.append(" AND ")
+            statement.append(tokenIsLive(digest: digest, tokenID: session.tokenID))
         }
         statement.append("""
                 RETURNING change_seq - \(count) AS base

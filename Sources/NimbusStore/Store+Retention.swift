@@ -99,22 +99,13 @@ extension Store {
                 // turned into tombstones (linear, not quadratic, in the zone's size).
                 var after = ""
                 while true {
-                    var select: SQL = """
+                    let start: SQL = rule.retentionField.map { Self.retentionStart(field: "\($0)") } ?? "r.created_at"
+                    let select: SQL = """
                         SELECT r.record_name FROM records r
-                        WHERE r.zone_id = \(zone.id) AND r.record_type = \(rule.recordType) AND NOT r.deleted AND r.record_name > \(after) AND 
-                        """
-                    if let field = rule.retentionField {
-                        select.append("""
-                            LEAST(r.created_at, CASE WHEN r.fields->\(field)->>'type' = 'TIMESTAMP'
-                                THEN 'epoch'::timestamptz + (r.fields->\(field)->>'value')::int8 * interval '1 millisecond' ELSE r.created_at END)
-                            """)
-                    } else {
-                        select.append("r.created_at")
-                    }
-                    select.append("""
-                         <= 'epoch'::timestamptz + \(rule.cutoff) * interval '1 millisecond'
+                        WHERE r.zone_id = \(zone.id) AND r.record_type = \(rule.recordType) AND NOT r.deleted AND r.record_name > \(after)
+                          AND \(start) <= 'epoch'::timestamptz + \(rule.cutoff) * interval '1 millisecond'
                         ORDER BY r.record_name LIMIT \(Int64(options.batchSize))
-                        """)
+                        """
                     let statement = select
                     let batch = try await pool.withConnection { try $0.query(statement) { try $0.string(0) } }
                     if batch.isEmpty { break }
@@ -256,10 +247,16 @@ extension Store {
     }
 
     /// The earlier of `created_at` and the retention field's time (`s` is the type's schema row).
-    static let retentionStart: SQL = """
-        LEAST(r.created_at, CASE WHEN s.retention_field IS NOT NULL AND r.fields->s.retention_field->>'type' = 'TIMESTAMP'
-            THEN 'epoch'::timestamptz + (r.fields->s.retention_field->>'value')::int8 * interval '1 millisecond' ELSE r.created_at END)
+    static let retentionStart = retentionStart(field: "s.retention_field")
+
+    /// The earlier of `created_at` and the time in the record's field named by `field` (text, NULL
+    /// for none) when that field is a TIMESTAMP.
+    static func retentionStart(field: SQL) -> SQL {
         """
+        LEAST(r.created_at, CASE WHEN \(field) IS NOT NULL AND r.fields->\(field)->>'type' = 'TIMESTAMP'
+            THEN 'epoch'::timestamptz + (r.fields->\(field)->>'value')::int8 * interval '1 millisecond' ELSE r.created_at END)
+        """
+    }
 
     private struct PruneZone: Sendable {
         var id: Int64
