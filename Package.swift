@@ -8,9 +8,12 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Nimbus",
-    platforms: [.macOS(.v15)],
+    // The server is Linux-only (epoll); the minimums are the client library's (the apps' targets).
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .executable(name: "nimbus", targets: ["nimbus"]),
+        .library(name: "NimbusKit", targets: ["NimbusKit"]),
+        .library(name: "NimbusKitCK", targets: ["NimbusKitCK"]),
     ],
     dependencies: [],
     targets: [
@@ -36,6 +39,21 @@ let package = Package(
             dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
             swiftSettings: swiftSettings
         ),
+        // The client side: Foundation only, imports no server target (and no server target imports it).
+        .target(name: "NimbusKit", swiftSettings: swiftSettings),
+        .target(name: "NimbusKitCK", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "AppLockerSync",
+            dependencies: ["NimbusKitCK"],
+            path: "Examples/AppLockerSync",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "nimbus-sync",
+            dependencies: ["NimbusKit"],
+            path: "Examples/NimbusSyncTool",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "NimbusSupportTests", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
@@ -46,6 +64,8 @@ let package = Package(
             dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusKitCKTests", dependencies: ["NimbusKitCK", "NimbusKit"], swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,81 @@
+import Foundation
+
+/// An opaque change token of a zone (`records/changes`) or of the database (`zones/changes`).
+public struct SyncToken: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var value: String
+    public init(_ value: String) { self.value = value }
+    public var description: String { value }
+}
+
+/// One answer of `records/changes`.
+public struct ZoneChanges: Sendable {
+    public var zoneID: ZoneID
+    /// Records created or changed, each in its latest state.
+    public var modified: [Record]
+    /// Records deleted (tombstones), with their type when the server gave it.
+    public var deleted: [(id: RecordID, recordType: String?)]
+    /// The token to ask from next time; it advances past what was returned.
+    public var syncToken: SyncToken
+    public var moreComing: Bool
+}
+
+/// One answer of `zones/changes`.
+public struct DatabaseChanges: Sendable {
+    public var changedZones: [ZoneID]
+    public var deletedZones: [ZoneID]
+    public var syncToken: SyncToken
+    public var moreComing: Bool
+}
+
+extension Database {
+    /// One page of `records/changes`. With `wait` (0–55 s) the server holds the request until a
+    /// change commits or the wait ends (then no records and the same token).
+    public func changes(in zone: ZoneID, since token: SyncToken?, resultsLimit: Int? = nil, desiredKeys: [String]? = nil,
+                        recordTypes: [String]? = nil, wait: Int = 0) async throws -> ZoneChanges {
+        var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName]]
+        if let token { body["syncToken"] = token.value }
+        if let resultsLimit { body["resultsLimit"] = resultsLimit }
+        if let desiredKeys { body["desiredKeys"] = desiredKeys }
+        if let recordTypes { body["desiredRecordTypes"] = recordTypes }
+        if wait > 0 { body["wait"] = wait }
+        let answer = try await transport.post(url("records/changes"), body: body, waitSeconds: wait, zoneID: zone)
+        return try Database.zoneChanges(answer, zone: zone)
+    }
+
+    static func zoneChanges(_ answer: JSONObject, zone: ZoneID) throws -> ZoneChanges {
+        guard let token = JSON.string(answer["syncToken"]) else { throw JSON.bad("records/changes answered without a syncToken") }
+        var modified: [Record] = []
+        var deleted: [(id: RecordID, recordType: String?)] = []
+        let items = JSON.array(answer["records"]) ?? []
+        modified.reserveCapacity(items.count)
+        for item in items {
+            guard let object = JSON.object(item) else { throw JSON.bad("A change is not an object") }
+            if let record = try Record.fromWire(object, zoneID: zone) {
+                modified.append(record)
+            } else if let name = JSON.string(object["recordName"]) {
+                deleted.append((RecordID(recordName: name, zoneID: zone), JSON.string(object["recordType"])))
+            }
+        }
+        return ZoneChanges(zoneID: zone, modified: modified, deleted: deleted, syncToken: SyncToken(token),
+                           moreComing: JSON.bool(answer["moreComing"]) ?? false)
+    }
+
+    /// One page of `zones/changes`: which zones changed since the database token.
+    public func databaseChanges(since token: SyncToken?, resultsLimit: Int? = nil, wait: Int = 0) async throws -> DatabaseChanges {
+        var body: JSONObject = [:]
+        if let token { body["syncToken"] = token.value }
+        if let resultsLimit { body["resultsLimit"] = resultsLimit }
+        if wait > 0 { body["wait"] = wait }
+        let answer = try await transport.post(url("zones/changes"), body: body, waitSeconds: wait)
+        guard let token = JSON.string(answer["syncToken"]) else { throw JSON.bad("zones/changes answered without a syncToken") }
+        var changed: [ZoneID] = []
+        var deleted: [ZoneID] = []
+        for item in JSON.array(answer["zones"]) ?? [] {
+            guard let object = JSON.object(item),
+                  let name = JSON.string(JSON.object(object["zoneID"])?["zoneName"]) else { throw JSON.bad("A zone change has no zoneID") }
+            if JSON.bool(object["deleted"]) == true { deleted.append(ZoneID(name)) } else { changed.append(ZoneID(name)) }
+        }
+        return DatabaseChanges(changedZones: changed, deletedZones: deleted, syncToken: SyncToken(token),
+                               moreComing: JSON.bool(answer["moreComing"]) ?? false)
+    }
+}

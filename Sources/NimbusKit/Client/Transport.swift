@@ -1,0 +1,107 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// HTTP to one server with one device token: JSON in, JSON out, every failure as a `NimbusError`.
+final class Transport: Sendable {
+    let configuration: NimbusConfiguration
+    let session: URLSession
+
+    init(configuration: NimbusConfiguration) {
+        self.configuration = configuration
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.httpMaximumConnectionsPerHost = 8
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        sessionConfiguration.urlCache = nil
+        session = URLSession(configuration: sessionConfiguration)
+    }
+
+    deinit { session.finishTasksAndInvalidate() }
+
+    /// `serverURL` + path (the path starts with `/`).
+    func url(_ path: String) -> URL {
+        var base = configuration.serverURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        return URL(string: base + path) ?? configuration.serverURL
+    }
+
+    func request(_ url: URL, method: String, waitSeconds: Int = 0, authorized: Bool = true) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.timeoutInterval = configuration.requestTimeout + TimeInterval(waitSeconds)
+        if authorized { request.setValue("Bearer \(configuration.token)", forHTTPHeaderField: "Authorization") }
+        return request
+    }
+
+    /// POSTs a JSON body and returns the answer's JSON object; a non-2xx answer throws its error.
+    func post(_ url: URL, body: JSONObject, waitSeconds: Int = 0, zoneID: ZoneID = .default) async throws -> JSONObject {
+        var request = request(url, method: "POST", waitSeconds: waitSeconds)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSON.encode(body)
+        return try await json(for: request, zoneID: zoneID)
+    }
+
+    func get(_ url: URL, waitSeconds: Int = 0, authorized: Bool = true) async throws -> JSONObject {
+        try await json(for: request(url, method: "GET", waitSeconds: waitSeconds, authorized: authorized), zoneID: .default)
+    }
+
+    func json(for request: URLRequest, zoneID: ZoneID) async throws -> JSONObject {
+        let (data, response) = try await send(request)
+        try Transport.check(response, data: data, zoneID: zoneID)
+        return try JSON.decodeObject(data)
+    }
+
+    /// Sends a request; a failure to get any answer is `networkFailure`.
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            throw Transport.networkError(error, url: request.url)
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw NimbusError(.serverResponseBad, reason: "The answer from \(request.url?.absoluteString ?? "?") is not HTTP.")
+        }
+        return (data, http)
+    }
+
+    static func networkError(_ error: any Error, url: URL?) -> NimbusError {
+        if let nimbus = error as? NimbusError { return nimbus }
+        return NimbusError(.networkFailure, reason: "No answer from \(url?.host ?? "the server"): \(error.localizedDescription)")
+    }
+
+    /// Throws the answer's error when its status is not 2xx.
+    static func check(_ response: HTTPURLResponse, data: Data, zoneID: ZoneID) throws {
+        let status = response.statusCode
+        guard !(200..<300).contains(status) else { return }
+        let retryAfter = response.header("Retry-After").flatMap(TimeInterval.init)
+        if let object = try? JSON.decodeObject(data), object["serverErrorCode"] != nil {
+            var error = NimbusError.fromWire(object, status: status, zoneID: zoneID)
+            if error.retryAfter == nil { error.retryAfter = retryAfter }
+            throw error
+        }
+        // Not our error shape: a proxy's page, a crash, garbage.
+        let code: NimbusError.Code
+        switch status {
+        case 502, 503, 504: code = .serviceUnavailable
+        case 429: code = .requestRateLimited
+        case 401: code = .notAuthenticated
+        case 500...: code = .internalError
+        default: code = .serverResponseBad
+        }
+        throw NimbusError(code, reason: "HTTP \(status) with a body that is not a Nimbus error: \(JSON.preview(data))",
+                          retryAfter: retryAfter, httpStatus: status)
+    }
+}
+
+extension HTTPURLResponse {
+    /// A header field by case-insensitive name.
+    func header(_ name: String) -> String? {
+        for (key, value) in allHeaderFields {
+            if let key = key as? String, key.caseInsensitiveCompare(name) == .orderedSame { return value as? String }
+        }
+        return nil
+    }
+}

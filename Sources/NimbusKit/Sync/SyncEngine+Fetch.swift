@@ -1,0 +1,106 @@
+import Foundation
+
+extension SyncEngine {
+    /// Fetches every change since the saved tokens: which zones changed (`zones/changes`), then
+    /// each changed zone's records page by page. Each page goes to the delegate, and the zone's
+    /// token is saved (durably) only after the delegate applied it. `CHANGE_TOKEN_EXPIRED` resets
+    /// the zone: it is fetched again from the start and the delegate learns which local records
+    /// the server no longer has.
+    public func fetchChanges() async throws {
+        do {
+            let (changed, deleted, databaseToken) = try await changedZones()
+            for zone in deleted { try await zoneWasDeleted(zone) }
+            for zone in changed { try await fetchZone(zone) }
+            state.databaseToken = databaseToken
+            state.lastSync = Date()
+            try persist()
+            noteRequest(nil)
+        } catch let error as NimbusError {
+            noteRequest(error)
+            throw error
+        }
+    }
+
+    /// Zones changed since the database token, plus known zones never fetched.
+    private func changedZones() async throws -> (changed: [ZoneID], deleted: [ZoneID], token: SyncToken?) {
+        var token = state.databaseToken
+        var changed: [ZoneID] = []
+        var deleted: [ZoneID] = []
+        while true {
+            let page: DatabaseChanges
+            do {
+                page = try await database.databaseChanges(since: token)
+            } catch let error as NimbusError where error.code == .changeTokenExpired && token != nil {
+                token = nil  // every zone is listed again from no token
+                continue
+            }
+            for zone in page.changedZones where !changed.contains(zone) { changed.append(zone) }
+            for zone in page.deletedZones where !deleted.contains(zone) { deleted.append(zone) }
+            token = page.syncToken
+            if !page.moreComing { break }
+        }
+        for name in state.zones where state.zoneTokens[name] == nil {
+            let zone = ZoneID(name)
+            if !changed.contains(zone) && !deleted.contains(zone) { changed.append(zone) }
+        }
+        for zone in changed where !state.zones.contains(zone.zoneName) { state.zones.append(zone.zoneName) }
+        return (changed, deleted, token)
+    }
+
+    private func fetchZone(_ zone: ZoneID) async throws {
+        var token = state.zoneTokens[zone.zoneName]
+        // After a reset: every record the server has, to tell which local ones are gone.
+        var seen: Set<RecordID>? = nil
+        var local: Set<RecordID> = []
+        let limits = try await database.container.limits()
+        while true {
+            let page: ZoneChanges
+            do {
+                page = try await database.changes(in: zone, since: token, resultsLimit: limits.maxResultsLimit)
+            } catch let error as NimbusError where error.code == .changeTokenExpired {
+                local = await delegate?.syncEngine(self, localRecordIDsIn: zone) ?? []
+                seen = []
+                token = nil
+                continue
+            } catch let error as NimbusError where error.code == .zoneNotFound {
+                try await zoneWasDeleted(zone)
+                return
+            }
+            if seen != nil {
+                seen?.formUnion(page.modified.map(\.id))
+                seen?.subtract(page.deleted.map(\.id))
+            }
+            if !page.modified.isEmpty || !page.deleted.isEmpty {
+                try await delegate?.syncEngine(self, apply: FetchedChanges(
+                    zoneID: zone, modified: page.modified, deleted: page.deleted.map(\.id), reason: .changes))
+            }
+            token = page.syncToken
+            if !page.moreComing { break }
+            // A reset's intermediate tokens are not saved: a crash mid-reset resets again.
+            if seen == nil { try saveZoneToken(page.syncToken, for: zone) }
+        }
+        if let seen {
+            let gone = local.subtracting(seen)
+            try await delegate?.syncEngine(self, apply: FetchedChanges(
+                zoneID: zone, modified: [], deleted: gone.sorted { $0.recordName < $1.recordName }, reason: .tokenReset))
+        }
+        if let token { try saveZoneToken(token, for: zone) }
+    }
+
+    private func saveZoneToken(_ token: SyncToken, for zone: ZoneID) throws {
+        state.zoneTokens[zone.zoneName] = token
+        try persist()
+    }
+
+    private func zoneWasDeleted(_ zone: ZoneID) async throws {
+        let local = await delegate?.syncEngine(self, localRecordIDsIn: zone) ?? []
+        try await delegate?.syncEngine(self, apply: FetchedChanges(
+            zoneID: zone, modified: [], deleted: local.sorted { $0.recordName < $1.recordName }, reason: .zoneDeleted))
+        state.zoneTokens[zone.zoneName] = nil
+        // Pending changes of the zone recreate it when they are sent (ZONE_NOT_FOUND recovery).
+        if !state.outbox.contains(where: { $0.recordID.zoneID == zone }) {
+            state.zones.removeAll { $0 == zone.zoneName }
+        }
+        try persist()
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+
+extension SyncEngine {
+    /// Sends the outbox until it is empty, everything left waits for a retry, or the server
+    /// cannot be reached. Request-level failures back off (with jitter, at least `retryAfter`);
+    /// with automatic sending a retry is scheduled.
+    public func sendChanges() async {
+        while true {
+            if let retryAt, retryAt > Date() { return }
+            let batch = nextBatch()
+            guard !batch.isEmpty else { return }
+            let done = await send(batch)
+            if !done { return }
+        }
+    }
+
+    private func nextBatch() -> [OutboxEntry] {
+        Array(state.outbox.filter { !inFlight.contains($0.recordID) }.sorted { $0.sequence < $1.sequence }.prefix(batchSize))
+    }
+
+    /// Sends one batch; false when a request-level failure stopped the round.
+    private func send(_ batch: [OutboxEntry]) async -> Bool {
+        for entry in batch { inFlight.insert(entry.recordID) }
+        defer { for entry in batch { inFlight.remove(entry.recordID) } }
+        let operations = batch.map(Self.operation)
+        do {
+            let results = try await database.modify(operations)
+            sendBackoff.reset()
+            retryAt = nil
+            noteRequest(nil)
+            await handle(results, of: batch)
+            return true
+        } catch {
+            let failure = error as? NimbusError ?? NimbusError(.internalError, reason: "\(error)")
+            return await handleRequestFailure(failure, batch: batch)
+        }
+    }
+
+    /// The wire operation of an entry: a new record is an idempotent `create` (its name is the
+    /// client's); a fetched one an `update` of its changed fields; deletes never fail on a
+    /// missing record.
+    static func operation(_ entry: OutboxEntry) -> RecordOperation {
+        switch entry.change {
+        case .save(let record): return .save(record)
+        case .delete(let id): return .delete(id)
+        }
+    }
+
+    private func handleRequestFailure(_ error: NimbusError, batch: [OutboxEntry]) async -> Bool {
+        noteRequest(error)
+        switch error.code {
+        case .limitExceeded where batch.count == 1, .invalidArguments where batch.count == 1:
+            // The one change is what the server refuses.
+            var sent = SentChanges()
+            park(batch[0], error, into: &sent)
+            saveState()
+            await report(sent)
+            return true
+        case .limitExceeded, .invalidArguments:
+            // Find the refused change by halves; the rest goes through.
+            let half = batch.count / 2
+            let first = await send(Array(batch[..<half]))
+            let second = await send(Array(batch[half...]))
+            return first && second
+        case .zoneNotFound:
+            await recreateZones(of: batch)
+            return true
+        default:
+            // Retryable (network, 5xx, throttled, garbage) or an authentication problem: the
+            // entries stay; try again after a backoff.
+            let delay = sendBackoff.nextDelay(retryAfter: error.retryAfter)
+            retryAt = Date().addingTimeInterval(delay)
+            if automaticSending && error.code != .notAuthenticated { scheduleSend(after: delay) }
+            return false
+        }
+    }
+
+    private func recreateZones(of batch: [OutboxEntry]) async {
+        let zones = Set(batch.map(\.recordID.zoneID)).subtracting([ZoneID.default])
+        _ = try? await database.modifyZones(saving: Array(zones))
+    }
+
+    /// Applies per-record answers to the outbox.
+    private func handle(_ results: [Result<RecordResult, NimbusError>], of batch: [OutboxEntry]) async {
+        var sent = SentChanges()
+        var zonesToCreate: Set<ZoneID> = []
+        for (entry, result) in zip(batch, results) {
+            switch result {
+            case .success(.saved(let record)):
+                acknowledge(entry, server: record)
+                sent.saved.append(record)
+            case .success(.deleted(let id)):
+                acknowledge(entry, server: nil)
+                sent.deleted.append(id)
+            case .failure(let error):
+                await handleItemError(error, entry: entry, sent: &sent, zonesToCreate: &zonesToCreate)
+            }
+        }
+        if !zonesToCreate.isEmpty { _ = try? await database.modifyZones(saving: Array(zonesToCreate)) }
+        saveState()
+        publishStatus()
+        await report(sent)
+    }
+
+    private func handleItemError(_ error: NimbusError, entry: OutboxEntry, sent: inout SentChanges,
+                                 zonesToCreate: inout Set<ZoneID>) async {
+        switch (error.code, entry.change) {
+        case (.unknownItem, .delete(let id)):
+            acknowledge(entry, server: nil)  // already gone: the delete is done
+            sent.deleted.append(id)
+        case (.serverRecordChanged, .save(let local)):
+            guard let server = error.serverRecord else { return park(entry, error, into: &sent) }
+            await resolve(entry, local: local, base: local.serverFields.map { _ in local.baseRecord }, server: server, sent: &sent)
+        case (.constraintViolation, .save(let local)):
+            // A create met a record with other content: compare with the server's copy.
+            guard let server = try? await database.record(for: local.id) else { return retryLater(entry, error) }
+            await resolve(entry, local: local, base: nil, server: server, sent: &sent)
+        case (.unknownItem, .save(var local)):
+            // Updated here, deleted there.
+            if conflictPolicy == .serverWins {
+                acknowledge(entry, server: nil)
+                sent.deleted.append(local.id)
+            } else {
+                local.changeTag = nil
+                local.serverFields = nil
+                replace(entry, with: .save(local))
+            }
+        case (.zoneNotFound, _):
+            zonesToCreate.insert(entry.recordID.zoneID)
+        case _ where error.isRetryable:
+            retryLater(entry, error)
+        default:
+            park(entry, error, into: &sent)
+        }
+    }
+
+    /// A conflict: our own write whose answer was lost is success; anything else goes through
+    /// the delegate's resolution.
+    private func resolve(_ entry: OutboxEntry, local: Record, base: Record?, server: Record, sent: inout SentChanges) async {
+        let intended = local.existsOnServer ? local.changedKeys : Array(local.fields.keys)
+        if server.recordType == local.recordType && intended.allSatisfy({ Record.sameValue(server.fields[$0], local.fields[$0]) })
+            && (local.existsOnServer || Set(server.fields.keys) == Set(local.fields.keys)) {
+            acknowledge(entry, server: server)
+            sent.saved.append(server)
+            return
+        }
+        let conflict = Conflict(base: base, local: local, server: server)
+        let resolution = await delegate?.syncEngine(self, resolve: conflict) ?? conflictPolicy.resolve(conflict)
+        var next = local
+        next.adoptServerCopy(server)
+        switch resolution {
+        case .useServer:
+            acknowledge(entry, server: server)
+            sent.replacedByServer.append(server)
+            return
+        case .useLocal:
+            next.fields = local.fields
+        case .useFields(let fields):
+            next.fields = fields
+        }
+        if next.changedKeys.isEmpty {
+            acknowledge(entry, server: server)
+            sent.saved.append(server)
+        } else {
+            replace(entry, with: .save(next))
+        }
+    }
+
+    /// Removes an answered entry, unless it changed while the request was out: then the newer
+    /// change stays, based on the server's new copy.
+    private func acknowledge(_ entry: OutboxEntry, server: Record?) {
+        guard let index = state.outbox.firstIndex(where: { $0.recordID == entry.recordID }) else { return }
+        if state.outbox[index].revision == entry.revision {
+            state.outbox.remove(at: index)
+            return
+        }
+        if case .save(var newer) = state.outbox[index].change, let server {
+            newer.changeTag = server.changeTag
+            newer.serverFields = server.fields
+            state.outbox[index].change = .save(newer)
+        }
+    }
+
+    private func replace(_ entry: OutboxEntry, with change: PendingChange) {
+        guard let index = state.outbox.firstIndex(where: { $0.recordID == entry.recordID }) else { return }
+        if state.outbox[index].revision == entry.revision {
+            state.outbox[index].change = change
+        } else if case .save(var newer) = state.outbox[index].change, case .save(let resolved) = change {
+            newer.changeTag = resolved.changeTag
+            newer.serverFields = resolved.serverFields
+            state.outbox[index].change = .save(newer)
+        }
+    }
+
+    private func retryLater(_ entry: OutboxEntry, _ error: NimbusError) {
+        guard let index = state.outbox.firstIndex(where: { $0.recordID == entry.recordID }) else { return }
+        state.outbox[index].attempts += 1
+        state.outbox[index].lastError = FailedChange.Cause(error)
+        let delay = sendBackoff.nextDelay(retryAfter: error.retryAfter)
+        retryAt = Date().addingTimeInterval(delay)
+        if automaticSending { scheduleSend(after: delay) }
+    }
+
+    private func park(_ entry: OutboxEntry, _ error: NimbusError, into sent: inout SentChanges) {
+        guard let index = state.outbox.firstIndex(where: { $0.recordID == entry.recordID }),
+              state.outbox[index].revision == entry.revision else { return }
+        state.outbox.remove(at: index)
+        let failed = FailedChange(change: entry.change, cause: FailedChange.Cause(error), failedAt: Date())
+        state.failed.append(failed)
+        sent.failed.append(failed)
+    }
+
+    /// Saves the state after answers; a failure to save is reported, and the answered entries
+    /// are simply sent again later (which cannot duplicate).
+    func saveState() {
+        do { try persist() } catch { noteRequest(error as? NimbusError) }
+    }
+
+    private func report(_ sent: SentChanges) async {
+        guard !sent.isEmpty else { return }
+        await delegate?.syncEngine(self, didSend: sent)
+    }
+
+    /// Runs `sendChanges` after a delay (once; a later schedule replaces an earlier one only if sooner).
+    func scheduleSend(after delay: TimeInterval) {
+        retryTask?.cancel()
+        retryTask = Task { [weak self] in
+            if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1e9)) }
+            guard !Task.isCancelled, let self else { return }
+            await self.retryNow()
+        }
+    }
+
+    private func retryNow() async {
+        retryAt = nil
+        await sendChanges()
+    }
+}
+
+extension Record {
+    /// The last synced copy this record was edited from.
+    var baseRecord: Record {
+        var base = self
+        base.fields = serverFields ?? [:]
+        return base
+    }
+}

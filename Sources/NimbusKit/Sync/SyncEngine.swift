@@ -1,0 +1,145 @@
+import Foundation
+
+/// Keeps a local store in sync with a Nimbus database, as CKSyncEngine does:
+/// - `enqueue` writes changes to a durable outbox (one state file, replaced atomically) before it
+///   returns; `sendChanges` delivers them with retries that cannot duplicate;
+/// - `fetchChanges` brings the server's changes zone by zone, saving each zone's token only after
+///   the delegate applied the batch;
+/// - `startLive` holds one long-poll for the device and fetches as soon as anything changes.
+public actor SyncEngine {
+    public let database: Database
+    public nonisolated let conflictPolicy: ConflictPolicy
+    weak var delegate: (any SyncEngineDelegate)?
+    let stateFile: SyncStateFile
+    var state: SyncState
+    /// Outbox entries of a request in flight (by record), so that concurrent rounds never send one twice.
+    var inFlight: Set<RecordID> = []
+    var sendBackoff = Backoff()
+    var retryAt: Date?
+    var retryTask: Task<Void, Never>?
+    var isOffline = false
+    var lastError: NimbusError?
+    var liveTask: Task<Void, Never>?
+    var automaticSending = false
+    var statusContinuations: [UUID: AsyncStream<SyncStatus>.Continuation] = [:]
+    /// Records per request the engine sends (the server's limit caps it further).
+    public var batchSize = 400
+
+    /// Opens (or creates) the engine's state file. Changes left in it by an earlier run, even one
+    /// that was killed, are sent again; nothing accepted is lost and nothing is sent twice.
+    public init(database: Database, stateURL: URL, delegate: any SyncEngineDelegate,
+                conflictPolicy: ConflictPolicy = .defaultPolicy) throws {
+        self.database = database
+        self.conflictPolicy = conflictPolicy
+        self.delegate = delegate
+        stateFile = SyncStateFile(url: stateURL)
+        state = try stateFile.load()
+    }
+
+    // MARK: - Outbox
+
+    /// Accepts local changes. When this returns they are on disk: a crash now loses none of
+    /// them. A later change of a record replaces its pending one. With automatic sending
+    /// (`startLive`), sending starts at once.
+    public func enqueue(_ changes: [PendingChange]) throws {
+        guard !changes.isEmpty else { return }
+        let before = state
+        for change in changes { merge(change) }
+        do {
+            try persist()
+        } catch {
+            state = before
+            throw error
+        }
+        publishStatus()
+        if automaticSending { scheduleSend(after: 0) }
+    }
+
+    /// Accepts one local change (see `enqueue(_:)`).
+    public func enqueue(_ change: PendingChange) throws { try enqueue([change]) }
+
+    private func merge(_ change: PendingChange) {
+        state.failed.removeAll { $0.recordID == change.recordID }
+        if let index = state.outbox.firstIndex(where: { $0.recordID == change.recordID }) {
+            var entry = state.outbox[index]
+            entry.change = Self.combine(entry.change, with: change)
+            entry.revision += 1
+            entry.attempts = 0
+            state.outbox[index] = entry
+        } else {
+            state.outbox.append(OutboxEntry(change: change, sequence: state.nextSequence, revision: 1, enqueuedAt: Date(),
+                                            attempts: 0, lastError: nil))
+            state.nextSequence += 1
+        }
+        let zone = change.recordID.zoneID.zoneName
+        if !state.zones.contains(zone) { state.zones.append(zone) }
+    }
+
+    /// A later change of a record over a pending one: the newest fields win, the oldest base stays
+    /// (the server has not seen the pending change, so its base is still the server's copy).
+    static func combine(_ pending: PendingChange, with later: PendingChange) -> PendingChange {
+        guard case .save(let old) = pending, case .save(var new) = later else { return later }
+        if new.changeTag == nil || new.changeTag == old.changeTag {
+            new.changeTag = old.changeTag
+            new.serverFields = old.serverFields
+            new.created = old.created
+            new.modified = old.modified
+        }
+        return .save(new)
+    }
+
+    /// Puts parked changes back into the outbox (after the app fixed what their error named).
+    public func retryFailed() throws {
+        let failed = state.failed
+        state.failed = []
+        for change in failed { merge(change.change) }
+        try persist()
+        publishStatus()
+    }
+
+    /// Forgets parked changes.
+    public func discardFailed() throws {
+        state.failed = []
+        try persist()
+        publishStatus()
+    }
+
+    /// The changes not yet acknowledged by the server, oldest first.
+    public var pendingChanges: [PendingChange] { state.outbox.sorted { $0.sequence < $1.sequence }.map(\.change) }
+
+    // MARK: - Status
+
+    public var status: SyncStatus {
+        SyncStatus(pendingCount: state.outbox.count, failed: state.failed, lastSync: state.lastSync, isOffline: isOffline,
+                   lastError: lastError, isLive: liveTask != nil)
+    }
+
+    /// The status now and after every change of it.
+    public func statusUpdates() -> AsyncStream<SyncStatus> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<SyncStatus>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        continuation.yield(status)
+        statusContinuations[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeStatusContinuation(id) }
+        }
+        return stream
+    }
+
+    private func removeStatusContinuation(_ id: UUID) { statusContinuations[id] = nil }
+
+    func publishStatus() {
+        guard !statusContinuations.isEmpty else { return }
+        let current = status
+        for continuation in statusContinuations.values { continuation.yield(current) }
+    }
+
+    func persist() throws { try stateFile.save(state) }
+
+    /// Records a request's outcome for the status.
+    func noteRequest(_ error: NimbusError?) {
+        lastError = error
+        isOffline = error?.code == .networkFailure
+        publishStatus()
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+extension Record {
+    /// The wire dictionary of a record for `records/modify`: its name, type, change tag and the
+    /// given fields (all of them, or only `keys`).
+    func wireRecord(keys: [String]? = nil) -> JSONObject {
+        var object: JSONObject = ["recordName": id.recordName, "recordType": recordType,
+                                  "zoneID": ["zoneName": id.zoneID.zoneName]]
+        if let changeTag { object["recordChangeTag"] = changeTag }
+        var wireFields: JSONObject = [:]
+        for key in keys ?? Array(fields.keys) {
+            if let value = fields[key] {
+                wireFields[key] = value.wireField()
+            } else {
+                wireFields[key] = ["value": NSNull()] as JSONObject  // removes the field
+            }
+        }
+        object["fields"] = wireFields
+        return object
+    }
+
+    /// Decodes a record dictionary of an answer. A tombstone (`deleted: true`) is `nil`.
+    static func fromWire(_ object: JSONObject, zoneID: ZoneID) throws -> Record? {
+        guard let name = JSON.string(object["recordName"]) else { throw JSON.bad("A record has no recordName") }
+        let zone = JSON.string(JSON.object(object["zoneID"])?["zoneName"]).map(ZoneID.init) ?? zoneID
+        if JSON.bool(object["deleted"]) == true { return nil }
+        guard let type = JSON.string(object["recordType"]) else { throw JSON.bad("Record \(name) has no recordType") }
+        var fields: [String: RecordValue] = [:]
+        if let wireFields = JSON.object(object["fields"]) {
+            fields.reserveCapacity(wireFields.count)
+            for (key, field) in wireFields {
+                if let value = try RecordValue.fromWire(field, zoneID: zone) { fields[key] = value }
+            }
+        }
+        return Record.fromServer(id: RecordID(recordName: name, zoneID: zone), recordType: type, fields: fields,
+                                 changeTag: JSON.string(object["recordChangeTag"]),
+                                 created: stamp(object["created"]), modified: stamp(object["modified"]))
+    }
+
+    private static func stamp(_ value: Any?) -> Stamp? {
+        guard let object = JSON.object(value), let ms = JSON.int64(object["timestamp"]) else { return nil }
+        return Stamp(timestamp: WireTime.date(milliseconds: ms), userRecordName: JSON.string(object["userRecordName"]),
+                     deviceID: JSON.string(object["deviceID"]))
+    }
+}
+
+extension NimbusError {
+    /// An error object of an answer (request-level or item), as API.md's error shape.
+    static func fromWire(_ object: JSONObject, status: Int, zoneID: ZoneID) -> NimbusError {
+        let serverCode = JSON.string(object["serverErrorCode"]) ?? "UNKNOWN"
+        let reason = JSON.string(object["reason"]) ?? "The server answered \(serverCode) without a reason."
+        var error = NimbusError(code(forServerCode: serverCode, status: status), reason: reason,
+                                serverErrorCode: serverCode, retryAfter: JSON.double(object["retryAfter"]),
+                                itemName: JSON.string(object["recordName"]) ?? JSON.string(object["subscriptionID"]),
+                                httpStatus: status)
+        if let server = JSON.object(object["serverRecord"]) {
+            error.serverRecord = try? Record.fromWire(server, zoneID: zoneID)
+        }
+        if error.itemName == nil, let zone = JSON.object(object["zoneID"]) { error.itemName = JSON.string(zone["zoneName"]) }
+        return error
+    }
+}

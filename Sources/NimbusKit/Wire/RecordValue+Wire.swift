@@ -1,0 +1,74 @@
+import Foundation
+
+extension RecordValue {
+    /// The wire form `{"value": …, "type": "…"}`.
+    func wireField() -> JSONObject {
+        ["value": wireValue(), "type": fieldType.rawValue]
+    }
+
+    func wireValue() -> Any {
+        switch self {
+        case .string(let v): return v
+        case .int64(let v): return NSNumber(value: v)
+        case .double(let v): return NSNumber(value: v)
+        case .date(let v): return NSNumber(value: WireTime.milliseconds(v))
+        case .bytes(let v): return v.base64EncodedString()
+        case .reference(let v):
+            return ["recordName": v.recordID.recordName, "zoneID": ["zoneName": v.recordID.zoneID.zoneName],
+                    "action": v.action.rawValue] as JSONObject
+        case .asset(let v):
+            var object: JSONObject = [:]
+            if let c = v.fileChecksum { object["fileChecksum"] = c }
+            if let s = v.size { object["size"] = NSNumber(value: s) }
+            if let r = v.receipt { object["receipt"] = r }
+            return object
+        case .list(let values, _): return values.map { $0.wireValue() }
+        }
+    }
+
+    /// Decodes a wire field (`{"value", "type"}`); `zoneID` is where references without a zone point.
+    static func fromWire(_ field: Any?, zoneID: ZoneID) throws -> RecordValue? {
+        guard let object = JSON.object(field) else { throw JSON.bad("A field is not an object {value, type}") }
+        let value = object["value"]
+        if value == nil || value is NSNull { return nil }
+        guard let typeName = JSON.string(object["type"]) else { throw JSON.bad("A field has no type") }
+        let type = FieldType(rawValue: typeName)
+        if type.isList {
+            guard let items = JSON.array(value) else { throw JSON.bad("A \(typeName) field is not a list") }
+            let element = type.elementType
+            let values = try items.map { try scalar($0, type: element, zoneID: zoneID) }
+            return .list(values, elementType: element)
+        }
+        return try scalar(value as Any, type: type, zoneID: zoneID)
+    }
+
+    private static func scalar(_ value: Any, type: FieldType, zoneID: ZoneID) throws -> RecordValue {
+        switch type {
+        case .string:
+            if let v = JSON.string(value) { return .string(v) }
+        case .int64:
+            if let v = JSON.int64(value) { return .int64(v) }
+        case .double:
+            if let v = JSON.double(value) { return .double(v) }
+        case .timestamp:
+            if let v = JSON.int64(value) { return .date(WireTime.date(milliseconds: v)) }
+        case .bytes:
+            if let s = JSON.string(value), let data = Data(base64Encoded: s) { return .bytes(data) }
+        case .reference:
+            if let object = JSON.object(value), let name = JSON.string(object["recordName"]) {
+                let zone = JSON.string(JSON.object(object["zoneID"])?["zoneName"]).map(ZoneID.init) ?? zoneID
+                let action = Reference.Action(rawValue: JSON.string(object["action"]) ?? "NONE") ?? .none
+                return .reference(Reference(recordID: RecordID(recordName: name, zoneID: zone), action: action))
+            }
+        case .asset:
+            if let object = JSON.object(value) {
+                let url = JSON.string(object["downloadURL"]).flatMap(URL.init(string:))
+                return .asset(Asset(fileChecksum: JSON.string(object["fileChecksum"]), size: JSON.int64(object["size"]),
+                                    receipt: JSON.string(object["receipt"]), downloadURL: url))
+            }
+        default:
+            throw JSON.bad("Unknown field type \(type.rawValue)")
+        }
+        throw JSON.bad("A \(type.rawValue) field has a value of another kind")
+    }
+}
