@@ -41,10 +41,19 @@ public struct Database: Sendable {
         let prepared = try await uploadAssets(of: operations)
         let limits = try await container.limits()
         let wire = prepared.map { $0.wireOperation() }
-        let batches = try Database.batches(of: wire, limits: limits)
+        // A request addresses one zone: runs of operations on one zone, each split at the limits.
+        var batches: [Range<Int>] = []
+        var start = 0
+        while start < prepared.count {
+            let zone = prepared[start].recordID.zoneID
+            var end = start
+            while end < prepared.count && prepared[end].recordID.zoneID == zone { end += 1 }
+            batches += try Database.batches(of: Array(wire[start..<end]), limits: limits).map { ($0.lowerBound + start)..<($0.upperBound + start) }
+            start = end
+        }
         if atomic && batches.count > 1 {
-            throw NimbusError(.limitExceeded, reason: "An atomic request of \(operations.count) operations is over the server's "
-                + "limits (\(limits.maxOperationsPerRequest) operations, \(limits.maxRequestBytes) bytes): send fewer.")
+            throw NimbusError(.limitExceeded, reason: "An atomic request of \(operations.count) operations must address one zone and fit "
+                + "the server's limits (\(limits.maxOperationsPerRequest) operations, \(limits.maxRequestBytes) bytes): send fewer.")
         }
         var results: [Result<RecordResult, NimbusError>] = []
         results.reserveCapacity(operations.count)
@@ -58,12 +67,13 @@ public struct Database: Sendable {
     /// One `records/modify` request; a request-level LIMIT_EXCEEDED splits it in two.
     private func sendModify(_ wire: [JSONObject], ids: [RecordID], atomic: Bool, desiredKeys: [String]?)
         async throws -> [Result<RecordResult, NimbusError>] {
-        var body: JSONObject = ["operations": wire]
+        let zone = ids.first?.zoneID ?? .default
+        var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName], "operations": wire]
         if atomic { body["atomic"] = true }
         if let desiredKeys { body["desiredKeys"] = desiredKeys }
         let answer: JSONObject
         do {
-            answer = try await transport.post(url("records/modify"), body: body)
+            answer = try await transport.post(url("records/modify"), body: body, zoneID: zone)
         } catch let error as NimbusError where error.code == .limitExceeded && wire.count > 1 && !atomic {
             let half = wire.count / 2
             let first = try await sendModify(Array(wire[..<half]), ids: Array(ids[..<half]), atomic: false, desiredKeys: desiredKeys)

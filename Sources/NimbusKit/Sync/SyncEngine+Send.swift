@@ -3,9 +3,11 @@ import Foundation
 extension SyncEngine {
     /// Sends the outbox until it is empty, everything left waits for a retry, or the server
     /// cannot be reached. Request-level failures back off (with jitter, at least `retryAfter`);
-    /// with automatic sending a retry is scheduled.
-    public func sendChanges() async {
-        while true {
+    /// with automatic sending a retry is scheduled. `maxRequests` bounds the round.
+    public func sendChanges(maxRequests: Int? = nil) async {
+        var requests = 0
+        while maxRequests.map({ requests < $0 }) ?? true {
+            requests += 1
             if let retryAt, retryAt > Date() { return }
             let batch = nextBatch()
             guard !batch.isEmpty else { return }
@@ -13,6 +15,9 @@ extension SyncEngine {
             if !done { return }
         }
     }
+
+    /// Sets how many records one round puts in a request (the server's limits split it further).
+    public func setBatchSize(_ size: Int) { batchSize = max(1, size) }
 
     private func nextBatch() -> [OutboxEntry] {
         Array(state.outbox.filter { !inFlight.contains($0.recordID) }.sorted { $0.sequence < $1.sequence }.prefix(batchSize))

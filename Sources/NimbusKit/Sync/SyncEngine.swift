@@ -27,9 +27,12 @@ public actor SyncEngine {
 
     /// Opens (or creates) the engine's state file. Changes left in it by an earlier run, even one
     /// that was killed, are sent again; nothing accepted is lost and nothing is sent twice.
+    /// `retryBackoff` spaces retries after request-level failures (jittered, at least the
+    /// server's `retryAfter`).
     public init(database: Database, stateURL: URL, delegate: any SyncEngineDelegate,
-                conflictPolicy: ConflictPolicy = .defaultPolicy) throws {
+                conflictPolicy: ConflictPolicy = .defaultPolicy, retryBackoff: Backoff = Backoff()) throws {
         self.database = database
+        sendBackoff = retryBackoff
         self.conflictPolicy = conflictPolicy
         self.delegate = delegate
         stateFile = SyncStateFile(url: stateURL)
