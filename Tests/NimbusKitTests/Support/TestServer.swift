@@ -114,8 +114,11 @@ final class TestServer: @unchecked Sendable {
         return String(line.dropFirst("token: ".count))
     }
 
+    /// Through a chaos proxy, requests time out sooner: on Linux, FoundationNetworking (libcurl)
+    /// resends a POST whose reused connection died on a new one without its body, and that request
+    /// then waits for its timeout (docs/client.md).
     func configuration(token: String, url: URL? = nil, cache: URL? = nil) -> NimbusConfiguration {
-        NimbusConfiguration(serverURL: url ?? self.url, token: token, requestTimeout: 10, assetCacheDirectory: cache)
+        NimbusConfiguration(serverURL: url ?? self.url, token: token, requestTimeout: url == nil ? 10 : 2, assetCacheDirectory: cache)
     }
 
     func container(token: String, url: URL? = nil, cache: URL? = nil) -> Container {

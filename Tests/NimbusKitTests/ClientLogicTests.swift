@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+@testable import NimbusKit
+
+/// Pure logic of the client: wire coding, change tracking, merge, backoff, batching, checksums.
+@Suite("NimbusKit pure logic")
+struct ClientLogicTests {
+    @Test func fieldValuesRoundTripThroughTheWireForm() throws {
+        let values: [RecordValue] = [
+            .string("é ✓"), .int64(Int64.max), .int64(-1), .double(0.25), .date(Date(timeIntervalSince1970: 1_795_000_000.123)),
+            .bytes(Data([0, 255, 7])), .reference(Reference(recordID: RecordID(recordName: "p", zoneID: ZoneID("Z")), action: .deleteSelf)),
+            .asset(Asset(fileChecksum: "abc=", size: 3, receipt: "r")), .strings(["a", "b"]), .int64s([]), .dates([Date(timeIntervalSince1970: 1)]),
+        ]
+        for value in values {
+            let wire = try JSONSerialization.jsonObject(with: JSON.encode(value.wireField()))
+            let decoded = try RecordValue.fromWire(wire, zoneID: .default)
+            #expect(Record.sameValue(decoded, value), "\(value) came back as \(String(describing: decoded))")
+            #expect(decoded?.fieldType == value.fieldType)
+        }
+        #expect(try RecordValue.fromWire(["value": NSNull(), "type": "STRING"] as JSONObject, zoneID: .default) == nil)
+        #expect(throws: NimbusError.self) { try RecordValue.fromWire(["value": "x", "type": "INT64"] as JSONObject, zoneID: .default) }
+    }
+
+    @Test func aFetchedRecordSendsOnlyItsChangedFieldsAndRemovalsAsNull() throws {
+        var record = Record.fromServer(id: RecordID(recordName: "r"), recordType: "T", fields: ["a": .string("1"), "b": .int64(2)],
+                                       changeTag: "t1", created: nil, modified: nil)
+        #expect(record.changedKeys.isEmpty)
+        record.set("a", "2")
+        record.set("b", nil)
+        record.set("c", 3.5)
+        #expect(record.changedKeys == ["a", "b", "c"])
+        let operation = RecordOperation.save(record).wireOperation()
+        #expect(operation["operationType"] as? String == "update")
+        let fields = (operation["record"] as? JSONObject)?["fields"] as? JSONObject
+        #expect(fields?.keys.sorted() == ["a", "b", "c"])
+        #expect((fields?["b"] as? JSONObject)?["value"] is NSNull)
+        #expect((operation["record"] as? JSONObject)?["recordChangeTag"] as? String == "t1")
+        #expect(RecordOperation.save(Record(recordType: "T")).kind == .create)
+    }
+
+    @Test func fieldMergeTakesEachSidesChangeAndThePreferredSideOnBoth() {
+        let base = Record.fromServer(id: RecordID(recordName: "r"), recordType: "T",
+                                     fields: ["a": .int64(1), "b": .int64(1), "c": .int64(1), "d": .int64(1)],
+                                     changeTag: "1", created: nil, modified: nil)
+        var local = base
+        local.fields = ["a": .int64(2), "b": .int64(1), "c": .int64(5), "e": .int64(9)]   // a, c changed; d removed; e added
+        var server = base
+        server.fields = ["a": .int64(1), "b": .int64(3), "c": .int64(7), "d": .int64(1)]  // b, c changed
+        let conflict = Conflict(base: base.baseRecord, local: local, server: server)
+        let preferLocal = ConflictPolicy.merge(conflict, preferLocal: true)
+        #expect(preferLocal == ["a": .int64(2), "b": .int64(3), "c": .int64(5), "e": .int64(9)])
+        let preferServer = ConflictPolicy.merge(conflict, preferLocal: false)
+        #expect(preferServer["c"] == .int64(7))
+        #expect(ConflictPolicy.serverWins.resolve(conflict) == .useServer)
+        #expect(ConflictPolicy.clientWins.resolve(conflict) == .useLocal)
+        var newer = local
+        newer.set("at", Date(timeIntervalSince1970: 20))
+        var older = server
+        older.set("at", Date(timeIntervalSince1970: 10))
+        #expect(ConflictPolicy.lastWriterWins(field: "at").resolve(Conflict(base: nil, local: newer, server: older)) == .useLocal)
+        #expect(ConflictPolicy.lastWriterWins(field: "at").resolve(Conflict(base: nil, local: older, server: newer)) == .useServer)
+    }
+
+    @Test func backoffGrowsWithJitterUpToItsCapAndHonoursRetryAfter() {
+        var backoff = Backoff(base: 1, cap: 8)
+        #expect(backoff.nextDelay(random: { $0.upperBound }) == 1)
+        #expect(backoff.nextDelay(random: { $0.upperBound }) == 2)
+        #expect(backoff.nextDelay(random: { $0.lowerBound }) == 2)
+        #expect(backoff.nextDelay(random: { $0.upperBound }) == 8)
+        #expect(backoff.nextDelay(random: { $0.upperBound }) == 8)
+        #expect(backoff.nextDelay(retryAfter: 30, random: { $0.upperBound }) == 30)
+        backoff.reset()
+        #expect(backoff.nextDelay(random: { $0.upperBound }) == 1)
+        for _ in 0..<100 {
+            var b = Backoff(base: 1, cap: 8)
+            let d = b.nextDelay()
+            #expect(d >= 0.5 && d <= 1)
+        }
+    }
+
+    @Test func batchesSplitAtTheOperationCountAndTheRequestSize() throws {
+        var limits = ServerLimits.defaults
+        limits.maxOperationsPerRequest = 3
+        let small: [JSONObject] = (0..<7).map { ["n": $0] }
+        #expect(try Database.batches(of: small, limits: limits) == [0..<3, 3..<6, 6..<7])
+        limits.maxOperationsPerRequest = 400
+        limits.maxRequestBytes = 4096 + 1024
+        let large: [JSONObject] = (0..<5).map { ["blob": String(repeating: "x", count: 1500), "n": $0] }
+        let ranges = try Database.batches(of: large, limits: limits)
+        #expect(ranges.count > 1)
+        #expect(ranges.flatMap { Array($0) } == Array(0..<5))
+    }
+
+    @Test func checksumsMatchPublishedSHA256Vectors() throws {
+        #expect(Checksum.of(Data()) == "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=")
+        #expect(Checksum.of(Data("abc".utf8)) == "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=")
+        let long = Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
+        #expect(Checksum.of(long) == "JI1qYdIGOLjlwCaTDD5gOaM85Flk/yFn9uzt1BnbBsE=")
+        var split = Checksum()
+        for byte in long { split.update(Data([byte])) }
+        #expect(split.finalizeBase64() == Checksum.of(long))
+    }
+
+    @Test func theStateFileIsReplacedWholeAndReadBack() throws {
+        let url = temporaryDirectory("statefile").appendingPathComponent("sync.json")
+        let file = SyncStateFile(url: url)
+        #expect(try file.load() == SyncState())
+        var state = SyncState()
+        state.zoneTokens["Work"] = SyncToken("t")
+        state.outbox = [OutboxEntry(change: .delete(RecordID(recordName: "x")), sequence: 1, revision: 1,
+                                    enqueuedAt: Date(timeIntervalSince1970: 5), attempts: 0, lastError: nil)]
+        try file.save(state)
+        #expect(try file.load() == state)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)
+        #expect(leftovers == ["sync.json"])
+        try Data("{not json".utf8).write(to: url)
+        #expect(throws: NimbusError.self) { try file.load() }
+    }
+
+    @Test func aLaterChangeOfAPendingRecordKeepsTheOldestBase() {
+        let base = Record.fromServer(id: RecordID(recordName: "r"), recordType: "T", fields: ["a": .int64(1)], changeTag: "1",
+                                     created: nil, modified: nil)
+        var first = base
+        first.set("a", 2)
+        var second = first
+        second.set("a", 3)
+        guard case .save(let combined) = SyncEngine.combine(.save(first), with: .save(second)) else {
+            Issue.record("a save over a save is not a save")
+            return
+        }
+        #expect(combined.changeTag == "1")
+        #expect(combined.serverFields == ["a": .int64(1)])
+        #expect(combined.fields["a"] == .int64(3))
+        #expect(SyncEngine.combine(.save(first), with: .delete(base.id)) == .delete(base.id))
+    }
+
+    @Test func configurationComesFromTheEnvironment() {
+        let configuration = NimbusConfiguration.fromEnvironment(["NIMBUS_URL": "http://127.0.0.1:8080", "NIMBUS_TOKEN": "t"])
+        #expect(configuration?.environment == .development)
+        #expect(NimbusConfiguration.fromEnvironment(["NIMBUS_URL": "http://h", "NIMBUS_TOKEN": "t", "NIMBUS_ENVIRONMENT": "production"])?
+            .environment == .production)
+        #expect(NimbusConfiguration.fromEnvironment(["NIMBUS_URL": "http://h", "NIMBUS_TOKEN": "t", "NIMBUS_ENVIRONMENT": "staging"]) == nil)
+        #expect(NimbusConfiguration.fromEnvironment(["NIMBUS_TOKEN": "t"]) == nil)
+        #expect(NimbusConfiguration.fromEnvironment(["NIMBUS_URL": "http://h"]) == nil)
+    }
+
+    @Test func serverErrorCodesMapToCloudKitLikeCodes() {
+        let cases: [(String, Int, NimbusError.Code, Bool)] = [
+            ("CONFLICT", 409, .serverRecordChanged, false), ("THROTTLED", 429, .requestRateLimited, true),
+            ("TRY_AGAIN_LATER", 503, .serviceUnavailable, true), ("CHANGE_TOKEN_EXPIRED", 410, .changeTokenExpired, false),
+            ("AUTHENTICATION_FAILED", 401, .notAuthenticated, false), ("LIMIT_EXCEEDED", 413, .limitExceeded, false),
+            ("QUOTA_EXCEEDED", 413, .quotaExceeded, false), ("ZONE_NOT_FOUND", 404, .zoneNotFound, false),
+            ("SOMETHING_NEW", 502, .internalError, true),
+        ]
+        for (code, status, expected, retryable) in cases {
+            let error = NimbusError.fromWire(["serverErrorCode": code, "reason": "r", "retryAfter": 2], status: status, zoneID: .default)
+            #expect(error.code == expected, "\(code)")
+            #expect(error.isRetryable == retryable, "\(code)")
+            #expect(error.retryAfter == 2)
+        }
+    }
+}
