@@ -12,6 +12,11 @@ let usage = """
       status STATE                    print pending, failed, last sync
       fetch STATE                     fetch every change; print how many records were applied
       watch STATE SECONDS             live mode; print each applied record name with its apply time
+      bench-raw-modify STATE N ZONE   bench/client.sh: raw records/modify of N records (400 per request)
+      bench-raw-fetch STATE ZONE      raw records/changes reader of a zone (pages of 400)
+      bench-fetch STATE ZONE          the engine's initial sync (fresh STATE)
+      bench-outbox STATE N ZONE       enqueue N records (100 per call) and send until acknowledged
+      bench-live STATE N              live delivery of N writes by NIMBUS_WRITER_TOKEN's device
     CONTAINER: NIMBUS_CONTAINER (default iCloud.com.nimbus.SyncTool)
     """
 
@@ -101,6 +106,8 @@ func run() async -> Int32 {
             say("watching")
             try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
             await engine.stopLive()
+        case _ where command.hasPrefix("bench-"):
+            try await Bench.run(command, arguments, container: container, stateURL: stateURL)
         default:
             fail(usage)
         }

@@ -78,17 +78,48 @@ struct ClientLogicTests {
         }
     }
 
-    @Test func batchesSplitAtTheOperationCountAndTheRequestSize() throws {
+    @Test func requestsSplitAtTheOperationCountAndTheRequestSize() throws {
         var limits = ServerLimits.defaults
         limits.maxOperationsPerRequest = 3
-        let small: [JSONObject] = (0..<7).map { ["n": $0] }
-        #expect(try Database.batches(of: small, limits: limits) == [0..<3, 3..<6, 6..<7])
+        let small = (0..<7).map { RecordOperation.delete(RecordID(recordName: "r\($0)")) }
+        let bySize = try Database.modifyBodies(small, 0..<7, zone: .default, atomic: false, desiredKeys: nil, limits: limits)
+        #expect(bySize.map(\.range) == [0..<3, 3..<6, 6..<7])
         limits.maxOperationsPerRequest = 400
-        limits.maxRequestBytes = 4096 + 1024
-        let large: [JSONObject] = (0..<5).map { ["blob": String(repeating: "x", count: 1500), "n": $0] }
-        let ranges = try Database.batches(of: large, limits: limits)
-        #expect(ranges.count > 1)
-        #expect(ranges.flatMap { Array($0) } == Array(0..<5))
+        limits.maxRequestBytes = 4096
+        let large = (0..<5).map { n -> RecordOperation in
+            var record = Record(recordType: "T", id: RecordID(recordName: "r\(n)"))
+            record.set("blob", String(repeating: "x", count: 1500))
+            return .create(record)
+        }
+        let bodies = try Database.modifyBodies(large, 0..<5, zone: .default, atomic: false, desiredKeys: nil, limits: limits)
+        #expect(bodies.count > 1)
+        #expect(bodies.flatMap { Array($0.range) } == Array(0..<5))
+        #expect(bodies.allSatisfy { $0.body.count <= 4096 })
+    }
+
+    @Test func operationsWrittenAsBytesEqualTheirJSONSerializationForm() throws {
+        var record = Record.fromServer(id: RecordID(recordName: "r\"1", zoneID: ZoneID("Z")), recordType: "T",
+                                       fields: ["a": .string("x"), "gone": .int64(1)], changeTag: "t", created: nil, modified: nil)
+        record.set("a", "line\nbreak \u{1} ✓")
+        record.set("gone", nil)
+        record.set("n", 0.1)
+        record.set("l", [1, 2])
+        record.set("d", Date(timeIntervalSince1970: 1.5))
+        record.set("r", Reference(recordID: RecordID(recordName: "p"), action: .deleteSelf))
+        record.set("as", Asset(fileChecksum: "c=", size: 4, receipt: "rc"))
+        for operation in [RecordOperation.save(record), .forceReplace(record), .delete(record.id, changeTag: "t"), .delete(record.id)] {
+            let written = try Database.modifyBody([operation][...], zone: ZoneID("Z"), atomic: true, desiredKeys: ["a"])
+            let parsed = try JSONSerialization.jsonObject(with: written) as? NSDictionary
+            let expected: JSONObject = ["zoneID": ["zoneName": "Z"], "operations": [operation.wireOperation()], "atomic": true,
+                                        "desiredKeys": ["a"]]
+            let reference = try JSONSerialization.jsonObject(with: JSON.encode(expected)) as? NSDictionary
+            #expect(parsed == reference, "\(operation.kind)")
+        }
+        #expect(throws: NimbusError.self) {
+            var bad = Record(recordType: "T")
+            bad.set("x", Double.nan)
+            _ = try Database.modifyBody([.create(bad)][...], zone: .default, atomic: false, desiredKeys: nil)
+        }
     }
 
     @Test func checksumsMatchPublishedSHA256Vectors() throws {

@@ -40,50 +40,94 @@ public struct Database: Sendable {
         guard !operations.isEmpty else { return [] }
         let prepared = try await uploadAssets(of: operations)
         let limits = try await container.limits()
-        let wire = prepared.map { $0.wireOperation() }
+        let wire = prepared
         // A request addresses one zone: runs of operations on one zone, each split at the limits.
-        var batches: [Range<Int>] = []
+        var requests: [(range: Range<Int>, body: Data)] = []
         var start = 0
         while start < prepared.count {
             let zone = prepared[start].recordID.zoneID
             var end = start
             while end < prepared.count && prepared[end].recordID.zoneID == zone { end += 1 }
-            batches += try Database.batches(of: Array(wire[start..<end]), limits: limits).map { ($0.lowerBound + start)..<($0.upperBound + start) }
+            requests += try Database.modifyBodies(wire, start..<end, zone: zone, atomic: atomic, desiredKeys: desiredKeys, limits: limits)
             start = end
         }
-        if atomic && batches.count > 1 {
+        if atomic && requests.count > 1 {
             throw NimbusError(.limitExceeded, reason: "An atomic request of \(operations.count) operations must address one zone and fit "
                 + "the server's limits (\(limits.maxOperationsPerRequest) operations, \(limits.maxRequestBytes) bytes): send fewer.")
         }
         var results: [Result<RecordResult, NimbusError>] = []
         results.reserveCapacity(operations.count)
-        for range in batches {
-            results += try await sendModify(Array(wire[range]), ids: prepared[range].map(\.recordID), atomic: atomic,
+        for request in requests {
+            results += try await sendModify(request.body, wire: wire, request.range, ids: prepared.map(\.recordID), atomic: atomic,
                                             desiredKeys: desiredKeys)
         }
         return results
     }
 
     /// One `records/modify` request; a request-level LIMIT_EXCEEDED splits it in two.
-    private func sendModify(_ wire: [JSONObject], ids: [RecordID], atomic: Bool, desiredKeys: [String]?)
-        async throws -> [Result<RecordResult, NimbusError>] {
-        let zone = ids.first?.zoneID ?? .default
-        var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName], "operations": wire]
-        if atomic { body["atomic"] = true }
-        if let desiredKeys { body["desiredKeys"] = desiredKeys }
+    private func sendModify(_ body: Data, wire: [RecordOperation], _ range: Range<Int>, ids: [RecordID], atomic: Bool,
+                            desiredKeys: [String]?) async throws -> [Result<RecordResult, NimbusError>] {
+        let zone = ids[range.lowerBound].zoneID
         let answer: JSONObject
         do {
-            answer = try await transport.post(url("records/modify"), body: body, zoneID: zone)
-        } catch let error as NimbusError where error.code == .limitExceeded && wire.count > 1 && !atomic {
-            let half = wire.count / 2
-            let first = try await sendModify(Array(wire[..<half]), ids: Array(ids[..<half]), atomic: false, desiredKeys: desiredKeys)
-            let second = try await sendModify(Array(wire[half...]), ids: Array(ids[half...]), atomic: false, desiredKeys: desiredKeys)
-            return first + second
+            answer = try await transport.post(url("records/modify"), bodyData: body, zoneID: zone)
+        } catch let error as NimbusError where error.code == .limitExceeded && range.count > 1 && !atomic {
+            let middle = range.lowerBound + range.count / 2
+            var results: [Result<RecordResult, NimbusError>] = []
+            for half in [range.lowerBound..<middle, middle..<range.upperBound] {
+                let halfBody = try Database.modifyBody(wire[half], zone: zone, atomic: false, desiredKeys: desiredKeys)
+                results += try await sendModify(halfBody, wire: wire, half, ids: ids, atomic: false, desiredKeys: desiredKeys)
+            }
+            return results
         }
-        guard let items = JSON.array(answer["records"]), items.count == ids.count else {
-            throw JSON.bad("records/modify answered \(JSON.array(answer["records"])?.count ?? 0) items for \(ids.count) operations")
+        guard let items = JSON.array(answer["records"]), items.count == range.count else {
+            throw JSON.bad("records/modify answered \(JSON.array(answer["records"])?.count ?? 0) items for \(range.count) operations")
         }
-        return zip(items, ids).map { item, id in Database.recordResult(item, id: id) }
+        return zip(items, ids[range]).map { item, id in Database.recordResult(item, id: id) }
+    }
+
+    static func modifyBody(_ operations: ArraySlice<RecordOperation>, zone: ZoneID, atomic: Bool, desiredKeys: [String]?) throws -> Data {
+        var json = JSONBytes(capacity: 256 * operations.count + 128)
+        json.raw("{\"zoneID\":{\"zoneName\":")
+        json.string(zone.zoneName)
+        json.raw("},\"operations\":[")
+        for (index, operation) in operations.enumerated() {
+            if index > 0 { json.byte(UInt8(ascii: ",")) }
+            try operation.write(to: &json)
+        }
+        json.byte(UInt8(ascii: "]"))
+        if atomic { json.raw(",\"atomic\":true") }
+        if let desiredKeys {
+            json.raw(",\"desiredKeys\":[")
+            for (index, key) in desiredKeys.enumerated() {
+                if index > 0 { json.byte(UInt8(ascii: ",")) }
+                json.string(key)
+            }
+            json.byte(UInt8(ascii: "]"))
+        }
+        json.byte(UInt8(ascii: "}"))
+        return json.data
+    }
+
+    /// The request bodies for the operations in `range`: at most the server's operation count
+    /// each, halved until a body fits its byte limit (each body encoded once in the common case).
+    static func modifyBodies(_ wire: [RecordOperation], _ range: Range<Int>, zone: ZoneID, atomic: Bool, desiredKeys: [String]?,
+                             limits: ServerLimits) throws -> [(range: Range<Int>, body: Data)] {
+        var bodies: [(range: Range<Int>, body: Data)] = []
+        var pending = stride(from: range.lowerBound, to: range.upperBound, by: limits.maxOperationsPerRequest).map {
+            $0..<min(range.upperBound, $0 + limits.maxOperationsPerRequest)
+        }.reversed() as [Range<Int>]
+        while let next = pending.popLast() {
+            let body = try modifyBody(wire[next], zone: zone, atomic: atomic, desiredKeys: desiredKeys)
+            if body.count <= limits.maxRequestBytes || next.count == 1 {
+                bodies.append((next, body))
+            } else {
+                let middle = next.lowerBound + next.count / 2
+                pending.append(middle..<next.upperBound)
+                pending.append(next.lowerBound..<middle)
+            }
+        }
+        return bodies
     }
 
     static func recordResult(_ item: Any, id: RecordID) -> Result<RecordResult, NimbusError> {
@@ -103,26 +147,6 @@ public struct Database: Sendable {
         } catch {
             return .failure(JSON.bad("\(error)"))
         }
-    }
-
-    /// Splits wire operations at the server's operation count and request size.
-    static func batches(of wire: [JSONObject], limits: ServerLimits) throws -> [Range<Int>] {
-        var ranges: [Range<Int>] = []
-        var start = 0
-        var bytes = 64
-        let budget = limits.maxRequestBytes - 1024
-        for (index, operation) in wire.enumerated() {
-            let size = (try? JSON.encode(operation).count) ?? 0
-            let full = index - start >= limits.maxOperationsPerRequest || (bytes + size > budget && index > start)
-            if full {
-                ranges.append(start..<index)
-                start = index
-                bytes = 64
-            }
-            bytes += size + 1
-        }
-        ranges.append(start..<wire.count)
-        return ranges
     }
 
     // MARK: - Lookup, query

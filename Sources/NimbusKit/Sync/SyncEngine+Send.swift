@@ -19,8 +19,28 @@ extension SyncEngine {
     /// Sets how many records one round puts in a request (the server's limits split it further).
     public func setBatchSize(_ size: Int) { batchSize = max(1, size) }
 
+    /// The oldest entries not in flight (the outbox is kept in enqueue order).
     private func nextBatch() -> [OutboxEntry] {
-        Array(state.outbox.filter { !inFlight.contains($0.recordID) }.sorted { $0.sequence < $1.sequence }.prefix(batchSize))
+        Array(state.outbox.lazy.filter { !self.inFlight.contains($0.recordID) }.prefix(batchSize))
+    }
+
+    /// Where an entry is in the outbox. Answers of one batch are applied against one map of
+    /// positions; removals wait for `removeAnswered` so that the positions stay valid.
+    func outboxIndex(of id: RecordID) -> Int? {
+        if let positions = outboxPositions, let index = positions[id], index < state.outbox.count,
+           state.outbox[index].recordID == id {
+            return index
+        }
+        outboxPositions = Dictionary(state.outbox.enumerated().map { ($1.recordID, $0) }, uniquingKeysWith: { a, _ in a })
+        return outboxPositions?[id]
+    }
+
+    /// Removes the entries marked as answered, in one pass.
+    private func removeAnswered() {
+        guard !answered.isEmpty else { return }
+        state.outbox.removeAll { answered.contains($0.recordID) }
+        answered = []
+        outboxPositions = nil
     }
 
     /// Sends one batch; false when a request-level failure stopped the round.
@@ -58,6 +78,7 @@ extension SyncEngine {
             // The one change is what the server refuses.
             var sent = SentChanges()
             park(batch[0], error, into: &sent)
+            removeAnswered()
             saveState()
             await report(sent)
             return true
@@ -102,6 +123,7 @@ extension SyncEngine {
             }
         }
         if !zonesToCreate.isEmpty { _ = try? await database.modifyZones(saving: Array(zonesToCreate)) }
+        removeAnswered()
         saveState()
         publishStatus()
         await report(sent)
@@ -174,20 +196,21 @@ extension SyncEngine {
     /// Removes an answered entry, unless it changed while the request was out: then the newer
     /// change stays, based on the server's new copy.
     private func acknowledge(_ entry: OutboxEntry, server: Record?) {
-        guard let index = state.outbox.firstIndex(where: { $0.recordID == entry.recordID }) else { return }
+        guard let index = outboxIndex(of: entry.recordID), !answered.contains(entry.recordID) else { return }
         if state.outbox[index].revision == entry.revision {
-            state.outbox.remove(at: index)
+            answered.insert(entry.recordID)
             return
         }
         if case .save(var newer) = state.outbox[index].change, let server {
             newer.changeTag = server.changeTag
             newer.serverFields = server.fields
             state.outbox[index].change = .save(newer)
+            state.outbox[index].revision += 1
         }
     }
 
     private func replace(_ entry: OutboxEntry, with change: PendingChange) {
-        guard let index = state.outbox.firstIndex(where: { $0.recordID == entry.recordID }) else { return }
+        guard let index = outboxIndex(of: entry.recordID), !answered.contains(entry.recordID) else { return }
         if state.outbox[index].revision == entry.revision {
             state.outbox[index].change = change
         } else if case .save(var newer) = state.outbox[index].change, case .save(let resolved) = change {
@@ -195,10 +218,12 @@ extension SyncEngine {
             newer.serverFields = resolved.serverFields
             state.outbox[index].change = .save(newer)
         }
+        // Every change of an entry gets a new revision (the state file's encoding cache keys on it).
+        state.outbox[index].revision += 1
     }
 
     private func retryLater(_ entry: OutboxEntry, _ error: NimbusError) {
-        guard let index = state.outbox.firstIndex(where: { $0.recordID == entry.recordID }) else { return }
+        guard let index = outboxIndex(of: entry.recordID), !answered.contains(entry.recordID) else { return }
         state.outbox[index].attempts += 1
         state.outbox[index].lastError = FailedChange.Cause(error)
         let delay = sendBackoff.nextDelay(retryAfter: error.retryAfter)
@@ -207,18 +232,19 @@ extension SyncEngine {
     }
 
     private func park(_ entry: OutboxEntry, _ error: NimbusError, into sent: inout SentChanges) {
-        guard let index = state.outbox.firstIndex(where: { $0.recordID == entry.recordID }),
+        guard let index = outboxIndex(of: entry.recordID), !answered.contains(entry.recordID),
               state.outbox[index].revision == entry.revision else { return }
-        state.outbox.remove(at: index)
+        answered.insert(entry.recordID)
         let failed = FailedChange(change: entry.change, cause: FailedChange.Cause(error), failedAt: Date())
         state.failed.append(failed)
         sent.failed.append(failed)
     }
 
-    /// Saves the state after answers; a failure to save is reported, and the answered entries
-    /// are simply sent again later (which cannot duplicate).
+    /// Saves the state after answers. It is replaced atomically but not fsync'd: answers need not
+    /// survive a power cut, since entries sent again cannot duplicate. A failure to save is
+    /// reported, and the answered entries are simply sent again later.
     func saveState() {
-        do { try persist() } catch { noteRequest(error as? NimbusError) }
+        do { try stateFile.save(state, cache: encodingCache, durable: false) } catch { noteRequest(error as? NimbusError) }
     }
 
     private func report(_ sent: SentChanges) async {

@@ -22,6 +22,11 @@ public actor SyncEngine {
     var liveTask: Task<Void, Never>?
     var automaticSending = false
     var statusContinuations: [UUID: AsyncStream<SyncStatus>.Continuation] = [:]
+    let encodingCache = OutboxEncodingCache()
+    /// Positions of outbox entries by record (rebuilt when stale; see `outboxIndex`).
+    var outboxPositions: [RecordID: Int]?
+    /// Entries answered in the batch being applied, removed together at its end.
+    var answered: Set<RecordID> = []
     /// Records per request the engine sends (the server's limit caps it further).
     public var batchSize = 400
 
@@ -47,7 +52,8 @@ public actor SyncEngine {
     public func enqueue(_ changes: [PendingChange]) throws {
         guard !changes.isEmpty else { return }
         let before = state
-        for change in changes { merge(change) }
+        var pending = Set(state.outbox.map(\.recordID))
+        for change in changes { merge(change, pending: &pending) }
         do {
             try persist()
         } catch {
@@ -61,17 +67,19 @@ public actor SyncEngine {
     /// Accepts one local change (see `enqueue(_:)`).
     public func enqueue(_ change: PendingChange) throws { try enqueue([change]) }
 
-    private func merge(_ change: PendingChange) {
-        state.failed.removeAll { $0.recordID == change.recordID }
-        if let index = state.outbox.firstIndex(where: { $0.recordID == change.recordID }) {
+    private func merge(_ change: PendingChange, pending: inout Set<RecordID>) {
+        if !state.failed.isEmpty { state.failed.removeAll { $0.recordID == change.recordID } }
+        if pending.contains(change.recordID), let index = outboxIndex(of: change.recordID) {
             var entry = state.outbox[index]
-            entry.change = Self.combine(entry.change, with: change)
+            // An entry answered in a batch still being applied is done: the change starts anew.
+            entry.change = answered.remove(change.recordID) != nil ? change : Self.combine(entry.change, with: change)
             entry.revision += 1
             entry.attempts = 0
             state.outbox[index] = entry
         } else {
             state.outbox.append(OutboxEntry(change: change, sequence: state.nextSequence, revision: 1, enqueuedAt: Date(),
                                             attempts: 0, lastError: nil))
+            pending.insert(change.recordID)
             state.nextSequence += 1
         }
         let zone = change.recordID.zoneID.zoneName
@@ -95,7 +103,8 @@ public actor SyncEngine {
     public func retryFailed() throws {
         let failed = state.failed
         state.failed = []
-        for change in failed { merge(change.change) }
+        var pending = Set(state.outbox.map(\.recordID))
+        for change in failed { merge(change.change, pending: &pending) }
         try persist()
         publishStatus()
     }
@@ -137,7 +146,7 @@ public actor SyncEngine {
         for continuation in statusContinuations.values { continuation.yield(current) }
     }
 
-    func persist() throws { try stateFile.save(state) }
+    func persist() throws { try stateFile.save(state, cache: encodingCache) }
 
     /// Records a request's outcome for the status.
     func noteRequest(_ error: NimbusError?) {

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# NimbusKit's costs beside a raw client doing the same requests (issue: NimbusKit figures).
+#
+#   bash bench/client.sh
+#
+# 1. Builds nimbus and nimbus-sync (release), starts `nimbus serve --data-dir` (embedded
+#    PostgreSQL, default durability) on a loopback port, a user with two device tokens.
+# 2. Initial sync: loads BENCH_CLIENT_RECORDS (100,000) records into zone `big` (raw records/modify,
+#    400 per request), then, alternating twice, a raw records/changes reader (URLSession +
+#    JSONSerialization, pages of 400) and a fresh SyncEngine's fetchChanges, each in its own process:
+#    records/s and the process's peak resident memory (target: engine ≥ 0.5× raw, ≤ 100 MB).
+# 3. Outbox: BENCH_CLIENT_OUTBOX (10,000) small records enqueued (100 per durable enqueue) and sent
+#    until acknowledged, beside raw records/modify of the same batches (target ≥ 0.5×).
+# 4. Live: BENCH_CLIENT_LIVE (1,000) writes by one device, each delivered to a live engine of
+#    another: p50/p99 from the writer's acknowledgement to the engine's apply.
+#
+# Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_SKIP_INSTALL=1
+#   BENCH_SKIP_BUILD=1 BENCH_KEEP=1. Loopback only; every phase is bounded in time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH_NAME=client
+source bench/lib.sh
+
+RECORDS=${BENCH_CLIENT_RECORDS:-100000}
+OUTBOX=${BENCH_CLIENT_OUTBOX:-10000}
+LIVE=${BENCH_CLIENT_LIVE:-1000}
+export NIMBUS_CONTAINER=iCloud.bench.Client
+
+WORK="" NIMBUS_PID="" DATA=""
+cleanup() {
+  local rc=$?
+  set +e
+  stop_pid "$NIMBUS_PID" TERM 30
+  remove_embedded_cluster
+  if [ -n "$WORK" ] && [ -z "${BENCH_KEEP:-}" ]; then rm -rf -- "$WORK"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+[ -n "${BENCH_SKIP_INSTALL:-}" ] || bash deploy/install-deps.sh
+if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
+  say "building nimbus and nimbus-sync (release)"
+  swift build -c release --product nimbus >&2 || die "release build failed"
+  swift build -c release --product nimbus-sync >&2 || die "release build failed"
+fi
+BENCH_SKIP_BUILD=1 release_binary
+SYNC="$(swift build -c release --show-bin-path)/nimbus-sync"
+[ -x "$SYNC" ] || die "no nimbus-sync at $SYNC"
+embedded_workdir
+
+say "starting nimbus (embedded PostgreSQL in $DATA)"
+start_embedded_server
+data_admin user add bench >/dev/null
+token() { data_admin token issue bench --device "$1" | awk '/^token:/ {print $2}'; }
+export NIMBUS_URL=http://127.0.0.1:$PORT
+export NIMBUS_TOKEN; NIMBUS_TOKEN=$(token phone)
+export NIMBUS_WRITER_TOKEN; NIMBUS_WRITER_TOKEN=$(token mac)
+
+# run_sync ARGS...: one nimbus-sync run (bounded); prints its result line.
+run_sync() {
+  timeout 900 "$SYNC" "$@" | grep '^result ' || die "nimbus-sync $* failed"
+}
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+say "loading $RECORDS records into zone big"
+load=$(run_sync bench-raw-modify "$WORK/none.json" "$RECORDS" big)
+say "$load"
+
+raw_best=0 engine_best=0 engine_rss=0 raw_rss=0
+for round in 1 2; do
+  raw=$(run_sync bench-raw-fetch "$WORK/none.json" big); say "round $round: $raw"
+  rm -f "$WORK/fetch.json"
+  engine=$(run_sync bench-fetch "$WORK/fetch.json" big); say "round $round: $engine"
+  [ "$(field records "$engine")" = "$RECORDS" ] || die "the engine applied $(field records "$engine") of $RECORDS records"
+  raw_best=$(awk -v a="$raw_best" -v b="$(field per_second "$raw")" 'BEGIN { print (b > a ? b : a) }')
+  engine_best=$(awk -v a="$engine_best" -v b="$(field per_second "$engine")" 'BEGIN { print (b > a ? b : a) }')
+  engine_rss=$(awk -v a="$engine_rss" -v b="$(field peak_rss_mb "$engine")" 'BEGIN { print (b > a ? b : a) }')
+  raw_rss=$(field peak_rss_mb "$raw")
+done
+
+say "outbox: $OUTBOX records"
+raw_modify=$(run_sync bench-raw-modify "$WORK/none.json" "$OUTBOX" rawout); say "$raw_modify"
+rm -f "$WORK/outbox.json"
+outbox=$(run_sync bench-outbox "$WORK/outbox.json" "$OUTBOX" engineout); say "$outbox"
+
+say "live: $LIVE writes"
+rm -f "$WORK/live.json"
+live=$(run_sync bench-live "$WORK/live.json" "$LIVE"); say "$live"
+
+cat <<REPORT
+
+NimbusKit (bench/client.sh): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedded PostgreSQL
+| measure | NimbusKit | raw reference | ratio | target |
+|---|---|---|---|---|
+| initial sync of $RECORDS records (records/s, best of 2) | $engine_best | $raw_best (records/changes reader) | $(ratio "$engine_best" "$raw_best") | ≥ 0.5 |
+| peak client memory during it (MB) | $engine_rss | $raw_rss | | ≤ 100 |
+| outbox, enqueue → acknowledged, $OUTBOX records (records/s) | $(field per_second "$outbox") | $(field per_second "$raw_modify") (records/modify, 400 per request) | $(ratio "$(field per_second "$outbox")" "$(field per_second "$raw_modify")") | ≥ 0.5 |
+| live delivery of $LIVE writes (ms) | p50 $(field p50_ms "$live") / p99 $(field p99_ms "$live") | | | p99 < 1000 |
+REPORT
