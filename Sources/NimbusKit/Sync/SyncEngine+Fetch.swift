@@ -5,8 +5,17 @@ extension SyncEngine {
     /// each changed zone's records page by page. Each page goes to the delegate, and the zone's
     /// token is saved (durably) only after the delegate applied it. `CHANGE_TOKEN_EXPIRED` resets
     /// the zone: it is fetched again from the start and the delegate learns which local records
-    /// the server no longer has.
+    /// the server no longer has. Concurrent calls run one after another (a call made while a
+    /// fetch runs starts a new one after it, so it sees everything committed before the call).
     public func fetchChanges() async throws {
+        while let running = fetchInProgress { _ = try? await running.value }
+        let task = Task { try await self.fetchOnce() }
+        fetchInProgress = task
+        defer { if fetchInProgress == task { fetchInProgress = nil } }
+        try await task.value
+    }
+
+    private func fetchOnce() async throws {
         do {
             let (changed, deleted, databaseToken) = try await changedZones()
             for zone in deleted { try await zoneWasDeleted(zone) }

@@ -20,6 +20,7 @@ public actor SyncEngine {
     var isOffline = false
     var lastError: NimbusError?
     var liveTask: Task<Void, Never>?
+    var fetchInProgress: Task<Void, any Error>?
     var automaticSending = false
     var statusContinuations: [UUID: AsyncStream<SyncStatus>.Continuation] = [:]
     let encodingCache = OutboxEncodingCache()
