@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash deploy/install-deps.sh
+# Beside the server's packages, what the tests use: zbarimg decodes the QR codes the CLI draws.
+bash deploy/install-deps.sh zbar-tools
 
 source Tests/test-postgres.sh
 start_test_postgres "$(mktemp -d /tmp/nimbus-test.XXXXXX)"
