@@ -42,11 +42,13 @@ let package = Package(
         // The client side: Foundation only, imports no server target (and no server target imports it).
         .target(name: "NimbusKit", swiftSettings: swiftSettings),
         .target(name: "NimbusKitCK", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
+        // The apps' code as they wrote it: Swift 5 language mode, the seed kept beside it as text.
         .executableTarget(
             name: "AppLockerSync",
             dependencies: ["NimbusKitCK"],
             path: "Examples/AppLockerSync",
-            swiftSettings: swiftSettings
+            exclude: ["CloudKitManager.seed.swift.txt"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .executableTarget(
             name: "nimbus-sync",

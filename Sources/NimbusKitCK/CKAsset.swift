@@ -1,0 +1,40 @@
+import Foundation
+
+/// An asset field. Made from a local file, it is uploaded when its record is saved; fetched from
+/// the server, its `fileURL` downloads the bytes on first access (verified against the checksum,
+/// then cached).
+public final class CKAsset: NSObject, CKRecordValueProtocol, @unchecked Sendable {
+    // Safe: `state` is only touched under its lock.
+    private let state: CKLocked<Asset>
+    /// The database a fetched asset downloads from.
+    let database: Database?
+
+    public init(fileURL: URL) {
+        state = CKLocked(Asset(fileURL: fileURL))
+        database = nil
+    }
+
+    init(asset: Asset, database: Database? = nil) {
+        state = CKLocked(asset)
+        self.database = database
+    }
+
+    var asset: Asset { state.withLock { $0 } }
+
+    /// The local file: the file it was made from, or the downloaded copy (nil if the download failed).
+    public var fileURL: URL? {
+        let current = asset
+        if let file = current.fileURL, current.downloadURL == nil || FileManager.default.fileExists(atPath: file.path) {
+            return file
+        }
+        guard let database = database ?? CKAsset.defaultDatabase() else { return nil }
+        guard let file = try? database.downloadAssetBlocking(current) else { return nil }
+        state.withLock { $0.fileURL = file }
+        return file
+    }
+
+    private static func defaultDatabase() -> Database? {
+        guard let configuration = NimbusCK.configuration else { return nil }
+        return Container(identifier: "", configuration: configuration).privateDatabase
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+
+/// The values a record field takes (CloudKit's `CKRecordValueProtocol`).
+public protocol CKRecordValueProtocol: Sendable {}
+/// CloudKit's name for a field value: `record["title"] = title as CKRecordValue`.
+public typealias CKRecordValue = any CKRecordValueProtocol
+
+extension String: CKRecordValueProtocol {}
+extension Int: CKRecordValueProtocol {}
+extension Int64: CKRecordValueProtocol {}
+extension Int32: CKRecordValueProtocol {}
+extension Double: CKRecordValueProtocol {}
+extension Float: CKRecordValueProtocol {}
+extension Bool: CKRecordValueProtocol {}
+extension Date: CKRecordValueProtocol {}
+extension Data: CKRecordValueProtocol {}
+extension NSNumber: CKRecordValueProtocol {}
+extension Array: CKRecordValueProtocol where Element: CKRecordValueProtocol {}
+
+/// A record, as CloudKit's class: fields by subscript, system fields read-only.
+public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
+    // Safe as CloudKit's CKRecord is: one owner mutates it at a time; the lock guards the storage.
+    private let storage: CKLocked<Record>
+    /// Where a fetched record's assets download from.
+    let database: Database?
+
+    public init(recordType: String, recordID: ID = ID(recordName: UUID().uuidString)) {
+        storage = CKLocked(Record(recordType: recordType, id: recordID.nimbus))
+        database = nil
+    }
+
+    public convenience init(recordType: String, zoneID: CKRecordZone.ID) {
+        self.init(recordType: recordType, recordID: ID(recordName: UUID().uuidString, zoneID: zoneID))
+    }
+
+    init(record: Record, database: Database? = nil) {
+        storage = CKLocked(record)
+        self.database = database
+    }
+
+    /// The NimbusKit record underneath.
+    public var record: Record { storage.withLock { $0 } }
+
+    public var recordID: ID { ID(storage.withLock { $0.id }) }
+    public var recordType: String { storage.withLock { $0.recordType } }
+    public var recordChangeTag: String? { storage.withLock { $0.changeTag } }
+    public var creationDate: Date? { storage.withLock { $0.created?.timestamp } }
+    public var modificationDate: Date? { storage.withLock { $0.modified?.timestamp } }
+    public var description: String { "<CKRecord \(recordType) \(recordID.recordName)>" }
+
+    public func allKeys() -> [String] { storage.withLock { $0.fields.keys.sorted() } }
+    public func changedKeys() -> [String] { storage.withLock { $0.changedKeys } }
+
+    public subscript(key: String) -> CKRecordValue? {
+        get { storage.withLock { $0.fields[key] }.flatMap { CKRecord.ckValue($0, database: database) } }
+        set { storage.withLock { $0.fields[key] = newValue.flatMap(CKRecord.recordValue) } }
+    }
+
+    public func object(forKey key: String) -> CKRecordValue? { self[key] }
+    public func setObject(_ object: CKRecordValue?, forKey key: String) { self[key] = object }
+
+    /// A record's identity.
+    public final class ID: NSObject, @unchecked Sendable {
+        // Safe: immutable after init.
+        public let recordName: String
+        public let zoneID: CKRecordZone.ID
+
+        public init(recordName: String, zoneID: CKRecordZone.ID = .default) {
+            self.recordName = recordName
+            self.zoneID = zoneID
+        }
+
+        var nimbus: RecordID { RecordID(recordName: recordName, zoneID: zoneID.nimbus) }
+        convenience init(_ id: RecordID) { self.init(recordName: id.recordName, zoneID: CKRecordZone.ID(id.zoneID)) }
+
+        public override func isEqual(_ object: Any?) -> Bool {
+            guard let other = object as? ID else { return false }
+            return other.recordName == recordName && other.zoneID.zoneName == zoneID.zoneName
+        }
+        public override var hash: Int { recordName.hashValue ^ zoneID.zoneName.hashValue }
+        public override var description: String { "<CKRecordID: \(recordName); zone \(zoneID.zoneName)>" }
+    }
+
+    /// A `REFERENCE` value.
+    public final class Reference: NSObject, CKRecordValueProtocol, @unchecked Sendable {
+        // Safe: immutable after init.
+        public enum Action: UInt, Sendable { case none = 0, deleteSelf = 1 }
+        public let recordID: ID
+        public let action: Action
+
+        public init(recordID: ID, action: Action) {
+            self.recordID = recordID
+            self.action = action
+        }
+
+        public convenience init(record: CKRecord, action: Action) { self.init(recordID: record.recordID, action: action) }
+    }
+
+    // MARK: - Values both ways
+
+    static func recordValue(_ value: CKRecordValue) -> RecordValue? {
+        switch value {
+        case let v as String: return .string(v)
+        case let v as Bool: return .int64(v ? 1 : 0)
+        case let v as Int: return .int64(Int64(v))
+        case let v as Int64: return .int64(v)
+        case let v as Int32: return .int64(Int64(v))
+        case let v as Double: return .double(v)
+        case let v as Float: return .double(Double(v))
+        case let v as NSNumber:
+            let kind = String(cString: v.objCType)
+            return kind == "d" || kind == "f" ? .double(v.doubleValue) : .int64(v.int64Value)
+        case let v as Date: return .date(v)
+        case let v as Data: return .bytes(v)
+        case let v as Reference:
+            return .reference(NimbusKit.Reference(recordID: v.recordID.nimbus, action: v.action == .deleteSelf ? .deleteSelf : .none))
+        case let v as CKAsset: return .asset(v.asset)
+        case let v as [String]: return .strings(v)
+        case let v as [Int]: return .int64s(v.map(Int64.init))
+        case let v as [Int64]: return .int64s(v)
+        case let v as [Double]: return .doubles(v)
+        case let v as [Date]: return .dates(v)
+        case let v as [Data]: return .list(v.map(RecordValue.bytes), elementType: .bytes)
+        case let v as [Reference]: return .list(v.compactMap(recordValue), elementType: .reference)
+        case let v as [CKAsset]: return .list(v.map { .asset($0.asset) }, elementType: .asset)
+        default: return nil
+        }
+    }
+
+    static func ckValue(_ value: RecordValue, database: Database? = nil) -> CKRecordValue? {
+        switch value {
+        case .string(let v): return v
+        case .int64(let v): return NSNumber(value: v)
+        case .double(let v): return NSNumber(value: v)
+        case .date(let v): return v
+        case .bytes(let v): return v
+        case .reference(let v):
+            return Reference(recordID: ID(v.recordID), action: v.action == .deleteSelf ? .deleteSelf : .none)
+        case .asset(let v): return CKAsset(asset: v, database: database)
+        case .list(let values, let type):
+            switch type {
+            case .string: return values.compactMap(\.stringValue)
+            case .int64: return values.compactMap(\.int64Value)
+            case .double: return values.compactMap(\.doubleValue)
+            case .timestamp: return values.compactMap(\.dateValue)
+            case .bytes: return values.compactMap(\.bytesValue)
+            case .reference: return values.compactMap { ckValue($0) as? Reference }
+            case .asset: return values.compactMap { ckValue($0, database: database) as? CKAsset }
+            default: return nil
+            }
+        }
+    }
+}
+
