@@ -116,7 +116,7 @@ struct DatabaseRoutes: Sendable {
             return response
         }
         let digest = try bearerDigest(request.headers["Authorization"])
-        let baseURL = (publicURL ?? "http://\(request.headers["Host"] ?? "127.0.0.1")").trimmingSuffix("/")
+        let baseURL = (publicURL ?? "http://\(request.authority ?? "127.0.0.1")").trimmingSuffix("/")
         // records/modify and records/changes may start from a cached session: their statements
         // check the token themselves. Every other operation checks it here first, and so does
         // every failure of those two.

@@ -46,6 +46,7 @@ final class LongPoll: ParkedRequest, Sendable {
         state.withLock { $0.ticket = ticket }
         writer.startStreaming(status: .ok, headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"])
         writer.onCancel { [self] in cancel() }
+        writer.probeWhenInputCloses([0x20])
         // A change may have committed between the first read and parking: look once more.
         wake(nil)
     }

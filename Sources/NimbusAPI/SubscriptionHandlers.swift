@@ -92,7 +92,7 @@ struct SubscriptionHandlers: Sendable {
         let session = context.session
         let channel = store.channelID(databaseID: session.databaseID)
         let sequence = try await store.currentNotificationSequence(databaseID: session.databaseID)
-        let base = publicURL ?? "http://\(context.request.headers["Host"] ?? "127.0.0.1")"
+        let base = publicURL ?? "http://\(context.request.authority ?? "127.0.0.1")"
         return Wire.json(.object([
             "apnsToken": .string(channel),
             "webcourierURL": .string(base.trimmingSuffix("/") + "/webcourier/1/" + channel),

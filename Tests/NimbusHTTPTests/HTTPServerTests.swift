@@ -175,10 +175,14 @@ import NimbusSupport
         }
     }
 
-    @Test func cancelsAParkedRequestWhenTheClientGoesAway() async throws {
+    /// A parked long-poll (headers sent, a probe registered) whose client goes away is cancelled at
+    /// once: the FIN makes the server send the probe, and the closed client answers with a reset.
+    @Test func cancelsAParkedLongPollWhenTheClientGoesAway() async throws {
         let cancelled = Atomic<Int>(0)
         let handler: HTTPServer.Handler = { _, writer in
+            writer.startStreaming(status: .ok, headers: [:])
             writer.onCancel { cancelled.add(1, ordering: .relaxed) }  // never answers: parked
+            writer.probeWhenInputCloses([0x20])
         }
         try await withServer(handler: handler) { port, server in
             do {
@@ -192,6 +196,27 @@ import NimbusSupport
             }
             #expect(cancelled.load(ordering: .relaxed) == 1)
             #expect(server.connectionCount == 0)
+        }
+    }
+
+    /// The same long-poll from a client that only shut down its sending side is answered.
+    @Test func answersAParkedLongPollWhoseClientHalfClosed() async throws {
+        let handler: HTTPServer.Handler = { _, writer in
+            writer.startStreaming(status: .ok, headers: [:])
+            writer.probeWhenInputCloses([0x20])
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) {
+                writer.writeChunk(Array("done".utf8))
+                writer.finishStreaming()
+            }
+        }
+        try await withServer(handler: handler) { port, _ in
+            let client = try TestClient(port: port)
+            try client.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+            shutdown(client.descriptor, Int32(SHUT_WR))
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+            #expect(response.bodyText == " done")
+            #expect(client.isClosedByServer())
         }
     }
 

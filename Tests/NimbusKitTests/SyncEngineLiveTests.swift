@@ -44,7 +44,7 @@ struct SyncEngineLiveTests {
         await mac.engine.startLive()
         defer { Task { await mac.engine.stopLive() } }
         try await mac.save(event("now"))
-        #expect(try await eventually(5) { await mac.engine.status.pendingCount == 0 })
+        #expect(try await eventually(30) { await mac.engine.status.pendingCount == 0 })
         server.stop()
         try await mac.save(event("while down"))
         try await Task.sleep(nanoseconds: 500_000_000)

@@ -6,8 +6,9 @@ import NimbusSupport
 /// request to the handler, writes the answer, and keeps the connection's timers.
 ///
 /// Requests are answered strictly in order: while one is being answered the connection stops
-/// reading (pipelined bytes wait in the kernel or in `pending`), and watches only for the peer
-/// going away so that a parked long-poll is cancelled at once.
+/// reading (pipelined bytes wait in the kernel or in `pending`, and bytes read later always go
+/// behind `pending`). When the peer shuts down its sending side, everything it sent is still
+/// answered before the connection closes; only a reset or a failed write means it is gone.
 final class HTTPConnection: @unchecked Sendable {
     // @unchecked: every member is touched only on the owning loop thread; other threads reach a
     // connection solely through `EventLoop.execute` (see HTTPResponseWriter).
@@ -62,6 +63,10 @@ final class HTTPConnection: @unchecked Sendable {
     private var fixedLengthRemaining: Int?
     /// A writer waiting for the outbound buffer to drain (download backpressure).
     private var drainWaiter: CheckedContinuation<Bool, Never>?
+    /// The peer shut down its sending side (FIN read): no request comes after those received.
+    private var inputClosed = false
+    /// Sent when the input closes during the streamed answer that registered it (a heartbeat).
+    private var inputClosedProbe: [UInt8]?
     static let outboundHighWatermark = 1 << 20
 
     init(descriptor: Int32, loop: EventLoop) {
@@ -98,11 +103,24 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// The peer shut down its sending side (or closed). Whatever the state, the exchange is over:
-    /// closing cancels a request being answered, so a parked long-poll frees its waiter at once.
-    /// (Clients that half-close and still expect an answer are not supported.)
+    /// The peer shut down its sending side (EPOLLRDHUP), or closed altogether: the two look the
+    /// same until a write. Requests it sent are still answered (API.md: a half-closing client gets
+    /// every answer); reading goes on until the end of its input, then the connection closes once
+    /// nothing is left to answer. A streamed answer sends its probe (a long-poll's heartbeat) so
+    /// that a client that is really gone resets the connection, which cancels the request.
     private func peerClosedInput() {
-        close()
+        guard !inputClosed else { return }
+        inputClosed = true
+        setInterest(interest)  // drops EPOLLRDHUP, which stays raised from now on
+        switch state {
+        case .responding where bodyStream == nil:
+            if streaming, !responseComplete, let probe = inputClosedProbe { writeChunk(probe, requestID: requestID) }
+        case .closed:
+            break
+        default:
+            // What the peer sent before its FIN is read (EPOLLIN stays raised until the end).
+            readAvailable()
+        }
     }
 
     private func readAvailable() {
@@ -111,15 +129,50 @@ final class HTTPConnection: @unchecked Sendable {
         for _ in 0..<4 {
             switch Socket.read(descriptor, into: buffer) {
             case .bytes(let count):
-                process(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                let input = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+                if pending.isEmpty {
+                    process(input)
+                } else {
+                    // Bytes saved from an earlier read are parsed first: pipelined requests are
+                    // answered in the order they were sent, whatever the read boundaries.
+                    pending.append(contentsOf: input)
+                    resume()
+                }
                 if state == .closed || (state == .responding && (bodyStream == nil || bodyPaused)) { return }
-                if count < buffer.count { return }
+                if count < buffer.count && !inputClosed { return }
             case .wouldBlock:
                 return
-            case .closed, .failed:
+            case .closed:
+                endOfInput()
+                return
+            case .failed:
                 close()
                 return
             }
+        }
+    }
+
+    /// The peer's input ended (read returned 0): answer what was received, then close.
+    private func endOfInput() {
+        inputClosed = true
+        if bodyStream != nil {
+            close()  // a streamed body cut short
+            return
+        }
+        setInterest(interest & ~EventLoop.epollIn)
+        closeIfNothingToAnswer()
+    }
+
+    /// With the input closed: close unless a request is being answered or saved bytes may hold one.
+    private func closeIfNothingToAnswer() {
+        guard inputClosed else { return }
+        switch state {
+        case .idle where pending.isEmpty, .readingHead, .readingBody:
+            close()  // nothing left, or a request that can no longer be completed
+        case .idle:
+            resume()
+        case .responding, .closed:
+            break
         }
     }
 
@@ -129,6 +182,14 @@ final class HTTPConnection: @unchecked Sendable {
         let input = pending
         pending = []
         input.withUnsafeBytes { process($0) }
+        if inputClosed, state != .responding, pending.isEmpty { closeIfNothingToAnswer() }
+    }
+
+    /// Registers the bytes `peerClosedInput` sends during a streamed answer.
+    func setInputClosedProbe(_ bytes: [UInt8], requestID: UInt64) {
+        guard requestID == self.requestID, state == .responding, !responseComplete else { return }
+        inputClosedProbe = bytes
+        if inputClosed, streaming { writeChunk(bytes, requestID: requestID) }
     }
 
     /// Feeds bytes to the parser until it needs more, a request is complete, or input is bad.
@@ -236,6 +297,7 @@ final class HTTPConnection: @unchecked Sendable {
         responseComplete = false
         streaming = false
         cancelHandler = nil
+        inputClosedProbe = nil
         fixedLengthRemaining = nil
         var request = HTTPRequest(head: head, body: body)
         request.bodyStream = stream
@@ -450,6 +512,9 @@ final class HTTPConnection: @unchecked Sendable {
         }
         state = .idle
         cancelHandler = nil
+        inputClosedProbe = nil
+        // After the peer's FIN, reading goes on to the end of its input (requests still in the
+        // kernel are answered); the end of input closes the connection (`endOfInput`).
         setDeadline(seconds: configuration.keepAliveTimeoutSeconds, answers408: false)
         setInterest(EventLoop.epollIn | EventLoop.epollRDHUP)
         if !pending.isEmpty { loop.scheduleResume(self) }
@@ -549,7 +614,9 @@ final class HTTPConnection: @unchecked Sendable {
         handler?()
     }
 
-    private func setInterest(_ events: UInt32) {
+    private func setInterest(_ requested: UInt32) {
+        // After the peer's FIN, EPOLLRDHUP would be raised on every wait: it is not watched.
+        let events = inputClosed ? requested & ~EventLoop.epollRDHUP : requested
         guard events != interest, state != .closed else { return }
         interest = events
         loop.updateInterest(self, events: events)

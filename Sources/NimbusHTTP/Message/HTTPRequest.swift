@@ -16,6 +16,8 @@ package struct HTTPRequest: Sendable {
     package var method: String { head.method }
     package var path: String { head.path }
     package var headers: HTTPHeaders { head.headers }
+    /// The authority the request is for (absolute-form target, else Host).
+    package var authority: String? { head.authority }
 
     /// The decoded value of a query parameter (`?since=...&wait=5`); nil when absent.
     package func queryParameter(_ name: String) -> String? {

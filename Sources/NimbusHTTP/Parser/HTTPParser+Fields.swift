@@ -103,6 +103,7 @@ extension HTTPParser {
         case 4 where name.equalsCaseInsensitive("host"): head.hostCount += 1
         case 6 where name.equalsCaseInsensitive("expect"): head.hasExpect = true
         case 10 where name.equalsCaseInsensitive("connection"): head.hasConnection = true
+        case 13 where name.equalsCaseInsensitive("authorization"): head.authorizationCount += 1
         case 14 where name.equalsCaseInsensitive("content-length"): head.contentLength = head.contentLength.adding(value)
         case 17 where name.equalsCaseInsensitive("transfer-encoding"): head.hasTransferEncoding = true
         default: break

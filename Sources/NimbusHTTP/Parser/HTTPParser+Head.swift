@@ -8,6 +8,7 @@ extension HTTPParser {
         var version = HTTPVersion.http1_1
         var headers = HTTPHeaders()
         var hostCount = 0
+        var authorizationCount = 0
         var contentLength = ContentLength.absent
         var hasTransferEncoding = false
         var hasConnection = false
@@ -150,6 +151,19 @@ extension HTTPParser {
         if head.hostCount == 1, let host = head.headers["Host"], !Self.isValidHost(host) {
             throw .badRequest("The Host header field is not a host name or address with an optional port.")
         }
+        // RFC 9112 §3.2.2: an absolute-form target's authority replaces Host, so it obeys Host's
+        // rules; RFC 9110 §4.2.1 and §4.2.4: an empty host or a userinfo part is invalid.
+        var authority = head.headers["Host"]
+        if let targetAuthority = HTTPRequestHead.absoluteFormAuthority(head.target) {
+            guard !targetAuthority.isEmpty, !targetAuthority.utf8.contains(UInt8(ascii: "@")),
+                  Self.isValidHost(targetAuthority) else {
+                throw .badRequest("The absolute-form target's authority is not a host name or address with an optional port "
+                    + "(no user information, not empty).")
+            }
+            authority = targetAuthority
+        }
+        // Two credentials leave it open which one the request means (API.md: ambiguous input is refused).
+        if head.authorizationCount > 1 { throw .badRequest("The request has more than one Authorization header field.") }
         let framing = try bodyFraming()
         var expectsContinue = false
         if head.hasExpect {
@@ -177,7 +191,8 @@ extension HTTPParser {
             headers: head.headers,
             keepAlive: keepAlive,
             expectsContinue: expectsContinue,
-            framing: framing
+            framing: framing,
+            authority: authority
         )
         self.framing = framing
         head = HeadAccumulator()

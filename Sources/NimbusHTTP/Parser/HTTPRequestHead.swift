@@ -31,6 +31,9 @@ package struct HTTPRequestHead: Sendable, Hashable {
     /// `Expect: 100-continue` on an HTTP/1.1 request: the client waits for `100 Continue` before the body.
     package var expectsContinue: Bool
     package var framing: BodyFraming
+    /// The authority the request is for: an absolute-form target's (RFC 9112 §3.2.2), else the
+    /// Host field's. What absolute URLs in answers are built from.
+    package var authority: String?
 
     /// A head for `target`, with `path` and `query` derived from it.
     package init(
@@ -40,7 +43,8 @@ package struct HTTPRequestHead: Sendable, Hashable {
         headers: HTTPHeaders = [:],
         keepAlive: Bool = true,
         expectsContinue: Bool = false,
-        framing: BodyFraming = .none
+        framing: BodyFraming = .none,
+        authority: String? = nil
     ) {
         let (path, query) = Self.split(target: target)
         self.method = method
@@ -52,6 +56,17 @@ package struct HTTPRequestHead: Sendable, Hashable {
         self.keepAlive = keepAlive
         self.expectsContinue = expectsContinue
         self.framing = framing
+        self.authority = authority ?? headers["Host"]
+    }
+
+    /// The authority of an absolute-form target (`scheme://authority/...`), or nil for other forms.
+    package static func absoluteFormAuthority(_ target: String) -> String? {
+        let bytes = target.utf8
+        guard bytes.first != UInt8(ascii: "/"), let start = absoluteFormAuthorityStart(bytes) else { return nil }
+        let end = bytes[start...].firstIndex {
+            $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+        } ?? bytes.endIndex
+        return String(target[start..<end])
     }
 
     /// Splits a request-target into path and query (RFC 9112 §3.2.1–§3.2.4).

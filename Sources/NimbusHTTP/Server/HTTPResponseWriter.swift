@@ -50,6 +50,14 @@ package final class HTTPResponseWriter: @unchecked Sendable {
         loop.execute { connection.finishStreaming(requestID: requestID) }
     }
 
+    /// Bytes to send at once if the client shuts down its sending side while this streamed answer
+    /// is under way (a long-poll's heartbeat): a client that only half-closed reads them as the
+    /// answer's whitespace; one that is gone answers with a reset, which cancels the request.
+    package func probeWhenInputCloses(_ bytes: [UInt8]) {
+        let connection = connection, requestID = requestID
+        loop.execute { connection.setInputClosedProbe(bytes, requestID: requestID) }
+    }
+
     /// Registers what to do if the client goes away before the answer is complete (runs on the
     /// event loop thread; keep it short). A parked long-poll uses it to free its waiter.
     package func onCancel(_ handler: @escaping @Sendable () -> Void) {

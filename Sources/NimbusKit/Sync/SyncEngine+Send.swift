@@ -252,14 +252,26 @@ extension SyncEngine {
         await delegate?.syncEngine(self, didSend: sent)
     }
 
-    /// Runs `sendChanges` after a delay (once; a later schedule replaces an earlier one only if sooner).
+    /// Runs `sendChanges` now, or after a delay. Only a retry still sleeping is replaced by a later
+    /// schedule: a send under way is never cancelled (that would fail a request the server may
+    /// already have done).
     func scheduleSend(after delay: TimeInterval) {
+        guard delay > 0 else {
+            Task { await self.sendChanges() }
+            return
+        }
         retryTask?.cancel()
         retryTask = Task { [weak self] in
-            if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1e9)) }
+            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
             guard !Task.isCancelled, let self else { return }
-            await self.retryNow()
+            await self.startScheduledRetry()
         }
+    }
+
+    /// The retry's sleep is over: send in a task of its own, out of reach of `retryTask?.cancel()`.
+    private func startScheduledRetry() {
+        retryTask = nil
+        Task { await self.retryNow() }
     }
 
     private func retryNow() async {
