@@ -102,7 +102,10 @@ struct AssetRoutes: Sendable {
         }
         var first: Int64 = 0, last = asset.size - 1
         var status = HTTPStatus.ok
-        switch ByteRange.parse(request.headers["Range"], size: asset.size) {
+        // RFC 9110 §13.1.5: a Range counts only if If-Range (when sent) is the current strong ETag;
+        // anything else, a date included (assets carry no Last-Modified), gets the whole body.
+        let ifRangeMatches = request.headers["If-Range"].map { $0.trimmingCharacters(in: .whitespaces) == etag } ?? true
+        switch ByteRange.parse(ifRangeMatches ? request.headers["Range"] : nil, size: asset.size) {
         case .whole: break
         case .unsatisfiable:
             var response = ErrorResponse.make(SyncError(.badRequest, "The range is outside the asset's \(asset.size) bytes."))

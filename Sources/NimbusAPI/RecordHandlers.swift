@@ -31,6 +31,9 @@ struct RecordHandlers: Sendable {
         var seen = Set<String>()
         for entry in entries {
             var parsed = RecordOperation.parse(entry)
+            if case .success(let operation) = parsed, let problem = Self.zoneContradiction(entry, requestZone: zoneName) {
+                parsed = .failure(ItemError(.badRequest, problem, recordName: operation.recordName))
+            }
             if case .success(var operation) = parsed {
                 if operation.recordName.isEmpty { operation.recordName = UUID().uuidString }
                 if operation.desiredKeys == nil { operation.desiredKeys = sharedKeys }
@@ -64,6 +67,18 @@ struct RecordHandlers: Sendable {
         }
         bytes += Array("]}".utf8)
         return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: bytes)
+    }
+
+    /// A record's own `zoneID` must name the request's zone (API.md: ambiguous input is refused).
+    static func zoneContradiction(_ entry: JSONValue, requestZone: String) -> String? {
+        guard let zone = entry["record"]?["zoneID"], !zone.isNull else { return nil }
+        guard case .string(let name)? = zone["zoneName"] else {
+            return "The record's zoneID must be {\"zoneName\": \"...\"}."
+        }
+        guard name == requestZone else {
+            return "The record names zone \(name), but the request is for zone \(requestZone); send it in a request whose zoneID is \(name)."
+        }
+        return nil
     }
 
     func lookup(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {

@@ -186,7 +186,7 @@ import Testing
 
     @Test func appendOnlyRecordsCanBeCreatedAndDeleted() {
         let plan = Fixture.plan([
-            modifyOperation("create", "e2", type: "Event", fields: #"{"appName": {"value": "Mail"}, "timestamp": {"value": 1}}"#),
+            modifyOperation("create", "e2", type: "Event", fields: #"{"appName": {"value": "Mail"}, "timestamp": {"value": 1795000000000}}"#),
             modifyOperation("delete", "e1", type: nil, tag: "t1"),
             modifyOperation("forceDelete", "e3", type: nil),
         ], existing: [Self.event, Fixture.record("e3", type: "Event", fields: [:])])

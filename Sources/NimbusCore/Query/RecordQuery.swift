@@ -196,6 +196,9 @@ package struct RecordQuery: Sendable, Hashable {
         if field == .recordName, valueType?.base == .reference {
             valueType = valueType?.isList == true ? FieldType(.reference, isList: true) : .reference
         }
+        if valueType == nil, FieldTyper.isWholeNumberBeyond64Bits(raw) {
+            throw fail("filterBy on \(name): a whole number outside 64 bits has no type; send fieldValue.type.")
+        }
         guard let type = valueType ?? FieldValue.inferType(raw) else {
             throw fail("filterBy on \(name): the value's type is unknown; send fieldValue.type.")
         }

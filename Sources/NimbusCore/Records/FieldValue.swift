@@ -134,6 +134,9 @@ extension FieldValue {
         case (.timestamp, .integer(let number)):
             guard timestampRange.contains(number) else { throw FieldValueError(given: "a time outside the years 1–9999") }
             return .timestamp(number)
+        case (.timestamp, .double(let number)) where number.isFinite && number != number.rounded():
+            // Ambiguous input is refused (API.md): a fraction of a millisecond is not rounded away.
+            throw FieldValueError(given: "a number with a fraction (TIMESTAMP values are whole milliseconds since 1970)")
         case (.timestamp, .double(let number)) where number.isFinite && abs(number) < 9e15:
             let milliseconds = Int64(number.rounded(.down))
             guard timestampRange.contains(milliseconds) else { throw FieldValueError(given: "a time outside the years 1–9999") }

@@ -19,9 +19,11 @@ package enum Names {
     /// Field names: 1–255, letter first, letters/digits/`_`.
     package static func isValidFieldName(_ name: String) -> Bool { isValidRecordType(name) }
 
-    /// Container ids: letters, digits, `.`, `-`, `_`, at most 255.
+    /// Container ids: letters, digits, `.`, `-`, `_`, at most 255, not only dots (`.` and `..` are
+    /// path segments that URL normalisation removes: such a container could not be reached).
     package static func isValidContainer(_ name: String) -> Bool {
         isValid(name, maxLength: 255) { isASCIIAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
+            && !name.utf8.allSatisfy { $0 == UInt8(ascii: ".") }
     }
 
     private static func isValid(_ name: String, maxLength: Int, _ allowed: (UInt8) -> Bool) -> Bool {

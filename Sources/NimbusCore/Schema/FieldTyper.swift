@@ -52,6 +52,10 @@ package struct FieldTyper: Sendable {
                 guard environment == .development else {
                     return fail("Field \(field.name) of \(recordType) is not deployed to production.")
                 }
+                if FieldTyper.isWholeNumberBeyond64Bits(field.value) {
+                    return fail("Field \(field.name) of record \(recordName) has no type and a whole number outside 64 bits "
+                        + "(INT64 holds ±9223372036854775807); send it with \"type\": \"DOUBLE\", or as a STRING.")
+                }
                 guard let inferred = FieldValue.inferType(field.value) else {
                     return fail("Field \(field.name) of record \(recordName) has no type and its value (\(field.value.kindDescription)) does not say one; send \"type\".")
                 }
@@ -68,6 +72,9 @@ package struct FieldTyper: Sendable {
             }
             switch Result(catching: { () throws(FieldValueError) -> FieldValue in try FieldValue.decode(field.value, as: fieldType) }) {
             case .success(let value):
+                if let problem = FieldTyper.retentionProblem(value, field: field.name, recordName: recordName, schema: schema) {
+                    return fail(problem)
+                }
                 if let assetCheck {
                     for asset in value.assets {
                         // A receipt proves the upload happened in this database, with these bytes.
@@ -82,5 +89,29 @@ package struct FieldTyper: Sendable {
             }
         }
         return .success(typed)
+    }
+
+    /// An untyped number written as an integer too large for `Int64` (a `UInt64` id, say) reaches
+    /// here as a whole double of magnitude ≥ 2⁶³: typing it DOUBLE would silently round it (API.md:
+    /// refused). The parser keeps no lexeme, so the rule covers whole numbers of up to 20 digits
+    /// however written; larger ones (1e300) are plainly doubles and stay DOUBLE.
+    static func isWholeNumberBeyond64Bits(_ json: JSONValue) -> Bool {
+        switch json {
+        case .double(let number):
+            return number == number.rounded() && abs(number) >= 9.223372036854775807e18 && abs(number) <= 1e20
+        case .array(let elements): return elements.contains(where: isWholeNumberBeyond64Bits)
+        default: return false
+        }
+    }
+
+    /// TIMESTAMPs before 2001 in a type's retention field look like seconds, which would be pruned
+    /// at the next run (API.md, "Ambiguous input is refused").
+    static let earliestRetentionTimestamp: Int64 = 978_307_200_000  // 2001-01-01T00:00:00Z
+
+    static func retentionProblem(_ value: FieldValue, field: String, recordName: String, schema: RecordTypeSchema?) -> String? {
+        guard let retention = schema?.retention, retention.field == field, case .timestamp(let milliseconds) = value,
+              milliseconds < earliestRetentionTimestamp else { return nil }
+        return "Field \(field) of record \(recordName) is the retention field of \(schema?.name ?? "its type") and holds \(milliseconds), "
+            + "before 2001-01-01: TIMESTAMP values are milliseconds since 1970 (a value in seconds would be pruned at once)."
     }
 }
