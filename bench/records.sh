@@ -27,7 +27,7 @@
 #    extra runs), CPU used by nimbus, PostgreSQL, the client and everything else during every run,
 #    server CPU per record (independent of other load on the shared machine), and a summary with
 #    Nimbus ÷ pgbench for each reference (target >= 0.7).
-# bench/reference/ is a copy of ../shared/reference-bench (schema, preload and pgbench scripts).
+# bench/reference/ holds the reference schema, preload and pgbench scripts.
 #
 # Knobs (environment): BENCH_SECONDS=10 BENCH_ROUNDS=2 BENCH_CLIENTS=16 BENCH_PG_CLIENTS="8 16" BENCH_PG_CLIENTS_BULK=8
 #   BENCH_TXN_CLIENTS=8 BENCH_BATCH=100 BENCH_BATCH_ZONES=32 BENCH_PRELOAD=100000 BENCH_WARMUP=3

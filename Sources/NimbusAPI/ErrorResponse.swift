@@ -4,7 +4,7 @@ import NimbusHTTP
 import NimbusPostgres
 import NimbusSupport
 
-/// Renders errors in the API.md shape: `{"uuid", "serverErrorCode", "reason", "retryAfter"?}`.
+/// Renders errors in the docs/api.md shape: `{"uuid", "serverErrorCode", "reason", "retryAfter"?}`.
 package enum ErrorResponse {
     /// The response for a request-level error.
     package static func make(_ error: SyncError) -> HTTPResponse {

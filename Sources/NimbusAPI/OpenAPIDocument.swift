@@ -10,7 +10,7 @@ package enum OpenAPIDocument {
   "info": {
     "title": "Nimbus",
     "version": "1",
-    "description": "A self-hosted CloudKit-style sync server: CloudKit Web Services' JSON shapes over HTTP/1.1 (see API.md). Every answer carries Date. Errors have the shape of Error; per-item errors inside 200 answers that of ItemError. HTTP-level faults (bad request line, headers too large, bad chunking, timeouts) answer 400/408/413/414/431/501/505 with the Error shape and close the connection. HEAD is served wherever GET is.",
+    "description": "A self-hosted CloudKit-style sync server: CloudKit Web Services' JSON shapes over HTTP/1.1 (see docs/api.md). Every answer carries Date. Errors have the shape of Error; per-item errors inside 200 answers that of ItemError. HTTP-level faults (bad request line, headers too large, bad chunking, timeouts) answer 400/408/413/414/431/501/505 with the Error shape and close the connection. HEAD is served wherever GET is.",
     "license": {
       "name": "Proprietary",
       "identifier": "LicenseRef-Nimbus"
@@ -2041,7 +2041,7 @@ package enum OpenAPIDocument {
     "schemas": {
       "Error": {
         "type": "object",
-        "description": "A request-level error (API.md \"Errors\").",
+        "description": "A request-level error (docs/api.md \"Errors\").",
         "required": [
           "uuid",
           "serverErrorCode",

@@ -69,7 +69,7 @@ struct RecordHandlers: Sendable {
         return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: bytes)
     }
 
-    /// A record's own `zoneID` must name the request's zone (API.md: ambiguous input is refused).
+    /// A record's own `zoneID` must name the request's zone (docs/api.md: ambiguous input is refused).
     static func zoneContradiction(_ entry: JSONValue, requestZone: String) -> String? {
         guard let zone = entry["record"]?["zoneID"], !zone.isNull else { return nil }
         guard case .string(let name)? = zone["zoneName"] else {

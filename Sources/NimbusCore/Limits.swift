@@ -1,4 +1,4 @@
-/// Every named limit of the service with its default (API.md "Limits"). `GET /limits` shows the
+/// Every named limit of the service with its default (docs/api.md "Limits"). `GET /limits` shows the
 /// configured values under these names; each is overridable by flag and environment variable.
 package struct Limits: Sendable, Hashable {
     package var maxOperationsPerRequest = 400

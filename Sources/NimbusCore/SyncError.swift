@@ -1,7 +1,7 @@
 /// An error answered to a client: a CloudKit `serverErrorCode`, its HTTP status, and a sentence a
 /// user can act on.
 package struct SyncError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A `serverErrorCode` with its HTTP status (API.md "Errors").
+    /// A `serverErrorCode` with its HTTP status (docs/api.md "Errors").
     package struct Code: Sendable, Hashable, CustomStringConvertible {
         package let name: String
         package let httpStatus: Int

@@ -51,7 +51,7 @@ package protocol ParkedRequest: AnyObject, Sendable {
     func expire()
 }
 
-/// Parked long-poll requests keyed by database (DESIGN.md "Long-poll instead of push"). A parked
+/// Parked long-poll requests keyed by database (docs/architecture.md "Long-poll instead of push"). A parked
 /// request costs an entry here and its socket — no thread, no database connection. One timer
 /// scans for deadlines and heartbeats.
 package final class ChangeHub: @unchecked Sendable {

@@ -28,7 +28,7 @@ extension Store {
 
     // MARK: - Signed handles
 
-    /// A receipt binds database, checksum and size (API.md Assets).
+    /// A receipt binds database, checksum and size (docs/api.md Assets).
     package func receipt(databaseID: Int64, sha256: [UInt8], size: Int64) -> String {
         var payload: [UInt8] = []
         payload.appendBigEndian64(databaseID)

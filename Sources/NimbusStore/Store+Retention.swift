@@ -3,7 +3,7 @@ import NimbusCore
 import NimbusPostgres
 import NimbusSupport
 
-/// What `prune` does (DESIGN.md "Retention"; issue: `nimbus prune`).
+/// What `prune` does (docs/architecture.md "Retention"; issue: `nimbus prune`).
 package struct PruneOptions: Sendable {
     /// Prune records whose retention start (the earlier of `created` and the type's retention
     /// field) is older than this; nil: use each type's schema retention (`expires_at`).

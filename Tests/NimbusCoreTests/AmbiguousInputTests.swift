@@ -1,7 +1,7 @@
 @testable import NimbusCore
 import Testing
 
-/// API.md, "Ambiguous input is refused, never guessed": the domain rules.
+/// docs/api.md, "Ambiguous input is refused, never guessed": the domain rules.
 @Suite struct AmbiguousInputTests {
     let fixtures = FieldTyperTests()
     let event = RecordTypeSchema(name: "BlockedAppEvent", fields: ["timestamp": .timestamp, "appName": .string],

@@ -2,7 +2,7 @@ import Foundation
 @testable import NimbusCore
 import Testing
 
-/// Signed zone and database change tokens and signed opaque values (API.md records/changes, zones/changes).
+/// Signed zone and database change tokens and signed opaque values (docs/api.md records/changes, zones/changes).
 @Suite struct ChangeTokenTests {
     let signer = TokenSigner(key: Array("server secret key of thirty-two!".utf8))
     let zoneToken = ZoneChangeToken(databaseID: 7, zoneID: 42, sequence: 1234)

@@ -1,7 +1,7 @@
 @testable import NimbusCore
 import Testing
 
-/// Field types and wire values (API.md Records: field types).
+/// Field types and wire values (docs/api.md Records: field types).
 @Suite struct FieldValueTests {
     func decode(_ json: String, as typeName: String) -> Result<FieldValue, FieldValueError> {
         guard let type = FieldType(name: typeName) else { fatalError("no type \(typeName)") }

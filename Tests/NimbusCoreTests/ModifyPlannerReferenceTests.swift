@@ -1,7 +1,7 @@
 @testable import NimbusCore
 import Testing
 
-/// DELETE_SELF references, cascades and retention expiry in the planner (API.md Schema and Details).
+/// DELETE_SELF references, cascades and retention expiry in the planner (docs/api.md Schema and Details).
 @Suite struct ModifyPlannerReferenceTests {
     static func link(_ name: String, to target: String, action: String = "DELETE_SELF", zone: String? = nil, kind: String = "create") -> String {
         let zoneMember = zone.map { #", "zoneID": {"zoneName": "\#($0)"}"# } ?? ""

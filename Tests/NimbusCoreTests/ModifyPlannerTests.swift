@@ -13,7 +13,7 @@ func modifyOperation(_ kind: String, _ name: String, type: String? = "Note", tag
     return operation + "}"
 }
 
-/// Every operation type against a missing, a live and a tombstoned record (API.md records/modify and Details).
+/// Every operation type against a missing, a live and a tombstoned record (docs/api.md records/modify and Details).
 @Suite struct ModifyPlannerTests {
     let live = Fixture.record("r1")
     let tombstone = Fixture.record("r1", tag: "t0", deleted: true)
@@ -73,7 +73,7 @@ func modifyOperation(_ kind: String, _ name: String, type: String? = "Note", tag
     }
 
     @Test func createOverALiveRecordOfAnotherTypeIsExists() {
-        // API.md: `create` is EXISTS when the record is present (and differs); only update forms change
+        // docs/api.md: `create` is EXISTS when the record is present (and differs); only update forms change
         // content, so a create naming another type is not a "type change" BAD_REQUEST.
         let plan = Fixture.plan([modifyOperation("create", "r1", type: "Link")], existing: [live])
         #expect(plan.results.first?.error?.code == .exists)

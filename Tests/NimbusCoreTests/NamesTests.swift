@@ -1,7 +1,7 @@
 @testable import NimbusCore
 import Testing
 
-/// The naming rules of API.md ("Records" and "Details": Names).
+/// The naming rules of docs/api.md ("Records" and "Details": Names).
 @Suite struct NamesTests {
     static let letters = String(repeating: "a", count: 255)
 

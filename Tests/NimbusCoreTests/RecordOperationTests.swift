@@ -1,7 +1,7 @@
 @testable import NimbusCore
 import Testing
 
-/// Parsing one element of `records/modify` `operations`: a malformed one is a BAD_REQUEST item (API.md Details).
+/// Parsing one element of `records/modify` `operations`: a malformed one is a BAD_REQUEST item (docs/api.md Details).
 @Suite struct RecordOperationTests {
     func parsed(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> RecordOperation? {
         let result = Fixture.operation(text)

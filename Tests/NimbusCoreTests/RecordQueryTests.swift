@@ -1,7 +1,7 @@
 @testable import NimbusCore
 import Testing
 
-/// Parsing `records/query` (API.md records/query, Details: Query and Limits).
+/// Parsing `records/query` (docs/api.md records/query, Details: Query and Limits).
 @Suite struct RecordQueryTests {
     static let schema: [String: RecordTypeSchema] = [
         "Item": RecordTypeSchema(name: "Item", fields: ["title": .string, "count": .int64, "at": .timestamp, "score": .double,
@@ -63,7 +63,7 @@ import Testing
 
     @Test(arguments: ["IN", "NOT_IN"])
     func inAndNotInOnAFieldUnknownToTheSchemaRefuseAnUntypedScalar(comparator: String) {
-        // API.md: IN/NOT_IN take a _LIST value, also when the type comes from the value itself.
+        // docs/api.md: IN/NOT_IN take a _LIST value, also when the type comes from the value itself.
         #expect(refusal(filter("unknown", comparator, #""a""#))?.code == .badRequest)
         #expect(refusal(filter("unknown", comparator, "5"))?.code == .badRequest)
         #expect((try? filter("unknown", comparator, #"["a"]"#).get().value) == .list(elementType: .string, [.string("a")]))
@@ -74,12 +74,12 @@ import Testing
     }
 
     @Test func listContainsRefusesAListValue() {
-        // API.md: LIST_CONTAINS takes an element value; a _LIST value could never be an element of a STRING_LIST.
+        // docs/api.md: LIST_CONTAINS takes an element value; a _LIST value could never be an element of a STRING_LIST.
         #expect(refusal(filter("tags", "LIST_CONTAINS", #"["red"]"#, type: "STRING_LIST"))?.code == .badRequest)
     }
 
     @Test func aDeclaredTypeThatContradictsTheFieldsTypeIsBadRequest() {
-        // API.md Errors: a wrong field type is BAD_REQUEST; `___recordID` takes a STRING record name.
+        // docs/api.md Errors: a wrong field type is BAD_REQUEST; `___recordID` takes a STRING record name.
         #expect(refusal(filter("___recordID", "EQUALS", "5", type: "INT64"))?.code == .badRequest)
         #expect(refusal(filter("___createTime", "EQUALS", #""x""#, type: "STRING"))?.code == .badRequest)
         #expect(refusal(filter("count", "EQUALS", #""5""#, type: "STRING"))?.code == .badRequest)

@@ -1,7 +1,7 @@
 @testable import NimbusCore
 import Testing
 
-/// The record dictionary, the stored form of fields and change tags (API.md Records).
+/// The record dictionary, the stored form of fields and change tags (docs/api.md Records).
 @Suite struct RecordTests {
     static let fields: [String: FieldValue] = [
         "title": .string("Safari"), "count": .int64(3), "ratio": .double(0.5), "at": .timestamp(1_795_000_000_000),

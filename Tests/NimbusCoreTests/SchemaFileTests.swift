@@ -2,7 +2,7 @@ import Foundation
 @testable import NimbusCore
 import Testing
 
-/// Schema files (API.md "Schema" and Details: Schema files) and the schemas that ship in deploy/schemas/.
+/// Schema files (docs/api.md "Schema" and Details: Schema files) and the schemas that ship in deploy/schemas/.
 @Suite struct SchemaFileTests {
     static let shippedFiles = ["applocker.json", "maccy.json", "mapplock.json"]
 

@@ -1,7 +1,7 @@
 import Testing
 import NimbusHTTP
 
-// API.md, "Ambiguous input is refused, never guessed" (HTTP side): two credentials, and an
+// docs/api.md, "Ambiguous input is refused, never guessed" (HTTP side): two credentials, and an
 // absolute-form target whose authority breaks the Host rules. Every split of the input agrees.
 
 @Test func rejectsTwoAuthorizationFields() {

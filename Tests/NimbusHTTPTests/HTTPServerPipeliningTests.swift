@@ -4,7 +4,7 @@ import Testing
 @testable import NimbusHTTP
 
 /// Pipelined requests across read-buffer boundaries, and clients that half-close after sending:
-/// every request is answered, in order (API.md: a half-closing client gets every answer).
+/// every request is answered, in order (docs/api.md: a half-closing client gets every answer).
 @Suite struct HTTPServerPipeliningTests {
     let tests = HTTPServerTests()
 

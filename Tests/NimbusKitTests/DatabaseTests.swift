@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import NimbusKit
 
-/// The client against the real server: every operation of API.md once, typed values both ways.
+/// The client against the real server: every operation of docs/api.md once, typed values both ways.
 @Suite("Database client against the real server")
 struct DatabaseTests {
     @Test func savesLooksUpQueriesAndDeletesTypedRecords() async throws {

@@ -4,7 +4,7 @@
    makes is replayed with the peer's token (bob, who never writes anything), and every URL that an
    answer hands the owner (downloadURL, upload url, webcourierURL) is tried with the peer's token.
    The peer must get none of the owner's records, zones, subscriptions, notifications or bytes:
-   API.md reports a foreign object exactly as a missing one. (Schemathesis' own
+   docs/api.md reports a foreign object exactly as a missing one. (Schemathesis' own
    `object_level_authorization` check replays only GET reads of path ids, and almost every Nimbus
    read is a POST with names in the body; this check covers those.)
 2. `before_call`: a generated `wait` above 2 s becomes 1 s, so that a case does not hold a
@@ -107,7 +107,7 @@ READ_OPERATIONS = ("records/lookup", "records/query", "records/changes", "zones/
 
 @schemathesis.check
 def peer_sees_none_of_owner_objects(ctx, response, case):
-    """The peer's token never reaches what the owner's answers show (API.md: a foreign object is a missing one)."""
+    """The peer's token never reaches what the owner's answers show (docs/api.md: a foreign object is a missing one)."""
     if not PEER_TOKEN or not 200 <= response.status_code < 300:
         return None
     path = case.operation.path

@@ -1,4 +1,4 @@
-/// Evaluating a query's filters against one record, as the SQL of records/query does (API.md
+/// Evaluating a query's filters against one record, as the SQL of records/query does (docs/api.md
 /// Details): filters are ANDed; a record without the field matches only NOT_EQUALS and NOT_IN.
 extension QueryFilter {
     package func matches(_ record: Record) -> Bool {

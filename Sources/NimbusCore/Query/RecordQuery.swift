@@ -65,7 +65,7 @@ package struct QuerySort: Sendable, Hashable {
     }
 }
 
-/// A parsed `records/query` request (API.md Records/query and Details).
+/// A parsed `records/query` request (docs/api.md Records/query and Details).
 package struct RecordQuery: Sendable, Hashable {
     package var recordType: String
     package var filters: [QueryFilter]

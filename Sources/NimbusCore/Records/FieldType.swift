@@ -1,4 +1,4 @@
-/// A field's type as API.md names it: a base type, or the `_LIST` form of one.
+/// A field's type as docs/api.md names it: a base type, or the `_LIST` form of one.
 package struct FieldType: Sendable, Hashable, CustomStringConvertible {
     package enum Base: String, Sendable, CaseIterable {
         case string = "STRING"

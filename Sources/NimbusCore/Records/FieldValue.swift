@@ -1,6 +1,6 @@
 import Foundation
 
-/// A reference from one record to another (API.md `REFERENCE`).
+/// A reference from one record to another (docs/api.md `REFERENCE`).
 package struct RecordReference: Sendable, Hashable {
     package enum Action: String, Sendable {
         case none = "NONE"
@@ -19,7 +19,7 @@ package struct RecordReference: Sendable, Hashable {
     }
 }
 
-/// An asset a record field points at (API.md `ASSETID`).
+/// An asset a record field points at (docs/api.md `ASSETID`).
 package struct AssetValue: Sendable, Hashable {
     package var fileChecksum: String
     package var size: Int64
@@ -135,7 +135,7 @@ extension FieldValue {
             guard timestampRange.contains(number) else { throw FieldValueError(given: "a time outside the years 1–9999") }
             return .timestamp(number)
         case (.timestamp, .double(let number)) where number.isFinite && number != number.rounded():
-            // Ambiguous input is refused (API.md): a fraction of a millisecond is not rounded away.
+            // Ambiguous input is refused (docs/api.md): a fraction of a millisecond is not rounded away.
             throw FieldValueError(given: "a number with a fraction (TIMESTAMP values are whole milliseconds since 1970)")
         case (.timestamp, .double(let number)) where number.isFinite && abs(number) < 9e15:
             let milliseconds = Int64(number.rounded(.down))
@@ -180,7 +180,7 @@ extension FieldValue {
     /// database timestamps derived from them stay in range.
     package static let timestampRange: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
 
-    /// The type a development schema gives a field first seen without `type` (API.md Details):
+    /// The type a development schema gives a field first seen without `type` (docs/api.md Details):
     /// string STRING, integer INT64, fraction/exponent DOUBLE, non-empty array of those the
     /// `_LIST` type (mixed integers and fractions DOUBLE_LIST); nil when not inferable.
     package static func inferType(_ json: JSONValue) -> FieldType? {

@@ -40,7 +40,7 @@ package struct ModifyPlan: Sendable {
     package var hasWrites: Bool { !writes.isEmpty }
 }
 
-/// Plans `records/modify` against the zone's current records (API.md Records/modify and Details).
+/// Plans `records/modify` against the zone's current records (docs/api.md Records/modify and Details).
 package struct ModifyPlanner: Sendable {
     package struct Context: Sendable {
         package var zoneName: String

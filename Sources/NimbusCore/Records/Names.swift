@@ -1,4 +1,4 @@
-/// The naming rules of API.md, in one place.
+/// The naming rules of docs/api.md, in one place.
 package enum Names {
     /// Record and zone names: 1–255 of letters, digits, `-`, `_`, `.`, `:` (ASCII).
     package static func isValidRecordName(_ name: String) -> Bool {

@@ -1,4 +1,4 @@
-/// Who changed a record and when (API.md `created` / `modified`).
+/// Who changed a record and when (docs/api.md `created` / `modified`).
 package struct RecordStamp: Sendable, Hashable {
     /// Milliseconds since the Unix epoch.
     package var timestamp: Int64
@@ -39,7 +39,7 @@ package struct Record: Sendable, Hashable {
         self.zoneName = zoneName
     }
 
-    /// The record dictionary of API.md; `desiredKeys` limits the fields (nil: all).
+    /// The record dictionary of docs/api.md; `desiredKeys` limits the fields (nil: all).
     package func json(desiredKeys: Set<String>? = nil) -> JSONValue {
         var fieldsObject = JSONObject()
         for name in fields.keys.sorted() {

@@ -60,7 +60,7 @@ package struct RecordOperation: Sendable, Hashable {
         self.desiredKeys = desiredKeys
     }
 
-    /// Parses one element of `operations`. A malformed object is an item error (API.md).
+    /// Parses one element of `operations`. A malformed object is an item error (docs/api.md).
     package static func parse(_ json: JSONValue) -> Result<RecordOperation, ItemError> {
         func fail(_ reason: String, _ name: String? = nil) -> Result<RecordOperation, ItemError> {
             .failure(ItemError(.badRequest, reason, recordName: name))

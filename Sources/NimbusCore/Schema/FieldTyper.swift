@@ -1,4 +1,4 @@
-/// Types the fields of an operation against the container's schema (API.md Schema and Details):
+/// Types the fields of an operation against the container's schema (docs/api.md Schema and Details):
 /// declared or schema types are checked, unknown fields are typed from JSON in `development` and
 /// refused in `production`.
 package struct FieldTyper: Sendable {
@@ -92,7 +92,7 @@ package struct FieldTyper: Sendable {
     }
 
     /// An untyped number written as an integer too large for `Int64` (a `UInt64` id, say) reaches
-    /// here as a whole double of magnitude ≥ 2⁶³: typing it DOUBLE would silently round it (API.md:
+    /// here as a whole double of magnitude ≥ 2⁶³: typing it DOUBLE would silently round it (docs/api.md:
     /// refused). The parser keeps no lexeme, so the rule covers whole numbers of up to 20 digits
     /// however written; larger ones (1e300) are plainly doubles and stay DOUBLE.
     static func isWholeNumberBeyond64Bits(_ json: JSONValue) -> Bool {
@@ -105,7 +105,7 @@ package struct FieldTyper: Sendable {
     }
 
     /// TIMESTAMPs before 2001 in a type's retention field look like seconds, which would be pruned
-    /// at the next run (API.md, "Ambiguous input is refused").
+    /// at the next run (docs/api.md, "Ambiguous input is refused").
     static let earliestRetentionTimestamp: Int64 = 978_307_200_000  // 2001-01-01T00:00:00Z
 
     static func retentionProblem(_ value: FieldValue, field: String, recordName: String, schema: RecordTypeSchema?) -> String? {

@@ -4,7 +4,7 @@ package enum Environment: String, Sendable, CaseIterable {
     case production
 }
 
-/// How long records of a type live (API.md Schema): `days` after the earlier of `field` and the
+/// How long records of a type live (docs/api.md Schema): `days` after the earlier of `field` and the
 /// record's creation time; 0 days means at the next prune.
 package struct RetentionPolicy: Sendable, Hashable {
     package var days: Int
@@ -44,7 +44,7 @@ package struct ContainerSchema: Sendable, Hashable {
 }
 
 extension ContainerSchema {
-    /// Reads a schema file (API.md "Schema files"):
+    /// Reads a schema file (docs/api.md "Schema files"):
     /// `{"container": "...", "recordTypes": {"T": {"fields": {"f": "STRING"}, "retention": {"days": 30, "field": "f"}, "appendOnly": true}}}`.
     package static func parseFile(_ json: JSONValue) throws(SyncError) -> ContainerSchema {
         func fail(_ reason: String) -> SyncError { SyncError(.badRequest, "Invalid schema file: \(reason)") }

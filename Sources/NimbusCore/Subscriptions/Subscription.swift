@@ -1,4 +1,4 @@
-/// A subscription (API.md "Subscriptions and notifications"): what to notify about, and how.
+/// A subscription (docs/api.md "Subscriptions and notifications"): what to notify about, and how.
 package struct Subscription: Sendable, Hashable {
     package enum Kind: String, Sendable, CaseIterable {
         case query, zone, database
@@ -120,7 +120,7 @@ package struct Subscription: Sendable, Hashable {
         }
     }
 
-    /// The notification for a change (API.md notification shape, without its id and cursor).
+    /// The notification for a change (docs/api.md notification shape, without its id and cursor).
     package func notification(id notificationID: String, trigger: Trigger, record: Record, zoneName: String) -> JSONValue {
         var object: JSONObject = [
             "notificationID": .string(notificationID),

@@ -1,6 +1,6 @@
 import NimbusSupport
 
-/// Opaque, versioned, tamper-evident sync tokens (DESIGN.md "Change tokens").
+/// Opaque, versioned, tamper-evident sync tokens (docs/architecture.md "Change tokens").
 ///
 /// A zone token says "everything of this zone incarnation up to sequence N"; it is bound to the
 /// zone's name by its MAC, so a token used on another zone is refused like a forged one. A

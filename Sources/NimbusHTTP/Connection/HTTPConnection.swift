@@ -104,7 +104,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     /// The peer shut down its sending side (EPOLLRDHUP), or closed altogether: the two look the
-    /// same until a write. Requests it sent are still answered (API.md: a half-closing client gets
+    /// same until a write. Requests it sent are still answered (docs/api.md: a half-closing client gets
     /// every answer); reading goes on until the end of its input, then the connection closes once
     /// nothing is left to answer. A streamed answer sends its probe (a long-poll's heartbeat) so
     /// that a client that is really gone resets the connection, which cancels the request.

@@ -162,7 +162,7 @@ extension HTTPParser {
             }
             authority = targetAuthority
         }
-        // Two credentials leave it open which one the request means (API.md: ambiguous input is refused).
+        // Two credentials leave it open which one the request means (docs/api.md: ambiguous input is refused).
         if head.authorizationCount > 1 { throw .badRequest("The request has more than one Authorization header field.") }
         let framing = try bodyFraming()
         var expectsContinue = false

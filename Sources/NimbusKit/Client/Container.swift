@@ -58,7 +58,7 @@ public struct ServerLimits: Sendable, Hashable {
     public var maxAssetBytes: Int64
     public var maxAssetTokensPerRequest: Int
 
-    /// The defaults of API.md, used for any key the server does not announce.
+    /// The defaults of docs/api.md, used for any key the server does not announce.
     public static let defaults = ServerLimits(JSONObject())
 
     init(_ object: JSONObject) {

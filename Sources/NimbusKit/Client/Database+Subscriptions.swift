@@ -25,7 +25,7 @@ extension Database {
     /// `subscriptions/modify`: saves (creating or updating) and deletes.
     public func modifySubscriptions(saving: [Subscription] = [], deleting: [String] = []) async throws
         -> [Result<Subscription?, NimbusError>] {
-        // `create` saves whether or not the subscription exists (API.md); `update` would need it to.
+        // `create` saves whether or not the subscription exists (docs/api.md); `update` would need it to.
         var operations: [JSONObject] = saving.map { subscription in
             ["operationType": "create", "subscription": subscription.wireSubscription()]
         }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A user's private database in one container and environment: every `records/…` operation of
-/// API.md as an `async throws` method. Per-item results come back in request order; requests
+/// docs/api.md as an `async throws` method. Per-item results come back in request order; requests
 /// larger than the server's `/limits` are split.
 public struct Database: Sendable {
     public let container: Container

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One operation of `records/modify`, as API.md's operation types.
+/// One operation of `records/modify`, as docs/api.md's operation types.
 public struct RecordOperation: Sendable, Hashable {
     public enum Kind: String, Sendable, Hashable, Codable {
         case create, update, forceUpdate, replace, forceReplace, delete, forceDelete

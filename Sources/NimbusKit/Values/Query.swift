@@ -27,7 +27,7 @@ public struct Query: Sendable, Hashable {
     }
 }
 
-/// One comparison of a query (API.md's comparators).
+/// One comparison of a query (docs/api.md's comparators).
 public struct Filter: Sendable, Hashable {
     public enum Comparator: String, Sendable, Hashable, CaseIterable {
         case equals = "EQUALS", notEquals = "NOT_EQUALS"

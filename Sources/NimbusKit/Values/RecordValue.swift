@@ -1,6 +1,6 @@
 import Foundation
 
-/// A typed field value, as API.md's field types: `STRING`, `INT64`, `DOUBLE`, `TIMESTAMP`, `BYTES`,
+/// A typed field value, as docs/api.md's field types: `STRING`, `INT64`, `DOUBLE`, `TIMESTAMP`, `BYTES`,
 /// `REFERENCE`, `ASSETID` and the `_LIST` form of each.
 public enum RecordValue: Hashable, Sendable, Codable {
     case string(String)
@@ -52,7 +52,7 @@ public enum RecordValue: Hashable, Sendable, Codable {
     public static func dates(_ values: [Date]) -> RecordValue { .list(values.map(RecordValue.date), elementType: .timestamp) }
 }
 
-/// The wire field types of API.md.
+/// The wire field types of docs/api.md.
 public struct FieldType: Hashable, Sendable, Codable, RawRepresentable, CustomStringConvertible {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }

@@ -45,7 +45,7 @@ extension Record {
 }
 
 extension NimbusError {
-    /// An error object of an answer (request-level or item), as API.md's error shape.
+    /// An error object of an answer (request-level or item), as docs/api.md's error shape.
     static func fromWire(_ object: JSONObject, status: Int, zoneID: ZoneID) -> NimbusError {
         let serverCode = JSON.string(object["serverErrorCode"]) ?? "UNKNOWN"
         let reason = JSON.string(object["reason"]) ?? "The server answered \(serverCode) without a reason."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# /healthz, /metrics and /limits answer 200; /limits shows every API.md limit with its default and
+# /healthz, /metrics and /limits answer 200; /limits shows every docs/api.md limit with its default and
 # configured values (flag > environment > default, and the configured value is enforced);
 # /metrics counts the requests just made by route, method and status; every answer has a Date.
 source "$(dirname "$0")/../lib.sh"
@@ -43,12 +43,12 @@ declare -A documented=(
 for key in "${!documented[@]}"; do
   expect_json_field "$key" "${documented[$key]}"
 done
-# Keys API.md lists without a number: present and a positive whole number.
+# Keys docs/api.md lists without a number: present and a positive whole number.
 for key in maxAssetBytes userQuotaBytes maxWaitersPerDevice maxWaiters tombstoneRetentionDays; do
   value=$(json_field "$key") || fail "/limits lacks $key: $HTTP_BODY"
   [[ $value =~ ^[1-9][0-9]*$ ]] || fail "/limits $key = '$value' is not a positive whole number"
 done
-ok "/limits lists every API.md key with its default"
+ok "/limits lists every docs/api.md key with its default"
 get_limits_calls=2
 
 note "GET /metrics counts what was asked"

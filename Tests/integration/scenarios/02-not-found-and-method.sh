@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unknown paths answer 404 NOT_FOUND and wrong methods 405 BAD_REQUEST with Allow, both in the
-# API.md error shape; HEAD answers like GET without a body.
+# docs/api.md error shape; HEAD answers like GET without a body.
 source "$(dirname "$0")/../lib.sh"
 
 start_nimbus

@@ -109,7 +109,7 @@ for ((round = 1; round <= 5; round++)); do
     *) fail "round $round: different concurrent creates: $mac_out / $phone_out" ;;
   esac
   expect_error_body EXISTS "$(record_items "$loser_out")"
-  # API.md promises serverRecord only with CONFLICT; if EXISTS carries one, it is the winner's.
+  # docs/api.md promises serverRecord only with CONFLICT; if EXISTS carries one, it is the winner's.
   if [[ $loser_out == *'"serverRecord":'* ]]; then
     [ "$(record_tag "new-$round" "$loser_out")" = "$(record_tag "new-$round" "$winner_out")" ] || fail "round $round: EXISTS carries another record than the winner's: $loser_out"
   fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bad input (issue 3): every malformed, mistyped, out-of-range, unauthenticated or over-limit
-# request is a 4xx with the API.md error shape {uuid, serverErrorCode, reason} (or a BAD_REQUEST
-# item inside a 200 where API.md says the error is about one record), and never a 500.
+# request is a 4xx with the docs/api.md error shape {uuid, serverErrorCode, reason} (or a BAD_REQUEST
+# item inside a 200 where docs/api.md says the error is about one record), and never a 500.
 source "$(dirname "$0")/../lib.sh"
 
 start_store_server
@@ -367,7 +367,7 @@ expect_item_codes "NOT_FOUND ok" "after the failed atomic request"
 ok "NOT_FOUND, EXISTS, type change, VALIDATING_REFERENCE_ERROR and ATOMIC_ERROR items, nothing saved by a failed atomic request"
 
 note "values PostgreSQL cannot hold as given: NUL characters, timestamps beyond its range"
-# API.md: 500 is never an answer to bad input. A value is either stored and returned as sent, or
+# docs/api.md: 500 is never an answer to bad input. A value is either stored and returned as sent, or
 # refused as BAD_REQUEST (an item in records/modify, the request in records/query).
 nimbus_admin schema import "$REPO_DIR/deploy/schemas/applocker.json" >/dev/null
 nul_saves=(

@@ -11,7 +11,7 @@ nimbus_admin user add alice >/dev/null
 issue_token MAC alice mac
 issue_token PHONE alice phone
 
-# zone_names [JSON]: the zone names of an answer, sorted bytewise (API.md promises no order).
+# zone_names [JSON]: the zone names of an answer, sorted bytewise (docs/api.md promises no order).
 zone_names() { printf '%s' "${1-$HTTP_BODY}" | grep -a -o '"zoneID":{"zoneName":"[^"]*"}' | sed 's/.*"zoneName":"\([^"]*\)"}/\1/' | sort | tr '\n' ' ' | sed 's/ $//'; }
 # zone_token ZONE [JSON]: the syncToken that follows ZONE's zoneID in a zones answer.
 zone_token() { printf '%s' "${2-$HTTP_BODY}" | grep -a -o "\"zoneID\":{\"zoneName\":\"$1\"},\"syncToken\":\"[^\"]*\"" | sed 's/.*"syncToken":"\([^"]*\)"/\1/'; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# API.md "Ambiguous input is refused, never guessed" (the seams issue), against the real binary:
+# docs/api.md "Ambiguous input is refused, never guessed" (the seams issue), against the real binary:
 # containers of dots, a record zoneID contradicting the request's, TIMESTAMPs with a fraction,
 # untyped integers outside 64 bits, seconds-looking TIMESTAMPs in a retention field, two
 # Authorization fields, absolute-form authorities, and a non-matching If-Range.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Waiting records/changes and zones/changes (issue 4, API.md records/changes `wait`, Details →
+# Waiting records/changes and zones/changes (issue 4, docs/api.md records/changes `wait`, Details →
 # Change feeds): a waiting request is answered < 1 s after a write by another device, with the
 # record (creates, deletes, a zone without a token); with nothing happening it answers after the
 # wait (3 s ± 0.5) with no records and EXACTLY the request's token string (a request without a

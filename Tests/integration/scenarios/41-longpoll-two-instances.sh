@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Several instances behave as one (issue 4 item 4, DESIGN.md "Long-poll instead of push"): two
+# Several instances behave as one (issue 4 item 4, docs/architecture.md "Long-poll instead of push"): two
 # `nimbus serve` on two ports share one database; a device waits on instance B while another
 # device writes through instance A, and B answers within 1 s — for records/changes (several
 # rounds, and the other way round), for a notification channel (webcourier poll on B) and for

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Subscriptions and notification channels (issue 4 items 2–3, API.md "Subscriptions and
+# Subscriptions and notification channels (issue 4 items 2–3, docs/api.md "Subscriptions and
 # notifications", Details → Notifications), in production with the AppLocker schema:
 # - the app's subscriptions (sub-blocked on BlockedAppEvent create, sub-failed-auth on
 #   FailedAuthEvent create, title + sound);
@@ -268,7 +268,7 @@ note "subscriptions/modify: update changes what fires; bad subscriptions are ite
 api_ok "$PHONE" subscriptions/modify '{"operations":[{"operationType":"update","subscription":{"subscriptionID":"sub-blocked","subscriptionType":"query","query":{"recordType":"BlockedAppEvent"},"firesOn":["create"],"notificationInfo":{"title":"Blocked (v2)","soundName":"default"}}},{"operationType":"update","subscription":{"subscriptionID":"never-made","subscriptionType":"database"}},{"operationType":"create","subscription":{"subscriptionID":"bad-zone","subscriptionType":"zone","zoneID":{"zoneName":"NoSuchZone"}}},{"operationType":"create","subscription":{"subscriptionID":"bad-type","subscriptionType":"query","query":{"recordType":"NotDeployed"}}},{"operationType":"create","subscription":{"subscriptionID":"bad-comparator","subscriptionType":"query","query":{"recordType":"BlockedAppEvent","filterBy":[{"fieldName":"appName","comparator":"SOUNDS_LIKE","fieldValue":{"value":"x"}}]}}}]}'
 items=$(printf '%s' "$HTTP_BODY" | sed 's/},{"/}\n{"/g' | grep -a '"subscriptionID"' | while IFS= read -r item; do
   printf '%s:%s ' "$(json_field subscriptionID "$item")" "$(json_field serverErrorCode "$item" || echo ok)"; done)
-# API.md says nothing about subscriptions on undeployed types; records/query answers BAD_REQUEST
+# docs/api.md says nothing about subscriptions on undeployed types; records/query answers BAD_REQUEST
 # for them in production, so that is what we expect to see, but only note it otherwise.
 case $items in
   *"bad-type:ok "*) note "observation: a production query subscription on the undeployed type NotDeployed is accepted (records/query would be BAD_REQUEST)"

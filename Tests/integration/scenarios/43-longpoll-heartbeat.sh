@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Heartbeats of waiting answers (issue 4 item 1, API.md records/changes `wait`): with
+# Heartbeats of waiting answers (issue 4 item 1, docs/api.md records/changes `wait`): with
 # --heartbeat-seconds 1, a wait-10 request cut by `curl --max-time 3` has already received 200,
 # Transfer-Encoding: chunked at once and at least 2 one-space chunks (records/changes, zones/changes
 # and a webcourier poll); on the wire the spaces come about a second apart; an answer after

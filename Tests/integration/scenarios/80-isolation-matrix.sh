@@ -2,7 +2,7 @@
 # Isolation matrix (issue 7, security): two users, each owning one of every kind of object (zone,
 # records, an uploaded asset and its download URL, an unused upload URL, subscriptions, a
 # notification channel and its cursor, record/zone sync tokens, a query continuation marker, an
-# asset receipt). Each user then sends every route of API.md with the OTHER user's names and ids,
+# asset receipt). Each user then sends every route of docs/api.md with the OTHER user's names and ids,
 # and the same request with a name or id that exists nowhere (a fresh name, or the opaque value
 # with one character changed). The two answers must be identical: status, every header but Date
 # and Content-Length, and the body with uuids, change tags and timestamps removed and the name

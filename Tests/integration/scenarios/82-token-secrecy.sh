@@ -13,7 +13,7 @@
 # - 401 challenges (RFC 6750 §3): no credentials at all → `WWW-Authenticate: Bearer` without an
 #   error code (§3.1: "the resource server SHOULD NOT include an error code"), AUTHENTICATION_REQUIRED;
 #   an unknown, revoked or malformed token (or another scheme) → `Bearer error="invalid_token"`,
-#   AUTHENTICATION_FAILED. API.md answers a malformed header with 401 rather than §3.1's 400
+#   AUTHENTICATION_FAILED. docs/api.md answers a malformed header with 401 rather than §3.1's 400
 #   `invalid_request`, so it carries `invalid_token` as well.
 source "$(dirname "$0")/../lib.sh"
 
