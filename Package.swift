@@ -32,6 +32,7 @@ let package = Package(
         .target(
             name: "NimbusAPI",
             dependencies: ["NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport"],
+            resources: [.embedInCode("Resources/openapi.json")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -30,6 +30,31 @@ import Testing
         }.joined(separator: "/")
     }
 
+    /// Every `maxItems` / `maximum` stands for a limit: it names it (`x-nimbus-limit`) and equals
+    /// its default, so the document cannot drift from `/limits` (Int64's own bound excepted).
+    @Test func everyMaximumIsTheDefaultOfTheLimitItNames() throws {
+        let defaults = Dictionary(Limits().namedValues.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+        var checked = 0
+        func walk(_ node: Any, _ path: String) {
+            if let object = node as? [String: Any] {
+                for key in ["maxItems", "maximum"] {
+                    guard let bound = (object[key] as? NSNumber)?.int64Value, bound != Int64.max else { continue }
+                    guard let name = object["x-nimbus-limit"] as? String else {
+                        Issue.record("\(path): \(key) \(bound) names no limit (x-nimbus-limit)")
+                        continue
+                    }
+                    #expect(defaults[name].map(Int64.init) == bound, "\(path): \(key) \(bound) but \(name) defaults to \(String(describing: defaults[name]))")
+                    checked += 1
+                }
+                for (key, value) in object { walk(value, path + "/" + key) }
+            } else if let array = node as? [Any] {
+                for (index, value) in array.enumerated() { walk(value, path + "/\(index)") }
+            }
+        }
+        walk(try Self.document(), "")
+        #expect(checked >= 9)
+    }
+
     @Test func parsesAsOpenAPI31() throws {
         let document = try Self.document()
         let version = try #require(document["openapi"] as? String)
