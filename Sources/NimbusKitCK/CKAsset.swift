@@ -5,17 +5,17 @@ import Foundation
 /// then cached).
 public final class CKAsset: NSObject, CKRecordValueProtocol, @unchecked Sendable {
     // Safe: `state` is only touched under its lock.
-    private let state: CKLocked<Asset>
+    private let state: Locked<Asset>
     /// The database a fetched asset downloads from.
     let database: Database?
 
     public init(fileURL: URL) {
-        state = CKLocked(Asset(fileURL: fileURL))
+        state = Locked(Asset(fileURL: fileURL))
         database = nil
     }
 
     init(asset: Asset, database: Database? = nil) {
-        state = CKLocked(asset)
+        state = Locked(asset)
         self.database = database
     }
 

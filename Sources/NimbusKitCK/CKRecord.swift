@@ -20,12 +20,12 @@ extension Array: CKRecordValueProtocol where Element: CKRecordValueProtocol {}
 /// A record, as CloudKit's class: fields by subscript, system fields read-only.
 public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
     // Safe as CloudKit's CKRecord is: one owner mutates it at a time; the lock guards the storage.
-    private let storage: CKLocked<Record>
+    private let storage: Locked<Record>
     /// Where a fetched record's assets download from.
     let database: Database?
 
     public init(recordType: String, recordID: ID = ID(recordName: UUID().uuidString)) {
-        storage = CKLocked(Record(recordType: recordType, id: recordID.nimbus))
+        storage = Locked(Record(recordType: recordType, id: recordID.nimbus))
         database = nil
     }
 
@@ -34,7 +34,7 @@ public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
     }
 
     init(record: Record, database: Database? = nil) {
-        storage = CKLocked(record)
+        storage = Locked(record)
         self.database = database
     }
 

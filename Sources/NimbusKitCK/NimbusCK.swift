@@ -4,7 +4,7 @@ import Foundation
 /// Where NimbusKitCK's containers find their server, and a way to wait for the work that
 /// CloudKit-style completion-handler calls start in the background.
 public enum NimbusCK {
-    private static let state = CKLocked<(configuration: NimbusConfiguration?, pending: Int)>((nil, 0))
+    private static let state = Locked<(configuration: NimbusConfiguration?, pending: Int)>((nil, 0))
 
     /// Sets the server and device token for every `CKContainer` created afterwards. Without it,
     /// `NIMBUS_URL`, `NIMBUS_TOKEN` and `NIMBUS_ENVIRONMENT` are read.
@@ -47,17 +47,4 @@ private final class HandlerBox<T>: @unchecked Sendable {
     // Safe: the handler is called once, from one task; CloudKit's handlers have the same contract.
     let handler: (T?, (any Error)?) -> Void
     init(_ handler: @escaping (T?, (any Error)?) -> Void) { self.handler = handler }
-}
-
-/// A value behind a lock.
-final class CKLocked<Value>: @unchecked Sendable {
-    // Safe: `value` is only touched while `lock` is held.
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
 }

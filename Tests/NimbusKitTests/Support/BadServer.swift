@@ -39,21 +39,7 @@ final class BadServer: @unchecked Sendable {
 
     init(answer: Answer) throws {
         // A listener that answers each connection with the canned bytes.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 64) == 0 else { throw TestFailure("bad server: bind failed") }
-        var local = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        upstream = fd
-        port = Int(UInt16(bigEndian: local.sin_port))
+        (upstream, port) = try ChaosProxy.loopbackListener()
         let bytes = answer.bytes
         Thread { [weak self] in self?.serve(bytes) }.start()
     }

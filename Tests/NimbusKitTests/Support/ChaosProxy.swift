@@ -31,23 +31,30 @@ final class ChaosProxy: @unchecked Sendable {
 
     init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
+        (listener, port) = try ChaosProxy.loopbackListener()
+        let thread = Thread { [weak self] in self?.acceptLoop() }
+        thread.start()
+    }
+
+    /// A listening socket on 127.0.0.1 and a free port.
+    static func loopbackListener() throws -> (descriptor: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = ChaosProxy.loopback(port: 0)
+        var address = loopback(port: 0)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(fd, 128) == 0 else { throw TestFailure("proxy: bind/listen failed") }
+        guard bound == 0, listen(fd, 128) == 0 else {
+            close(fd)
+            throw TestFailure("bind/listen on 127.0.0.1 failed")
+        }
         var local = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        listener = fd
-        port = Int(UInt16(bigEndian: local.sin_port))
-        let thread = Thread { [weak self] in self?.acceptLoop() }
-        thread.start()
+        return (fd, Int(UInt16(bigEndian: local.sin_port)))
     }
 
     func setMode(_ newMode: Mode) {
@@ -71,7 +78,7 @@ final class ChaosProxy: @unchecked Sendable {
 
     deinit { stop() }
 
-    private static func loopback(port: Int) -> sockaddr_in {
+    static func loopback(port: Int) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
