@@ -31,7 +31,8 @@ let package = Package(
         .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(
             name: "NimbusAPI",
-            dependencies: ["NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport"],
+            // Not NimbusPostgres: the stores map database errors at their boundary.
+            dependencies: ["NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
             resources: [.embedInCode("Resources/openapi.json")],
             swiftSettings: swiftSettings
         ),

@@ -14,8 +14,8 @@ package final class API: Sendable {
     package let rateLimiter: RateLimiter
     let logger = Logger(subsystem: "api")
     private let router: HTTPRouter
-    /// Every routed method and path, with each database operation spelled out in place of the
-    /// `:group/:operation` segments (what the OpenAPI document must describe).
+    /// Every routed method and path (what the OpenAPI document must describe), without the
+    /// catch-all that answers unknown database operations.
     package let routedPaths: [RoutedPath]
 
     /// A method and a path pattern with `:name` parameter segments.
@@ -33,16 +33,13 @@ package final class API: Sendable {
         let builder = RouteBuilder(metrics: metrics, limiter: limiter)
         var router = HTTPRouter()
         SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: builder)
-        let operations = DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: builder)
-        WebcourierRoute(store: store, limits: limits).register(in: &router, api: builder)
-        AssetRoutes(store: store, limits: limits).register(in: &router, api: builder)
+        DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: builder)
+        WebcourierRoute(notifications: store.notifications, hub: store.hub, limits: limits).register(in: &router, api: builder)
+        AssetRoutes(assets: store.assets, limits: limits).register(in: &router, api: builder)
         self.router = router
-        let generic = DatabaseRoutes.pattern.replacingOccurrences(of: "/:group/:operation", with: "/")
-        routedPaths = router.routes.flatMap { route -> [RoutedPath] in
-            guard route.pattern == DatabaseRoutes.pattern else { return [RoutedPath(method: route.method, path: route.pattern)] }
-            // The one database pattern serves GET and POST; each operation answers one of them.
-            return operations.filter { $0.method == route.method }.map { RoutedPath(method: $0.method, path: generic + $0.name) }
-        }
+        routedPaths = router.routes
+            .filter { $0.pattern != DatabaseRouteGroup.unknownOperationPattern }
+            .map { RoutedPath(method: $0.method, path: $0.pattern) }
     }
 
     /// Which requests stream their bodies instead of buffering them (asset uploads).
@@ -68,15 +65,6 @@ package final class API: Sendable {
                 request.pathParameters = parameters
                 route.handler(request, writer)
             case .methodNotAllowed(let allowed):
-                // The database pattern is routed for GET and POST, but each operation takes one
-                // of them: its handler answers 405 with that operation's own Allow.
-                if case .found(let route, let parameters) = router.match(method: "POST", path: request.path),
-                   route.pattern == DatabaseRoutes.pattern {
-                    var request = request
-                    request.pathParameters = parameters
-                    route.handler(request, writer)
-                    return
-                }
                 var response = ErrorResponse.make(SyncError(.badRequest, "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", ")).")
                 )
                 response.status = .methodNotAllowed
@@ -119,12 +107,13 @@ package final class API: Sendable {
             let metrics = metrics, logger = logger, limiter = limiter
             return { request, writer in
                 let start = monotonicNanoseconds()
-                if let refusal = Self.throttle(request, limiter: limiter) {
+                let bearer = Bearer(request.headers["Authorization"])
+                if let refusal = Self.throttle(bearer, limiter: limiter) {
                     metrics.record(route: pattern, method: request.method, status: refusal.status.code, start: start)
                     writer.respond(refusal)
                     return
                 }
-                let answering = Answering(writer: writer) {
+                let answering = Answering(writer: writer, bearer: bearer) {
                     metrics.record(route: pattern, method: request.method, status: 200, start: start)
                 }
                 // On the connection's event loop: statements that wait there (`PGPool.query`)
@@ -148,8 +137,8 @@ package final class API: Sendable {
         /// bucket; nil to go on. Checked on the event loop before any task or database work, once
         /// per request: a long-poll or an asset stream counts once however long it lasts.
         /// Requests without a well-formed bearer token are not counted (they fail auth anyway).
-        static func throttle(_ request: HTTPRequest, limiter: RateLimiter) -> HTTPResponse? {
-            guard limiter.isEnabled, let digest = try? DatabaseRoutes.bearerDigest(request.headers["Authorization"]) else { return nil }
+        static func throttle(_ bearer: Bearer, limiter: RateLimiter) -> HTTPResponse? {
+            guard limiter.isEnabled, let digest = try? bearer.digest() else { return nil }
             let decision = limiter.acquire(RateLimiter.Key(digest: digest))
             guard let seconds = decision.retryAfterSeconds else { return nil }
             return ErrorResponse.make(SyncError(.throttled, "Too many requests with this token: at most \(limiter.requestsPerSecond) per second "
@@ -157,9 +146,23 @@ package final class API: Sendable {
         }
     }
 
-    /// What a streaming route answers through: the writer, and the hook that counts the answer.
+    /// What a streaming route answers through: the writer, and the hook that counts the answer;
+    /// and the request's bearer token, parsed once.
     struct Answering: Sendable {
         let writer: HTTPResponseWriter
+        let bearer: Bearer
         let answered: @Sendable () -> Void
+    }
+
+    /// The request's `Authorization: Bearer <token>`, parsed once: its SHA-256, or why not.
+    struct Bearer: Sendable {
+        private let parsed: Result<[UInt8], SyncError>
+
+        init(_ header: String?) {
+            parsed = Result { try DatabaseRoutes.bearerDigest(header) }.mapError { $0 as? SyncError ?? SyncError(.authenticationFailed, "\($0)") }
+        }
+
+        /// The token's SHA-256; throws AUTHENTICATION_REQUIRED or AUTHENTICATION_FAILED.
+        func digest() throws -> [UInt8] { try parsed.get() }
     }
 }

@@ -7,7 +7,7 @@ import NimbusSupport
 /// `assets/upload` hands out upload URLs; `POST /assets/1/upload/{id}` streams the bytes into
 /// the database; `GET /assets/1/download/{handle}` streams them back (ETag, Range).
 struct AssetRoutes: Sendable {
-    let store: Store
+    let assets: AssetStore
     let limits: Limits
 
     static let uploadPattern = "/assets/1/upload/:id"
@@ -20,17 +20,17 @@ struct AssetRoutes: Sendable {
     }
 
     func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
-        let store = store, limits = limits
-        router.add("POST", Self.uploadPattern, api.task(Self.uploadPattern) { request in
-            try await Self.upload(request, store: store, limits: limits)
+        let assets = assets, limits = limits
+        router.add("POST", Self.uploadPattern, api.streaming(Self.uploadPattern) { request, answering in
+            try await Self.upload(request, bearer: answering.bearer, assets: assets, limits: limits)
         })
         router.add("GET", Self.downloadPattern, api.streaming(Self.downloadPattern) { request, answering in
-            try await Self.download(request, answering: answering, store: store)
+            try await Self.download(request, answering: answering, assets: assets)
         })
     }
 
     /// `assets/upload` (a database operation).
-    static func requestUploads(_ context: DatabaseRoutes.Context, store: Store, limits: Limits) async throws -> HTTPResponse? {
+    static func requestUploads(_ context: DatabaseRoutes.Context, assets: AssetStore, limits: Limits) async throws -> HTTPResponse? {
         let zoneName = try Wire.zoneName(context.body)
         guard case .array(let entries)? = context.body["tokens"] else {
             throw SyncError(.badRequest, "assets/upload needs a \"tokens\" array of {\"recordType\", \"fieldName\", \"recordName\"?}.")
@@ -53,7 +53,7 @@ struct AssetRoutes: Sendable {
             }
             requests.append((type, field, name))
         }
-        let ids = try await store.createUploads(context.session, zoneName: zoneName, requests: requests)
+        let ids = try await assets.createUploads(context.session, zoneName: zoneName, requests: requests)
         let tokens: [JSONValue] = zip(requests, ids).map { request, id in
             .object(["recordName": .string(request.recordName), "fieldName": .string(request.fieldName),
                      "url": .string(context.baseURL + "/assets/1/upload/" + id)])
@@ -61,10 +61,10 @@ struct AssetRoutes: Sendable {
         return Wire.json(.object(["tokens": .array(tokens)]))
     }
 
-    private static func upload(_ request: HTTPRequest, store: Store, limits: Limits) async throws -> HTTPResponse {
-        let digest = try DatabaseRoutes.bearerDigest(request.headers["Authorization"])
+    private static func upload(_ request: HTTPRequest, bearer: API.Bearer, assets: AssetStore, limits: Limits) async throws -> HTTPResponse {
+        let digest = try bearer.digest()
         let session: Session
-        switch try await store.uploadAccess(tokenDigest: digest, uploadID: request.pathParameters["id"] ?? "") {
+        switch try await assets.uploadAccess(tokenDigest: digest, uploadID: request.pathParameters["id"] ?? "") {
         case .unauthenticated: throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         case .notFound: throw SyncError(.notFound, "There is no upload at \(request.path) (unknown, another user's, or already used).")
         case .granted(let granted, _): session = granted
@@ -72,7 +72,7 @@ struct AssetRoutes: Sendable {
         let stream = request.bodyStream
         let uploaded: UploadedAsset
         do {
-            uploaded = try await store.upload(session, uploadID: request.pathParameters["id"] ?? "", next: { try await stream?.next() },
+            uploaded = try await assets.upload(session, uploadID: request.pathParameters["id"] ?? "", next: { try await stream?.next() },
                                               maxBytes: limits.maxAssetBytes, quotaBytes: limits.userQuotaBytes)
         } catch let failure as HTTPBodyStream.Failure {
             if failure.status?.code == 413 {
@@ -85,9 +85,9 @@ struct AssetRoutes: Sendable {
         ])]))
     }
 
-    private static func download(_ request: HTTPRequest, answering: API.Answering, store: Store) async throws -> HTTPResponse? {
-        let digest = try DatabaseRoutes.bearerDigest(request.headers["Authorization"])
-        let (access, stored) = try await store.downloadAccess(tokenDigest: digest, handle: request.pathParameters["handle"] ?? "")
+    private static func download(_ request: HTTPRequest, answering: API.Answering, assets: AssetStore) async throws -> HTTPResponse? {
+        let digest = try answering.bearer.digest()
+        let (access, stored) = try await assets.downloadAccess(tokenDigest: digest, handle: request.pathParameters["handle"] ?? "")
         switch access {
         case .unauthenticated: throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         case .notFound: throw SyncError(.notFound, "There is no asset at \(request.path).")
@@ -123,11 +123,11 @@ struct AssetRoutes: Sendable {
         let writer = answering.writer
         writer.startStreaming(status: status, headers: headers, contentLength: length)
         if length > 0 && request.method != "HEAD" {
-            let chunk = Int64(Store.assetChunkBytes)
+            let chunk = Int64(AssetStore.assetChunkBytes)
             var index = Int(first / chunk)
             let end = Int(last / chunk) + 1
             streaming: while index < end {
-                let batch = try await store.assetChunks(assetID: asset.id, from: index, to: min(index + 4, end))
+                let batch = try await assets.assetChunks(assetID: asset.id, from: index, to: min(index + 4, end))
                 guard !batch.isEmpty else { break }
                 for bytes in batch {
                     let start = Int64(index) * chunk

@@ -4,8 +4,9 @@ import NimbusHTTP
 import NimbusStore
 import NimbusSupport
 
-/// `/database/1/{container}/{environment}/{database}/{group}/{operation}`: checks the address and
-/// the bearer token, parses the JSON body, and hands the request to the operation's handler.
+/// `/database/1/{container}/{environment}/{database}/{group}/{operation}`: one route per
+/// operation. Each checks the address and the bearer token, parses the JSON body, and hands the
+/// request to the operation's handler (see `DatabaseRouteGroup`).
 struct DatabaseRoutes: Sendable {
     let store: Store
     let limits: Limits
@@ -27,26 +28,26 @@ struct DatabaseRoutes: Sendable {
         var baseURL: String
 
         /// A record as answered: download URLs filled in for its assets.
-        func render(_ record: Record, desiredKeys: Set<String>?, store: Store) -> JSONValue {
-            renderer(store: store).render(record, desiredKeys: desiredKeys)
+        func render(_ record: Record, desiredKeys: Set<String>?, assets: AssetStore) -> JSONValue {
+            renderer(assets: assets).render(record, desiredKeys: desiredKeys)
         }
 
         /// What rendering needs, without the request (parked long-polls keep only this).
-        func renderer(store: Store) -> RecordRenderer {
-            RecordRenderer(store: store, baseURL: baseURL, databaseID: session.databaseID)
+        func renderer(assets: AssetStore) -> RecordRenderer {
+            RecordRenderer(assets: assets, baseURL: baseURL, databaseID: session.databaseID)
         }
     }
 
     /// Renders records with absolute download URLs for their assets.
     struct RecordRenderer: Sendable {
-        let store: Store
+        let assets: AssetStore
         let baseURL: String
         let databaseID: Int64
 
         func render(_ record: Record, desiredKeys: Set<String>?) -> JSONValue {
-            let base = baseURL, databaseID = databaseID, store = store
+            let base = baseURL, databaseID = databaseID, assets = assets
             return record.withDownloadURLs { asset in
-                base + store.downloadPath(databaseID: databaseID, fileChecksum: asset.fileChecksum, size: asset.size)
+                base + assets.downloadPath(databaseID: databaseID, fileChecksum: asset.fileChecksum, size: asset.size)
             }.json(desiredKeys: desiredKeys)
         }
     }
@@ -54,90 +55,30 @@ struct DatabaseRoutes: Sendable {
     /// An operation's answer, or nil when it answers through `context.answering` (long-polls).
     typealias Operation = @Sendable (Context) async throws -> HTTPResponse?
 
-    static let pattern = "/database/1/:container/:environment/:database/:group/:operation"
-
-    /// Registers the operations under one pattern; returns each operation's name and method.
-    @discardableResult
-    func register(in router: inout HTTPRouter, api: API.RouteBuilder) -> [(name: String, method: String)] {
-        let records = RecordHandlers(store: store, limits: limits)
-        let zones = ZoneHandlers(store: store, limits: limits)
-        let subscriptions = SubscriptionHandlers(store: store, limits: limits, publicURL: publicURL)
-        let operations: [String: (method: String, run: Operation)] = [
-            "records/modify": ("POST", records.modify),
-            "records/lookup": ("POST", records.lookup),
-            "records/query": ("POST", records.query),
-            "records/changes": ("POST", records.changes),
-            "zones/list": ("GET", zones.list),
-            "zones/lookup": ("POST", zones.lookup),
-            "zones/modify": ("POST", zones.modify),
-            "zones/changes": ("POST", zones.changes),
-            "users/current": ("GET", zones.currentUser),
-            "subscriptions/list": ("GET", subscriptions.list),
-            "subscriptions/lookup": ("POST", subscriptions.lookup),
-            "subscriptions/modify": ("POST", subscriptions.modify),
-            "tokens/create": ("POST", subscriptions.createToken),
-            "assets/upload": ("POST", { [store, limits] context in try await AssetRoutes.requestUploads(context, store: store, limits: limits) }),
-        ]
-        let store = store, limits = limits, publicURL = publicURL
-        let handler = api.streaming(Self.pattern) { request, answering in
-            try await Self.handle(request, answering: answering, operations: operations, store: store, limits: limits, publicURL: publicURL)
-        }
-        router.add("GET", Self.pattern, handler)
-        router.add("POST", Self.pattern, handler)
-        return operations.map { ($0.key, $0.value.method) }.sorted { $0.name < $1.name }
-    }
-
-    private static func handle(_ request: HTTPRequest, answering: API.Answering, operations: [String: (method: String, run: Operation)],
-                               store: Store, limits: Limits, publicURL: String?) async throws -> HTTPResponse? {
-        let parameters = request.pathParameters
-        let container = parameters["container"] ?? ""
-        guard Names.isValidContainer(container) else {
-            throw SyncError(.badRequest, "Container \(Names.quoted(container)) is invalid: use letters, digits, '.', '-', '_' (at most 255).")
-        }
-        guard let environment = Environment(rawValue: parameters["environment"] ?? "") else {
-            throw SyncError(.badRequest, "Unknown environment \(Names.quoted(parameters["environment"] ?? "")); use development or production.")
-        }
-        switch parameters["database"] ?? "" {
-        case "private": break
-        case "public", "shared":
-            throw SyncError(.badRequest, "The \(parameters["database"] ?? "") database is not available yet; use private.")
-        default:
-            throw SyncError(.badRequest, "Unknown database \(Names.quoted(parameters["database"] ?? "")); use private.")
-        }
-        let name = "\(parameters["group"] ?? "")/\(parameters["operation"] ?? "")"
-        guard let operation = operations[name] else {
-            throw SyncError(.badRequest, "Unknown operation \(Names.quoted(name)).")
-        }
-        let method = request.method == "HEAD" ? "GET" : request.method
-        guard method == operation.method else {
-            var response = ErrorResponse.make(SyncError(.badRequest, "\(name) takes \(operation.method), not \(request.method)."))
-            response.status = .methodNotAllowed
-            response.headers.add(name: "Allow", value: operation.method == "GET" ? "GET, HEAD" : operation.method)
-            return response
-        }
-        let digest = try bearerDigest(request.headers["Authorization"])
-        let baseURL = (publicURL ?? "http://\(request.authority ?? "127.0.0.1")").trimmingSuffix("/")
+    func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
+        let records = RecordHandlers(records: store.records, schemas: store.schemas, assets: store.assets, hub: store.hub, limits: limits)
+        let zones = ZoneHandlers(zones: store.zones, hub: store.hub, limits: limits)
+        let subscriptions = SubscriptionHandlers(subscriptions: store.subscriptions, schemas: store.schemas,
+                                                 notifications: store.notifications, limits: limits, publicURL: publicURL)
+        let assets = store.assets, limits = limits
+        var group = DatabaseRouteGroup(accounts: store.accounts, publicURL: publicURL, api: api)
         // records/modify and records/changes may start from a cached session: their statements
-        // check the token themselves. Every other operation checks it here first, and so does
-        // every failure of those two.
-        if name == "records/modify" || name == "records/changes", let cached = store.cachedSession(tokenDigest: digest, container: container, environment: environment) {
-            do {
-                let body = try parseBody(request.body)
-                return try await operation.run(Context(session: cached, tokenDigest: digest, sessionIsVerified: false, body: body,
-                                                       request: request, answering: answering, baseURL: baseURL))
-            } catch {
-                guard try await store.session(tokenDigest: digest, container: container, environment: environment) != nil else {
-                    throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
-                }
-                throw error
-            }
-        }
-        guard let session = try await store.session(tokenDigest: digest, container: container, environment: environment) else {
-            throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
-        }
-        let body = operation.method == "POST" ? try parseBody(request.body) : JSONValue.object([:])
-        return try await operation.run(Context(session: session, tokenDigest: digest, sessionIsVerified: true, body: body,
-                                               request: request, answering: answering, baseURL: baseURL))
+        // check the token themselves.
+        group.post("records/modify", sessionMayBeCached: true, records.modify)
+        group.post("records/lookup", records.lookup)
+        group.post("records/query", records.query)
+        group.post("records/changes", sessionMayBeCached: true, records.changes)
+        group.get("zones/list", zones.list)
+        group.post("zones/lookup", zones.lookup)
+        group.post("zones/modify", zones.modify)
+        group.post("zones/changes", zones.changes)
+        group.get("users/current", zones.currentUser)
+        group.get("subscriptions/list", subscriptions.list)
+        group.post("subscriptions/lookup", subscriptions.lookup)
+        group.post("subscriptions/modify", subscriptions.modify)
+        group.post("tokens/create", subscriptions.createToken)
+        group.post("assets/upload") { context in try await AssetRoutes.requestUploads(context, assets: assets, limits: limits) }
+        group.register(in: &router)
     }
 
     /// `Authorization: Bearer <token>` → the token's SHA-256.
@@ -149,7 +90,7 @@ struct DatabaseRoutes: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
             throw SyncError(.authenticationFailed, "The Authorization header must be \"Bearer <token>\".")
         }
-        return Store.tokenDigest(String(parts[1]))
+        return AccountStore.tokenDigest(String(parts[1]))
     }
 
     static func parseBody(_ bytes: [UInt8]) throws -> JSONValue {

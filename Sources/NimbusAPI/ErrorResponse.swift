@@ -1,7 +1,6 @@
 import Foundation
 import NimbusCore
 import NimbusHTTP
-import NimbusPostgres
 import NimbusSupport
 
 /// Renders errors in the docs/api.md shape: `{"uuid", "serverErrorCode", "reason", "retryAfter"?}`.
@@ -26,21 +25,10 @@ package enum ErrorResponse {
         return HTTPResponse(status: status, contentType: "application/json; charset=utf-8", body: JSON.encode(object), headers: headers)
     }
 
-    /// Maps any thrown error to a response: domain errors as they are, an unreachable database
-    /// to 503 TRY_AGAIN_LATER, anything else to 500 with an id that is also in the log.
+    /// Maps any thrown error to a response: domain errors as they are (the stores map database
+    /// errors that have a domain meaning), anything else to 500 with an id that is also in the log.
     package static func make(for error: any Error, logger: Logger) -> HTTPResponse {
         if let syncError = error as? SyncError { return make(syncError) }
-        if let pgError = error as? PGError, pgError.isTransient {
-            logger.warning("database unavailable", ["error": "\(pgError)"])
-            return make(SyncError(.tryAgainLater, "The database is unavailable right now; retry shortly.", retryAfter: 1))
-        }
-        if let pgError = error as? PGError, pgError.sqlState?.hasPrefix("22") == true {
-            // Data exceptions are input the database cannot hold (a value out of range): the
-            // request's fault, not the server's. Validation should catch them first; this is
-            // the net below it.
-            logger.warning("the database refused a value", ["error": "\(pgError)"])
-            return make(SyncError(.badRequest, "A value in the request cannot be stored: \(pgError.message)."))
-        }
         let id = UUID().uuidString.lowercased()
         logger.error("internal error", ["uuid": id, "error": "\(error)"])
         var response = make(SyncError(.internalError, "The server failed to answer this request (error id \(id))."))

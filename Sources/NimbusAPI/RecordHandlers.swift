@@ -5,7 +5,11 @@ import NimbusStore
 
 /// `records/modify`, `records/lookup`, `records/query`, `records/changes`.
 struct RecordHandlers: Sendable {
-    let store: Store
+    let records: RecordStore
+    let schemas: SchemaStore
+    /// For download URLs in answers.
+    let assets: AssetStore
+    let hub: ChangeHub
     let limits: Limits
 
     func modify(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
@@ -44,7 +48,7 @@ struct RecordHandlers: Sendable {
             }
             operations.append(parsed)
         }
-        let results = try await store.modifyRecords(context.session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits,
+        let results = try await records.modifyRecords(context.session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits,
                                                     unverifiedTokenDigest: context.sessionIsVerified ? nil : context.tokenDigest)
         let keysByName = Dictionary(operations.compactMap { try? $0.get() }.map { ($0.recordName, $0.desiredKeys) }, uniquingKeysWith: { first, _ in first })
         // Written straight to bytes; saved records without assets (no download URLs to add) and
@@ -57,12 +61,12 @@ struct RecordHandlers: Sendable {
             case .saved(let record, nil) where !record.fields.values.contains(where: { !$0.assets.isEmpty }):
                 record.writeJSON(to: &bytes)
             case .saved(let record, let keys):
-                bytes += context.render(record, desiredKeys: keys, store: store).serialized()
+                bytes += context.render(record, desiredKeys: keys, assets: assets).serialized()
             case .deleted(let name):
                 bytes += JSONValue.object(["recordName": .string(name), "deleted": .bool(true)]).serialized()
             case .failed(let error):
                 bytes += Wire.item(error, desiredKeys: error.recordName.flatMap { keysByName[$0] ?? nil },
-                                   render: { context.render($0, desiredKeys: $1, store: store) }).serialized()
+                                   render: { context.render($0, desiredKeys: $1, assets: assets) }).serialized()
             }
         }
         bytes += Array("]}".utf8)
@@ -102,7 +106,7 @@ struct RecordHandlers: Sendable {
             }
             names.append(Names.isValidRecordName(name) ? name : nil)
         }
-        let found = try await store.lookupRecords(context.session, zoneName: zoneName, names: names.compactMap { $0 })
+        let found = try await records.lookupRecords(context.session, zoneName: zoneName, names: names.compactMap { $0 })
         var iterator = found.makeIterator()
         var items: [JSONValue] = []
         for (index, name) in names.enumerated() {
@@ -112,7 +116,7 @@ struct RecordHandlers: Sendable {
                 continue
             }
             if let record = iterator.next() ?? nil {
-                items.append(context.render(record, desiredKeys: desiredKeys, store: store))
+                items.append(context.render(record, desiredKeys: desiredKeys, assets: assets))
             } else {
                 items.append(Wire.item(ItemError(.notFound, "Record \(name) does not exist.", recordName: name)))
             }
@@ -123,13 +127,13 @@ struct RecordHandlers: Sendable {
     func query(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
         let body = context.body
         let zoneName = try Wire.zoneName(body)
-        let schema = try await store.schema(container: context.session.container, environment: context.session.environment)
+        let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
         let query = try RecordQuery.parse(body, schema: schema.recordTypes, limits: limits)
         if schema.recordTypes[query.recordType] == nil, context.session.environment == .production {
             throw SyncError(.badRequest, "Record type \(query.recordType) is not deployed to production.")
         }
-        let page = try await store.queryRecords(context.session, zoneName: zoneName, query: query)
-        var object: JSONObject = ["records": .array(page.records.map { context.render($0, desiredKeys: query.desiredKeys, store: store) })]
+        let page = try await records.queryRecords(context.session, zoneName: zoneName, query: query)
+        var object: JSONObject = ["records": .array(page.records.map { context.render($0, desiredKeys: query.desiredKeys, assets: assets) })]
         if let marker = page.continuationMarker { object["continuationMarker"] = .string(marker) }
         return Wire.json(.object(object))
     }
@@ -152,7 +156,7 @@ struct RecordHandlers: Sendable {
             }
             types = parsed
         }
-        let store = store, session = context.session, keys = desiredKeys, recordTypes = types, renderer = context.renderer(store: store)
+        let records = records, session = context.session, keys = desiredKeys, recordTypes = types, renderer = context.renderer(assets: assets)
         let unverifiedDigest = context.sessionIsVerified ? nil : context.tokenDigest
         // Without desiredKeys most records go out as the store wrote them from their rows.
         let renderingWireJSON = keys == nil
@@ -180,7 +184,7 @@ struct RecordHandlers: Sendable {
             bytes.append(contentsOf: changes.moreComing ? #","moreComing":true}"#.utf8 : #","moreComing":false}"#.utf8)
             return bytes
         }
-        let first = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types,
+        let first = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types,
                                                   renderingWireJSON: renderingWireJSON, unverifiedTokenDigest: unverifiedDigest)
         if !first.changes.isEmpty || wait == 0 {
             return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: answer(first))
@@ -190,12 +194,12 @@ struct RecordHandlers: Sendable {
         let empty = JSONValue.object(["zoneID": Wire.zoneID(zoneName), "records": .array([]),
                                       "syncToken": .string(token ?? first.token), "moreComing": .bool(false)])
         let zoneID = first.zone.id, seen = first.zone.changeSequence
-        let poll = LongPoll(writer: context.answering.writer, hub: store.hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
+        let poll = LongPoll(writer: context.answering.writer, hub: hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { event in
                                 (event.kind == .records && event.zoneID == zoneID && event.sequence > seen) || event.kind == .zones
                             },
                             reread: {
-                                let changes = try await store.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
+                                let changes = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
                                                                             desiredRecordTypes: recordTypes, renderingWireJSON: renderingWireJSON, unverifiedTokenDigest: unverifiedDigest)
                                 return changes.changes.isEmpty ? nil : answer(changes)
                             })

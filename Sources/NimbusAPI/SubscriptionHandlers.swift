@@ -5,12 +5,14 @@ import NimbusStore
 
 /// `subscriptions/list|lookup|modify` and `tokens/create`.
 struct SubscriptionHandlers: Sendable {
-    let store: Store
+    let subscriptions: SubscriptionStore
+    let schemas: SchemaStore
+    let notifications: NotificationStore
     let limits: Limits
     let publicURL: String?
 
     func list(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
-        let subscriptions = try await store.listSubscriptions(context.session)
+        let subscriptions = try await subscriptions.listSubscriptions(context.session)
         return Wire.json(.object(["subscriptions": .array(subscriptions.map(\.json))]))
     }
 
@@ -27,7 +29,7 @@ struct SubscriptionHandlers: Sendable {
             }
             return id
         }
-        let all = Dictionary(try await store.listSubscriptions(context.session).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let all = Dictionary(try await subscriptions.listSubscriptions(context.session).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let items: [JSONValue] = ids.map { id in
             all[id]?.json ?? Wire.item(ItemError(.notFound, "Subscription \(Names.quoted(id)) does not exist."),
                                         extra: ["subscriptionID": .string(id)])
@@ -42,7 +44,7 @@ struct SubscriptionHandlers: Sendable {
         guard entries.count <= limits.maxOperationsPerRequest else {
             throw SyncError(.limitExceeded, "The request has \(entries.count) operations; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
         }
-        let schema = try await store.schema(container: context.session.container, environment: context.session.environment)
+        let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
         enum Planned { case run(SubscriptionOperation), refused(String, ItemError) }
         var planned: [Planned] = []
         for entry in entries {
@@ -70,7 +72,7 @@ struct SubscriptionHandlers: Sendable {
         let operations = planned.compactMap { entry -> SubscriptionOperation? in
             if case .run(let operation) = entry { return operation } else { return nil }
         }
-        var results = try await store.modifySubscriptions(context.session, operations: operations).makeIterator()
+        var results = try await subscriptions.modifySubscriptions(context.session, operations: operations).makeIterator()
         let items: [JSONValue] = planned.map { entry in
             switch entry {
             case .refused(let id, let error):
@@ -90,43 +92,44 @@ struct SubscriptionHandlers: Sendable {
     /// `tokens/create`: the notification channel of this database and its current cursor.
     func createToken(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
         let session = context.session
-        let channel = store.channelID(databaseID: session.databaseID)
-        let sequence = try await store.currentNotificationSequence(databaseID: session.databaseID)
+        let channel = notifications.channelID(databaseID: session.databaseID)
+        let sequence = try await notifications.currentNotificationSequence(databaseID: session.databaseID)
         let base = publicURL ?? "http://\(context.request.authority ?? "127.0.0.1")"
         return Wire.json(.object([
             "apnsToken": .string(channel),
             "webcourierURL": .string(base.trimmingSuffix("/") + "/webcourier/1/" + channel),
-            "cursor": .string(store.cursor(databaseID: session.databaseID, sequence: sequence)),
+            "cursor": .string(notifications.cursor(databaseID: session.databaseID, sequence: sequence)),
         ]))
     }
 }
 
 /// `GET /webcourier/1/{channel}?since=<cursor>&wait=<0..55>`: the long-poll that replaces push.
 struct WebcourierRoute: Sendable {
-    let store: Store
+    let notifications: NotificationStore
+    let hub: ChangeHub
     let limits: Limits
 
     static let pattern = "/webcourier/1/:channel"
 
     func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
-        let store = store, limits = limits
+        let notifications = notifications, hub = hub, limits = limits
         router.add("GET", Self.pattern, api.streaming(Self.pattern) { request, answering in
-            try await Self.poll(request, answering: answering, store: store, limits: limits)
+            try await Self.poll(request, answering: answering, notifications: notifications, hub: hub, limits: limits)
         })
     }
 
-    private static func poll(_ request: HTTPRequest, answering: API.Answering, store: Store, limits: Limits) async throws -> HTTPResponse? {
-        let digest = try DatabaseRoutes.bearerDigest(request.headers["Authorization"])
+    private static func poll(_ request: HTTPRequest, answering: API.Answering, notifications: NotificationStore, hub: ChangeHub, limits: Limits) async throws -> HTTPResponse? {
+        let digest = try answering.bearer.digest()
         let notFound = SyncError(.notFound, "There is no notification channel at \(request.path).")
-        guard let databaseID = store.databaseID(channel: request.pathParameters["channel"] ?? "") else {
+        guard let databaseID = notifications.databaseID(channel: request.pathParameters["channel"] ?? "") else {
             // Authenticate first, so a bad token is 401 whatever the channel.
-            if case .unauthenticated = try await store.channelAccess(tokenDigest: digest, databaseID: -1) {
+            if case .unauthenticated = try await notifications.channelAccess(tokenDigest: digest, databaseID: -1) {
                 throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
             }
             throw notFound
         }
         let session: Session
-        switch try await store.channelAccess(tokenDigest: digest, databaseID: databaseID) {
+        switch try await notifications.channelAccess(tokenDigest: digest, databaseID: databaseID) {
         case .unauthenticated: throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         case .notFound: throw notFound
         case .granted(let granted): session = granted
@@ -134,7 +137,7 @@ struct WebcourierRoute: Sendable {
         var after: Int64 = 0
         let sinceText = request.queryParameter("since")
         if let since = sinceText, !since.isEmpty {
-            guard let sequence = store.sequence(cursor: since, databaseID: databaseID) else {
+            guard let sequence = notifications.sequence(cursor: since, databaseID: databaseID) else {
                 throw SyncError(.badRequest, "since is not a cursor of this channel.")
             }
             after = sequence
@@ -149,21 +152,21 @@ struct WebcourierRoute: Sendable {
         let limit = limits.defaultResultsLimit
         @Sendable func answer(_ page: NotificationPage) -> JSONValue {
             .object(["notifications": .array(page.notifications),
-                     "cursor": .string(store.cursor(databaseID: databaseID, sequence: page.cursor)),
+                     "cursor": .string(notifications.cursor(databaseID: databaseID, sequence: page.cursor)),
                      "moreComing": .bool(page.moreComing)])
         }
-        let first = try await store.notifications(session, after: after, limit: limit)
+        let first = try await notifications.notifications(session, after: after, limit: limit)
         if !first.notifications.isEmpty || first.moreComing || wait == 0 {
             return Wire.json(answer(first))
         }
         let position = first.cursor
         let empty = JSONValue.object(["notifications": .array([]),
-                                      "cursor": .string(sinceText.flatMap { $0.isEmpty ? nil : $0 } ?? store.cursor(databaseID: databaseID, sequence: position)),
+                                      "cursor": .string(sinceText.flatMap { $0.isEmpty ? nil : $0 } ?? notifications.cursor(databaseID: databaseID, sequence: position)),
                                       "moreComing": .bool(false)])
-        let poll = LongPoll(writer: answering.writer, hub: store.hub, emptyAnswer: empty.serialized(), onFinish: answering.answered,
+        let poll = LongPoll(writer: answering.writer, hub: hub, emptyAnswer: empty.serialized(), onFinish: answering.answered,
                             isRelevant: { $0.kind == .notifications && $0.sequence > position },
                             reread: {
-                                let page = try await store.notifications(session, after: position, limit: limit)
+                                let page = try await notifications.notifications(session, after: position, limit: limit)
                                 return page.notifications.isEmpty ? nil : answer(page).serialized()
                             })
         try poll.start(databaseID: databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,

@@ -5,11 +5,12 @@ import NimbusStore
 
 /// `zones/list`, `zones/lookup`, `zones/modify`, `zones/changes`, and `users/current`.
 struct ZoneHandlers: Sendable {
-    let store: Store
+    let zones: ZoneStore
+    let hub: ChangeHub
     let limits: Limits
 
     func list(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
-        let zones = try await store.listZones(context.session)
+        let zones = try await zones.listZones(context.session)
         return Wire.json(.object(["zones": .array(zones.map { zoneJSON($0, context.session) })]))
     }
 
@@ -26,7 +27,7 @@ struct ZoneHandlers: Sendable {
             if case .string(let name)? = entry["zoneID"]?["zoneName"] { return name }
             throw SyncError(.badRequest, "Each element of zones must be {\"zoneName\": \"...\"}.")
         }
-        let found = try await store.lookupZones(context.session, names: names.filter(Names.isValidZoneName))
+        let found = try await zones.lookupZones(context.session, names: names.filter(Names.isValidZoneName))
         let items: [JSONValue] = names.map { name in
             if let zone = found[name] { return zoneJSON(zone, context.session) }
             return Wire.item(ItemError(.zoneNotFound, "Zone \(Names.quoted(name)) does not exist."), extra: ["zoneID": Wire.zoneID(name)])
@@ -67,7 +68,7 @@ struct ZoneHandlers: Sendable {
         let operations = planned.compactMap { entry -> ZoneOperation? in
             if case .run(let operation) = entry { return operation } else { return nil }
         }
-        var results = try await store.modifyZones(context.session, operations: operations).makeIterator()
+        var results = try await zones.modifyZones(context.session, operations: operations).makeIterator()
         let items: [JSONValue] = planned.map { entry in
             switch entry {
             case .refused(let name, let error):
@@ -88,23 +89,23 @@ struct ZoneHandlers: Sendable {
         let token = try Wire.syncToken(context.body)
         let limit = try RecordQuery.resultsLimit(context.body["resultsLimit"], limits: limits)
         let wait = try Wire.waitSeconds(context.body, limits: limits)
-        let store = store, session = context.session
+        let zones = zones, session = context.session
         @Sendable func answer(_ changes: ZoneChanges) -> JSONValue {
             let zones: [JSONValue] = changes.zones.map { zone in
                 if zone.deleted { return .object(["zoneID": Wire.zoneID(zone.name), "deleted": .bool(true)]) }
-                return .object(["zoneID": Wire.zoneID(zone.name), "syncToken": .string(store.currentToken(zone, session: session))])
+                return .object(["zoneID": Wire.zoneID(zone.name), "syncToken": .string(zones.currentToken(zone, session: session))])
             }
             return .object(["zones": .array(zones), "syncToken": .string(changes.token), "moreComing": .bool(changes.moreComing)])
         }
-        let first = try await store.zoneChanges(session, token: token, limit: limit)
+        let first = try await zones.zoneChanges(session, token: token, limit: limit)
         if !first.zones.isEmpty || wait == 0 {
             return Wire.json(answer(first))
         }
         let empty = JSONValue.object(["zones": .array([]), "syncToken": .string(token ?? first.token), "moreComing": .bool(false)])
-        let poll = LongPoll(writer: context.answering.writer, hub: store.hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
+        let poll = LongPoll(writer: context.answering.writer, hub: hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { $0.kind == .records || $0.kind == .zones },
                             reread: {
-                                let changes = try await store.zoneChanges(session, token: token, limit: limit)
+                                let changes = try await zones.zoneChanges(session, token: token, limit: limit)
                                 return changes.zones.isEmpty ? nil : answer(changes).serialized()
                             })
         try poll.start(databaseID: session.databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,
@@ -117,6 +118,6 @@ struct ZoneHandlers: Sendable {
     }
 
     private func zoneJSON(_ zone: ZoneInfo, _ session: Session) -> JSONValue {
-        .object(["zoneID": Wire.zoneID(zone.name), "syncToken": .string(store.currentToken(zone, session: session))])
+        .object(["zoneID": Wire.zoneID(zone.name), "syncToken": .string(zones.currentToken(zone, session: session))])
     }
 }

@@ -3,45 +3,20 @@ import NimbusCore
 import NimbusPostgres
 import NimbusSupport
 
-/// The sync domain on PostgreSQL. All SQL of the service lives in this module.
-package final class Store: Sendable {
-    package let pool: PGPool
-    /// Signs change tokens and continuation markers with the server secret.
-    package let signer: TokenSigner
-    let clock: any WallClock
-    let tokenUse = TokenUseRecorder()
-    /// Parked long-poll requests, woken by local commits and by NOTIFY from other instances.
-    package let hub: ChangeHub
-    /// Tells the other instances about committed changes (NOTIFY after the commit).
-    let announcer: Announcer
-    /// What the write fast path takes on trust and checks inside its one statement.
-    let caches = WriteCaches()
-    /// Shares statements and commits among concurrent create-only writes.
-    let createCombiner: WriteCombiner<PlannedCreates, CreateOutcome>
+/// The sync domain on PostgreSQL: one shared `Database` and a store per aggregate. All SQL of
+/// the service lives in this module; handlers take only the stores they use.
+package struct Store: DatabaseBacked {
+    package let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
 
     /// A store over `pool` as it is (tests that need no database use a pool that never connects);
     /// servers use `open`, which loads the signing key.
     package init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub,
                  writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight) {
-        self.pool = pool
-        self.createCombiner = Self.makeCreateCombiner(pool: pool, batchesInFlight: writeBatchesInFlight)
-        self.signer = signer
-        self.clock = clock
-        self.hub = hub
-        self.announcer = Announcer(pool: pool)
-    }
-
-    /// Committed changes: wakes this instance's parked requests now and the other instances'
-    /// through NOTIFY, sent after the commit (see `Announcer`).
-    func announce(_ events: [ChangeEvent]) {
-        for event in events { hub.publish(event) }
-        announcer.announce(events)
-    }
-
-    /// Waits until every change announced so far has been sent to the other instances (before a
-    /// command-line tool exits or the server closes its pool).
-    package func flushAnnouncements() async {
-        await announcer.flush()
+        database = Database(pool: pool, signer: signer, clock: clock, hub: hub, writeBatchesInFlight: writeBatchesInFlight)
     }
 
     /// Opens the store: loads the server secret, creating it at first start.
@@ -60,10 +35,30 @@ package final class Store: Sendable {
                      writeBatchesInFlight: writeBatchesInFlight)
     }
 
+    package var accounts: AccountStore { AccountStore(database: database) }
+    package var zones: ZoneStore { ZoneStore(database: database) }
+    package var records: RecordStore { RecordStore(database: database) }
+    package var assets: AssetStore { AssetStore(database: database) }
+    package var subscriptions: SubscriptionStore { SubscriptionStore(database: database) }
+    package var notifications: NotificationStore { NotificationStore(database: database) }
+    package var schemas: SchemaStore { SchemaStore(database: database) }
+    package var pruner: Pruner { Pruner(database: database) }
+    package var statistics: StatisticsStore { StatisticsStore(database: database) }
+    /// Parked long-polls (woken by commits here and by NOTIFY from other instances).
+    package var hub: ChangeHub { database.hub }
+    /// Signs change tokens and continuation markers.
+    package var signer: TokenSigner { database.signer }
+
+    /// Waits until every change announced so far has been sent to the other instances (before a
+    /// command-line tool exits or the server closes its pool).
+    package func flushAnnouncements() async {
+        await database.announcer.flush()
+    }
+
     /// LISTENs for changes committed by any instance and wakes this instance's parked requests.
     /// After a reconnect every parked request re-reads: announcements may have been missed.
     package func startListening(url: String) -> PGListener {
-        let hub = hub
+        let hub = database.hub
         let listener = PGListener(url: url, channels: [ChangeEvent.channel], onNotification: { notification in
             if let event = ChangeEvent(payload: notification.payload) { hub.publish(event) }
         }, onConnect: { isReconnect in
@@ -82,17 +77,17 @@ package final class Store: Sendable {
         return Double(monotonicNanoseconds() - start) / 1e9
     }
 
-    /// Connections in use and idle, for metrics.
-    package var poolStatistics: PGPool.Statistics { pool.statistics }
+    /// Connections in use and idle, waiting requests and the maximum, for metrics.
+    package var poolStatistics: PoolStatistics {
+        let statistics = database.rawPool.statistics
+        return PoolStatistics(inUse: statistics.inUse, idle: statistics.idle, max: statistics.max, waiting: statistics.waiting)
+    }
 }
 
-/// Maps database errors that mean "bad input" or "try again" to domain errors.
-extension PGError {
-    var asSyncError: SyncError? {
-        if isTransient { return SyncError(.tryAgainLater, "The database is unavailable right now; retry shortly.", retryAfter: 1) }
-        if sqlState == PGError.SQLState.serializationFailure || sqlState == PGError.SQLState.deadlockDetected {
-            return SyncError(.tryAgainLater, "The request collided with another change; retry it.", retryAfter: 1)
-        }
-        return nil
-    }
+/// The connection pool's gauges, without the pool's type (the API does not see PostgreSQL).
+package struct PoolStatistics: Sendable, Hashable {
+    package var inUse: Int
+    package var idle: Int
+    package var max: Int
+    package var waiting: Int
 }

@@ -38,10 +38,10 @@ enum AdminCommands {
         return try await withStore(arguments) { store in
             switch (arguments.positionals[0], arguments.positionals.count) {
             case ("add", 2):
-                let user = try await store.addUser(name: arguments.positionals[1])
+                let user = try await store.accounts.addUser(name: arguments.positionals[1])
                 print("user: \(user.name)\nuserRecordName: \(user.userRecordName)")
             case ("list", 1):
-                for user in try await store.listUsers() {
+                for user in try await store.accounts.listUsers() {
                     print("\(user.name)\t\(user.userRecordName)\ttokens=\(user.activeTokens)\tcreated=\(format(user.createdAt))")
                 }
             default:
@@ -62,17 +62,17 @@ enum AdminCommands {
                 guard let device = arguments.value("device") else {
                     throw UsageError(message: "'token issue' needs --device <name>", command: "token")
                 }
-                let token = try await store.issueToken(user: arguments.positionals[1], device: device)
+                let token = try await store.accounts.issueToken(user: arguments.positionals[1], device: device)
                 print("token-id: \(token.tokenID)\ntoken: \(token.secret)")
             case ("list", 2):
-                for token in try await store.listTokens(user: arguments.positionals[1]) {
+                for token in try await store.accounts.listTokens(user: arguments.positionals[1]) {
                     var line = "\(token.tokenID)\tdevice=\(token.deviceName)\tcreated=\(format(token.createdAt))"
                     line += "\tlast-used=\(token.lastUsedAt.map(format) ?? "never")"
                     if let revoked = token.revokedAt { line += "\trevoked=\(format(revoked))" }
                     print(line)
                 }
             case ("revoke", 2):
-                try await store.revokeToken(tokenID: arguments.positionals[1])
+                try await store.accounts.revokeToken(tokenID: arguments.positionals[1])
                 print("revoked \(arguments.positionals[1])")
             default:
                 throw UsageError(message: "use 'token issue <user> --device <name>', 'token list <user>' or 'token revoke <token-id>'", command: "token")
@@ -108,18 +108,18 @@ enum AdminCommands {
             let schema = try ContainerSchema.parseFile(json)
             return try await withStore(arguments) { store in
                 for env in environment.map({ [$0] }) ?? Environment.allCases {
-                    try await store.importSchema(schema, environment: env)
+                    try await store.schemas.importSchema(schema, environment: env)
                 }
                 print("imported \(schema.recordTypes.count) record types of \(schema.container) into \((environment.map { [$0] } ?? Environment.allCases).map(\.rawValue).joined(separator: " and "))")
             }
         case "show":
             return try await withStore(arguments) { store in
-                let schema = try await store.schema(container: target, environment: environment ?? .development)
+                let schema = try await store.schemas.schema(container: target, environment: environment ?? .development)
                 print(String(decoding: schema.fileJSON.serialized(sortedKeys: true), as: UTF8.self))
             }
         case "deploy":
             return try await withStore(arguments) { store in
-                let schema = try await store.deploySchema(container: target)
+                let schema = try await store.schemas.deploySchema(container: target)
                 print("deployed \(schema.recordTypes.count) record types of \(target) to production")
             }
         default:

@@ -57,7 +57,7 @@ enum PruneCommands {
         }
         let store = try await Store.open(pool: pool)
         FileHandle.standardOutput.write(Data((options.dryRun ? "dry run: nothing will be changed\n" : "pruning…\n").utf8))
-        guard let report = try await store.prune(options, wait: true, progress: { line in
+        guard let report = try await store.pruner.prune(options, wait: true, progress: { line in
             // Written at once, also when stdout is a file (print would buffer it).
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
         }) else {
@@ -90,7 +90,7 @@ enum PruneCommands {
             database.close()
         }
         let store = try await Store.open(pool: pool)
-        let (databases, devices) = try await store.stats()
+        let (databases, devices) = try await store.statistics.stats()
         let now = Date()
         for entry in databases {
             let types = entry.liveByType.map { "\($0.type)=\($0.count)" }.joined(separator: " ")

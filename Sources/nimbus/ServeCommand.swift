@@ -185,7 +185,7 @@ enum ServeCommand {
                 delay = interval
                 if Task.isCancelled { return }
                 do {
-                    if let report = try await store.prune(prune, limits: limits) {
+                    if let report = try await store.pruner.prune(prune, limits: limits) {
                         let records = report.counts.reduce(0) { $0 + $1.records }, tombstones = report.counts.reduce(0) { $0 + $1.tombstones }
                         logger.info("pruned", ["records": records, "tombstones": tombstones, "assets": report.assets,
                                                "notifications": report.notifications, "seconds": report.seconds])

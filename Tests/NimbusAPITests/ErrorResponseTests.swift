@@ -3,6 +3,7 @@ import NimbusAPI
 import NimbusCore
 import NimbusHTTP
 import NimbusPostgres
+import NimbusStore
 import NimbusSupport
 import Testing
 
@@ -33,8 +34,19 @@ import Testing
         #expect(response.headers["WWW-Authenticate"] == "Bearer error=\"invalid_token\"")
     }
 
-    @Test func unreachableDatabaseIs503TryAgainLater() throws {
-        let response = ErrorResponse.make(for: PGError(.connectionLost, "server closed the connection"), logger: Logger(subsystem: "test"))
+    /// The store maps the database error at its boundary; the API answers the domain error.
+    @Test func unreachableDatabaseIs503TryAgainLater() async throws {
+        var configuration = PGPool.Configuration(url: "postgresql:///nimbus-test?host=/nonexistent-socket-dir")
+        configuration.connectTimeoutSeconds = 1
+        let store = Store(pool: PGPool(configuration: configuration), signer: TokenSigner(key: Array(repeating: 7, count: 32)),
+                          clock: SystemClock(), hub: ChangeHub())
+        let session = Session(userID: 1, userRecordName: "_u", tokenID: "t", deviceID: "d", databaseID: 1,
+                              container: "iCloud.test", environment: .development)
+        var thrown: (any Error)?
+        do { _ = try await store.zones.listZones(session) } catch { thrown = error }
+        let error = try #require(thrown)
+        #expect((error as? SyncError)?.code == .tryAgainLater)
+        let response = ErrorResponse.make(for: error, logger: Logger(subsystem: "test"))
         #expect(response.status.code == 503)
         #expect(response.headers["Retry-After"] == "1")
         #expect(try object(response)["serverErrorCode"] as? String == "TRY_AGAIN_LATER")

@@ -11,8 +11,8 @@ import Testing
     /// A zone with one record created through the full path (which leaves the zone's id in the
     /// write caches), and the container's current schema version.
     func warmZone(_ fixture: StoreFixture, _ session: Session, _ zone: String) async throws -> (zoneID: Int64, schemaVersion: Int64) {
-        if zone != "_defaultZone" { _ = try await fixture.store.modifyZones(session, operations: [.create(zone)]) }
-        _ = try await fixture.store.modifyRecords(session, zoneName: zone, operations: [operation(.create, "warm-\(zone)", ["n": 0])],
+        if zone != "_defaultZone" { _ = try await fixture.store.zones.modifyZones(session, operations: [.create(zone)]) }
+        _ = try await fixture.store.records.modifyRecords(session, zoneName: zone, operations: [operation(.create, "warm-\(zone)", ["n": 0])],
                                                   atomic: false, limits: limits)
         guard let zoneID = fixture.store.caches.zoneID(.init(databaseID: session.databaseID, zoneName: zone)) else {
             throw FixtureError(description: "the full path left no zone id in the caches")
@@ -45,7 +45,7 @@ import Testing
             let session = try await fixture.session()
             let one = try await warmZone(fixture, session, "one")
             let two = try await warmZone(fixture, session, "two")
-            let outcomes = await Store.writeCreates([
+            let outcomes = await FastCreate.writeCreates([
                 planned(session, zoneID: one.zoneID, schemaVersion: one.schemaVersion, names: ["a1", "a2"]),
                 planned(session, zoneID: two.zoneID, schemaVersion: two.schemaVersion, names: ["b1"]),
                 planned(session, zoneID: one.zoneID, schemaVersion: one.schemaVersion, names: ["c1", "c2", "c3"]),
@@ -55,7 +55,7 @@ import Testing
             #expect(firsts == [2, 2, 4])
             #expect(try await sequences(fixture, zoneID: one.zoneID) == ["warm-one": 1, "a1": 2, "a2": 3, "c1": 4, "c2": 5, "c3": 6])
             #expect(try await sequences(fixture, zoneID: two.zoneID) == ["warm-two": 1, "b1": 2])
-            let changes = try await fixture.store.recordChanges(session, zoneName: "one", token: nil, limit: 200, desiredRecordTypes: nil)
+            let changes = try await fixture.store.records.recordChanges(session, zoneName: "one", token: nil, limit: 200, desiredRecordTypes: nil)
             #expect(changes.records.map(\.recordName) == ["warm-one", "a1", "a2", "c1", "c2", "c3"])
         }
     }
@@ -64,18 +64,18 @@ import Testing
         try await StoreFixture.with { fixture in
             let session = try await fixture.session()
             let zone = try await warmZone(fixture, session, "_defaultZone")
-            let outcomes = await Store.writeCreates([
+            let outcomes = await FastCreate.writeCreates([
                 planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["fresh"]),
                 planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["warm-_defaultZone"]),
             ], pool: fixture.pool)
             #expect(outcomes.allSatisfy { if case .retryAlone = $0 { true } else { false } })
             #expect(try await sequences(fixture, zoneID: zone.zoneID) == ["warm-_defaultZone": 1], "nothing of the batch stayed")
             // Alone, the fresh one is written and the existing one is not taken (the full path answers it).
-            let alone = await Store.writeCreates([planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["fresh"])],
+            let alone = await FastCreate.writeCreates([planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["fresh"])],
                                                  pool: fixture.pool)
             guard case .written(let first) = alone[0] else { Issue.record("\(alone)"); return }
             #expect(first == 2)
-            let existing = await Store.writeCreates([planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion,
+            let existing = await FastCreate.writeCreates([planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion,
                                                              names: ["warm-_defaultZone"])], pool: fixture.pool)
             guard case .notTaken = existing[0] else { Issue.record("\(existing)"); return }
         }
@@ -85,24 +85,24 @@ import Testing
         try await StoreFixture.with { fixture in
             let session = try await fixture.session()
             let zone = try await warmZone(fixture, session, "_defaultZone")
-            let token = try await fixture.store.issueToken(user: "alice", device: "phone")
-            let digest = Store.tokenDigest(token.secret)
-            guard let phone = try await fixture.store.session(tokenDigest: digest, container: session.container,
+            let token = try await fixture.store.accounts.issueToken(user: "alice", device: "phone")
+            let digest = AccountStore.tokenDigest(token.secret)
+            guard let phone = try await fixture.store.accounts.session(tokenDigest: digest, container: session.container,
                                                                environment: session.environment) else {
                 Issue.record("no session for the phone"); return
             }
-            let live = await Store.writeCreates([
+            let live = await FastCreate.writeCreates([
                 planned(phone, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["p1"], digest: digest),
                 planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["m1"]),
             ], pool: fixture.pool)
             #expect(live.allSatisfy { if case .written = $0 { true } else { false } }, "\(live)")
-            try await fixture.store.revokeToken(tokenID: phone.tokenID)
-            let revoked = await Store.writeCreates([
+            try await fixture.store.accounts.revokeToken(tokenID: phone.tokenID)
+            let revoked = await FastCreate.writeCreates([
                 planned(phone, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["p2"], digest: digest),
                 planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["m2"]),
             ], pool: fixture.pool)
             #expect(revoked.allSatisfy { if case .retryAlone = $0 { true } else { false } }, "\(revoked)")
-            let stale = await Store.writeCreates([
+            let stale = await FastCreate.writeCreates([
                 planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion + 1, names: ["m3"]),
                 planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["m4"]),
             ], pool: fixture.pool)
@@ -120,7 +120,7 @@ import Testing
             let tags = try await withThrowingTaskGroup(of: [String].self) { group in
                 for writer in 0..<30 {
                     group.addTask {
-                        let results = try await store.modifyRecords(session, zoneName: "z\(writer % 3)", operations: [
+                        let results = try await store.records.modifyRecords(session, zoneName: "z\(writer % 3)", operations: [
                             operation(.create, "w\(writer)-a", ["n": 1]), operation(.create, "w\(writer)-b", ["n": 2]),
                         ], atomic: false, limits: limits)
                         return results.compactMap { if case .saved(let record, _) = $0 { record.changeTag } else { nil } }
@@ -134,10 +134,10 @@ import Testing
             for (name, zoneID) in zones {
                 let sequences = try await sequences(fixture, zoneID: zoneID).values.sorted()
                 #expect(sequences == Array(1...21), "zone \(name): \(sequences)")
-                let changes = try await fixture.store.recordChanges(session, zoneName: name, token: nil, limit: 200, desiredRecordTypes: nil)
+                let changes = try await fixture.store.records.recordChanges(session, zoneName: name, token: nil, limit: 200, desiredRecordTypes: nil)
                 #expect(changes.records.count == 21)
             }
-            #expect(fixture.store.createCombiner.counts.submissions >= 30)
+            #expect(fixture.store.database.createCombiner.counts.submissions >= 30)
         }
     }
 }

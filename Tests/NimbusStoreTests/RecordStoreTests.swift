@@ -11,20 +11,20 @@ import Testing
     @Test func savesAndReadsBackThroughEveryPath() async throws {
         try await StoreFixture.with { fixture in
             let session = try await fixture.session()
-            let results = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+            let results = try await fixture.store.records.modifyRecords(session, zoneName: "_defaultZone", operations: [
                 operation(.create, "n1", ["title": "hello", "count": 3]),
                 operation(.create, "n2", ["title": "world", "score": 1.5]),
             ], atomic: false, limits: limits)
             guard case .saved(let first, _) = results[0] else { Issue.record("\(results)"); return }
             #expect(first.fields["count"] == .int64(3))
             #expect(first.created.deviceID == "mac")
-            let looked = try await fixture.store.lookupRecords(session, zoneName: "_defaultZone", names: ["n2", "missing", "n1"])
+            let looked = try await fixture.store.records.lookupRecords(session, zoneName: "_defaultZone", names: ["n2", "missing", "n1"])
             #expect(looked.map { $0?.recordName } == ["n2", nil, "n1"])
             #expect(looked[0]?.fields["score"] == .double(1.5))
-            let changes = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 200, desiredRecordTypes: nil)
+            let changes = try await fixture.store.records.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 200, desiredRecordTypes: nil)
             #expect(changes.records.map(\.recordName) == ["n1", "n2"])
             #expect(!changes.moreComing)
-            let again = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: changes.token, limit: 200, desiredRecordTypes: nil)
+            let again = try await fixture.store.records.recordChanges(session, zoneName: "_defaultZone", token: changes.token, limit: 200, desiredRecordTypes: nil)
             #expect(again.records.isEmpty)
         }
     }
@@ -37,7 +37,7 @@ import Testing
                 "tags": .array(["a", "b"]), "scores": .array([0.25, 1e300]),
             ]
             let reference = JSONValue.object(["recordName": "n1", "action": "NONE"])
-            let saved = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+            let saved = try await fixture.store.records.modifyRecords(session, zoneName: "_defaultZone", operations: [
                 operation(.create, "n1", fields),
                 .success(RecordOperation(kind: .create, recordName: "n \"2\"", recordType: "Note",
                                          fields: [RawField(name: "when", value: 1_795_000_000_123, declaredType: "TIMESTAMP")])),
@@ -48,7 +48,7 @@ import Testing
             #expect(saved.allSatisfy { if case .saved = $0 { true } else { false } }, "\(saved)")
             // An update (read, then written) and a delete rewrite the stored wire form.
             let tag = saved.first.flatMap { if case .saved(let record, _) = $0 { record.changeTag } else { nil } }
-            let updated = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+            let updated = try await fixture.store.records.modifyRecords(session, zoneName: "_defaultZone", operations: [
                 operation(.update, "n1", tag: tag, ["title": "changed", "count": 4]),
                 operation(.forceDelete, "gone", type: nil),
             ], atomic: false, limits: limits)
@@ -63,10 +63,10 @@ import Testing
                     WHERE record_name = 'old'
                     """)
             }
-            let first = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 1, desiredRecordTypes: nil)
+            let first = try await fixture.store.records.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 1, desiredRecordTypes: nil)
             for token in [nil, first.token] {
-                let decoded = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: token, limit: 200, desiredRecordTypes: nil)
-                let written = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: token, limit: 200, desiredRecordTypes: nil,
+                let decoded = try await fixture.store.records.recordChanges(session, zoneName: "_defaultZone", token: token, limit: 200, desiredRecordTypes: nil)
+                let written = try await fixture.store.records.recordChanges(session, zoneName: "_defaultZone", token: token, limit: 200, desiredRecordTypes: nil,
                                                                     renderingWireJSON: true)
                 #expect(written.token == decoded.token && written.changes.count == decoded.records.count)
                 var names: [String] = []
@@ -93,20 +93,20 @@ import Testing
             let session = try await fixture.session()
             func reference(_ name: String) -> JSONValue { .object(["value": .object(["recordName": .string(name), "action": "DELETE_SELF"]), "type": "REFERENCE"]) }
             // item <- content <- detail (transitive), plus an unrelated record.
-            _ = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+            _ = try await fixture.store.records.modifyRecords(session, zoneName: "_defaultZone", operations: [
                 operation(.create, "item", ["title": "x"]),
                 .success(RecordOperation(kind: .create, recordName: "content", recordType: "Content", fields: [RawField(name: "item", value: reference("item").objectValue?["value"] ?? .null, declaredType: "REFERENCE")])),
                 .success(RecordOperation(kind: .create, recordName: "detail", recordType: "Content", fields: [RawField(name: "item", value: reference("content").objectValue?["value"] ?? .null, declaredType: "REFERENCE")])),
                 operation(.create, "other", ["title": "y"]),
             ], atomic: true, limits: limits)
-            let before = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 200, desiredRecordTypes: nil)
+            let before = try await fixture.store.records.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 200, desiredRecordTypes: nil)
             #expect(before.records.count == 4)
-            let deleted = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [operation(.forceDelete, "item", type: nil)],
+            let deleted = try await fixture.store.records.modifyRecords(session, zoneName: "_defaultZone", operations: [operation(.forceDelete, "item", type: nil)],
                                                                 atomic: false, limits: limits)
             #expect(deleted == [.deleted(recordName: "item")])
-            let after = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: before.token, limit: 200, desiredRecordTypes: nil)
+            let after = try await fixture.store.records.recordChanges(session, zoneName: "_defaultZone", token: before.token, limit: 200, desiredRecordTypes: nil)
             #expect(Set(after.records.filter(\.deleted).map(\.recordName)) == ["item", "content", "detail"])
-            let live = try await fixture.store.lookupRecords(session, zoneName: "_defaultZone", names: ["other", "content"])
+            let live = try await fixture.store.records.lookupRecords(session, zoneName: "_defaultZone", names: ["other", "content"])
             #expect(live.map { $0?.recordName } == ["other", nil])
         }
     }
@@ -115,7 +115,7 @@ import Testing
         try await StoreFixture.with { fixture in
             let session = try await fixture.session()
             let target = JSONValue.object(["recordName": "ghost", "action": "DELETE_SELF"])
-            let results = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+            let results = try await fixture.store.records.modifyRecords(session, zoneName: "_defaultZone", operations: [
                 .success(RecordOperation(kind: .create, recordName: "c", recordType: "Content", fields: [RawField(name: "item", value: target, declaredType: "REFERENCE")])),
             ], atomic: false, limits: limits)
             guard case .failed(let error) = results[0] else { Issue.record("\(results)"); return }
@@ -126,21 +126,21 @@ import Testing
     @Test func aZoneCreatedAgainExpiresOldTokens() async throws {
         try await StoreFixture.with { fixture in
             let session = try await fixture.session()
-            _ = try await fixture.store.modifyZones(session, operations: [.create("Events")])
-            _ = try await fixture.store.modifyRecords(session, zoneName: "Events", operations: [operation(.create, "a")], atomic: false, limits: limits)
-            let token = try await fixture.store.recordChanges(session, zoneName: "Events", token: nil, limit: 10, desiredRecordTypes: nil).token
-            _ = try await fixture.store.modifyZones(session, operations: [.delete("Events")])
+            _ = try await fixture.store.zones.modifyZones(session, operations: [.create("Events")])
+            _ = try await fixture.store.records.modifyRecords(session, zoneName: "Events", operations: [operation(.create, "a")], atomic: false, limits: limits)
+            let token = try await fixture.store.records.recordChanges(session, zoneName: "Events", token: nil, limit: 10, desiredRecordTypes: nil).token
+            _ = try await fixture.store.zones.modifyZones(session, operations: [.delete("Events")])
             await #expect(throws: SyncError.self) {
-                _ = try await fixture.store.recordChanges(session, zoneName: "Events", token: token, limit: 10, desiredRecordTypes: nil)
+                _ = try await fixture.store.records.recordChanges(session, zoneName: "Events", token: token, limit: 10, desiredRecordTypes: nil)
             }
-            _ = try await fixture.store.modifyZones(session, operations: [.create("Events")])
+            _ = try await fixture.store.zones.modifyZones(session, operations: [.create("Events")])
             do {
-                _ = try await fixture.store.recordChanges(session, zoneName: "Events", token: token, limit: 10, desiredRecordTypes: nil)
+                _ = try await fixture.store.records.recordChanges(session, zoneName: "Events", token: token, limit: 10, desiredRecordTypes: nil)
                 Issue.record("an old token was accepted")
             } catch let error as SyncError {
                 #expect(error.code == .changeTokenExpired)
             }
-            let fresh = try await fixture.store.recordChanges(session, zoneName: "Events", token: nil, limit: 10, desiredRecordTypes: nil)
+            let fresh = try await fixture.store.records.recordChanges(session, zoneName: "Events", token: nil, limit: 10, desiredRecordTypes: nil)
             #expect(fresh.records.isEmpty)
         }
     }
@@ -148,13 +148,13 @@ import Testing
     @Test func tokensBelowTheHorizonAreExpired() async throws {
         try await StoreFixture.with { fixture in
             let session = try await fixture.session()
-            let first = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 10, desiredRecordTypes: nil)
-            _ = try await fixture.store.modifyRecords(session, zoneName: "_defaultZone", operations: [operation(.create, "a"), operation(.create, "b")],
+            let first = try await fixture.store.records.recordChanges(session, zoneName: "_defaultZone", token: nil, limit: 10, desiredRecordTypes: nil)
+            _ = try await fixture.store.records.modifyRecords(session, zoneName: "_defaultZone", operations: [operation(.create, "a"), operation(.create, "b")],
                                                       atomic: false, limits: limits)
             let databaseID = session.databaseID
             try await fixture.run { try $0.run("UPDATE zones SET tombstone_horizon_seq = 2 WHERE database_id = \(databaseID)") }
             do {
-                _ = try await fixture.store.recordChanges(session, zoneName: "_defaultZone", token: first.token, limit: 10, desiredRecordTypes: nil)
+                _ = try await fixture.store.records.recordChanges(session, zoneName: "_defaultZone", token: first.token, limit: 10, desiredRecordTypes: nil)
                 Issue.record("a token below the horizon was accepted")
             } catch let error as SyncError {
                 #expect(error.code == .changeTokenExpired)
@@ -181,7 +181,7 @@ import Testing
                         while Date() < deadline || counter < 8 {
                             counter += 1
                             let shared = "s\(counter % 5)"
-                            let results = try await store.modifyRecords(session, zoneName: "_defaultZone", operations: [
+                            let results = try await store.records.modifyRecords(session, zoneName: "_defaultZone", operations: [
                                 operation(.create, "w\(index)-\(counter)", ["n": .integer(Int64(counter))]),
                                 operation(.forceUpdate, shared, ["by": .string("w\(index)")]),
                             ], atomic: false, limits: limits)
@@ -199,7 +199,7 @@ import Testing
                         var token: String?
                         var lastMaximum: Int64 = 0
                         func page() async throws -> Bool {
-                            let changes = try await store.recordChanges(reader, zoneName: "_defaultZone", token: token, limit: 7, desiredRecordTypes: nil)
+                            let changes = try await store.records.recordChanges(reader, zoneName: "_defaultZone", token: token, limit: 7, desiredRecordTypes: nil)
                             let sequences = changes.records.map { Int64($0.changeTag, radix: 36) ?? 0 }
                             if let lowest = sequences.min(), lowest <= lastMaximum {
                                 throw FixtureError(description: "a page went backwards: \(lowest) after \(lastMaximum)")
@@ -221,13 +221,13 @@ import Testing
                 // of the final truth, then that one more pass reaches it exactly.
                 let truth = acknowledged.state.withLock { $0 }
                 #expect(truth.count > 40)
-                let final = try await store.recordChanges(reader, zoneName: "_defaultZone", token: nil, limit: 400, desiredRecordTypes: nil)
+                let final = try await store.records.recordChanges(reader, zoneName: "_defaultZone", token: nil, limit: 400, desiredRecordTypes: nil)
                 var complete: [String: Int64] = [:]
                 var more = final.moreComing
                 var token = final.token
                 for record in final.records { complete[record.recordName] = Int64(record.changeTag, radix: 36) }
                 while more {
-                    let next = try await store.recordChanges(reader, zoneName: "_defaultZone", token: token, limit: 400, desiredRecordTypes: nil)
+                    let next = try await store.records.recordChanges(reader, zoneName: "_defaultZone", token: token, limit: 400, desiredRecordTypes: nil)
                     for record in next.records { complete[record.recordName] = Int64(record.changeTag, radix: 36) }
                     more = next.moreComing
                     token = next.token
@@ -245,7 +245,7 @@ import Testing
     @Test func theAppsQueriesUseAnIndex() async throws {
         try await StoreFixture.with { fixture in
             let session = try await fixture.session(container: "iCloud.com.mirxa.AppLocker")
-            let zone = try await fixture.store.listZones(session)[0]
+            let zone = try await fixture.store.zones.listZones(session)[0]
             let zoneID = zone.id
             try await fixture.run { connection in
                 try connection.run("""

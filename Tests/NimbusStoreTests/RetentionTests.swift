@@ -46,7 +46,7 @@ import Testing
             try await Self.save(store, session, [Self.command("cmd-6d", at: now - 6 * Self.day)])
             clock.set(now)
 
-            let report = try #require(try await store.prune(PruneOptions(), limits: limits))
+            let report = try #require(try await store.pruner.prune(PruneOptions(), limits: limits))
             #expect(try await Self.liveNames(fixture, session) == ["cmd-6d", "locked-mac", "recent", "recent-auth"])
             #expect(try await Self.tombstoneNames(fixture, session) == ["backdated", "cmd-8d", "future-dated", "old", "old-auth"])
             let counted = Dictionary(report.counts.map { ($0.recordType, $0.records) }, uniquingKeysWith: +)
@@ -56,7 +56,7 @@ import Testing
             // A second run finds nothing; LockedAppList has no policy and is never pruned by default.
             clock.set(now + 365 * Self.day)
             try await Self.save(store, session, [Self.lockedAppList("locked-phone", at: now)])
-            let later = try #require(try await store.prune(PruneOptions(), limits: limits))
+            let later = try #require(try await store.pruner.prune(PruneOptions(), limits: limits))
             #expect(Set(later.counts.filter { $0.records > 0 }.map(\.recordType)) == ["BlockedAppEvent", "FailedAuthEvent", "RemoteCommand"])
             #expect(try await Self.liveNames(fixture, session) == ["locked-mac", "locked-phone"])
         }
@@ -79,7 +79,7 @@ import Testing
 
             var options = PruneOptions()
             options.olderThanSeconds = 2 * 86_400
-            let first = try #require(try await store.prune(options, limits: limits))
+            let first = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(first.counts.reduce(0) { $0 + $1.records } == 4)
             #expect(try await Self.liveNames(fixture, session) == ["e-1d", "locked-mac"])
 
@@ -87,7 +87,7 @@ import Testing
             options.olderThanSeconds = 0
             options.recordTypes = ["LockedAppList"]
             clock.set(now + 1000)
-            let second = try #require(try await store.prune(options, limits: limits))
+            let second = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(second.counts.map(\.recordType) == ["LockedAppList"])
             #expect(try await Self.liveNames(fixture, session) == ["e-1d"])
         }
@@ -112,7 +112,7 @@ import Testing
             let before = try await Self.allChanges(store, phone, token: nil)
             #expect(Set(before.records.map(\.recordName)) == ["old-1", "old-2", "old-3", "locked-mac", "new-1", "new-2"])
 
-            _ = try #require(try await store.prune(PruneOptions(), limits: limits))
+            _ = try #require(try await store.pruner.prune(PruneOptions(), limits: limits))
 
             // The device that synced before the prune receives the deletions as tombstones.
             let after = try await Self.allChanges(store, phone, token: before.token)
@@ -128,11 +128,11 @@ import Testing
             clock.set(now + 60_000)
             var options = PruneOptions()
             options.tombstonesOlderThanSeconds = 0
-            let expired = try #require(try await store.prune(options, limits: limits))
+            let expired = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(expired.counts.reduce(0) { $0 + $1.tombstones } == 3)
             #expect(try await Self.tombstoneNames(fixture, session).isEmpty)
             do {
-                _ = try await store.recordChanges(phone, zoneName: "_defaultZone", token: before.token, limit: 200, desiredRecordTypes: nil)
+                _ = try await store.records.recordChanges(phone, zoneName: "_defaultZone", token: before.token, limit: 200, desiredRecordTypes: nil)
                 Issue.record("a token older than the tombstone horizon was answered (it would silently lack deletions)")
             } catch let error as SyncError {
                 #expect(error.code == .changeTokenExpired)
@@ -172,7 +172,7 @@ import Testing
             options.tombstonesOlderThanSeconds = 0
             options.assetGraceSeconds = 0
             options.notificationRetentionSeconds = 0
-            let report = try #require(try await store.prune(options, limits: limits))
+            let report = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(try await Self.snapshot(fixture) == before)
             #expect(report.counts.reduce(0) { $0 + $1.records } == 40)
             #expect(report.counts.reduce(0) { $0 + $1.tombstones } == 1)
@@ -184,7 +184,7 @@ import Testing
     @Test func aDryRunReportsWhatARealRunThenDeletes() async throws {
         try await StoreFixture.with { fixture in
             let (store, clock, session) = try await Self.appLocker(fixture)
-            _ = try await store.modifyZones(session, operations: [.create("Events")])
+            _ = try await store.zones.modifyZones(session, operations: [.create("Events")])
             let now = clock.now
             clock.set(now - 31 * Self.day)
             for chunk in 0..<3 {
@@ -196,10 +196,10 @@ import Testing
             var options = PruneOptions()
             options.dryRun = true
             options.batchSize = 500
-            let dry = try #require(try await store.prune(options, limits: limits))
+            let dry = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(try await Self.snapshot(fixture) == before)
             options.dryRun = false
-            let real = try #require(try await store.prune(options, limits: limits))
+            let real = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(real.counts.reduce(0) { $0 + $1.records } == 1230)
             let dryCounts = Dictionary(dry.counts.map { ("\($0.zoneName)/\($0.recordType)", $0.records) }, uniquingKeysWith: +)
             let realCounts = Dictionary(real.counts.map { ("\($0.zoneName)/\($0.recordType)", $0.records) }, uniquingKeysWith: +)
@@ -213,7 +213,7 @@ import Testing
         try await StoreFixture.with { fixture in
             let (store, clock, session) = try await Self.appLocker(fixture)
             let watcher = try await fixture.session(device: "watcher", container: Self.container)
-            _ = try await store.modifySubscriptions(session, operations: [.save(try Self.subscription("deletions", firesOn: ["delete"]), mustExist: false)])
+            _ = try await store.subscriptions.modifySubscriptions(session, operations: [.save(try Self.subscription("deletions", firesOn: ["delete"]), mustExist: false)])
             let now = clock.now
             clock.set(now - 31 * Self.day)
             for chunk in 0..<5 {
@@ -231,7 +231,7 @@ import Testing
             let interrupted = try await Store.open(pool: doomedPool, clock: clock)
             var options = PruneOptions()
             options.batchSize = 20
-            let firstRun = Task { try await interrupted.prune(options, limits: limits) }
+            let firstRun = Task { try await interrupted.pruner.prune(options, limits: limits) }
             var deletedSoFar = 0
             for _ in 0..<3000 {
                 deletedSoFar = try await Self.tombstoneCount(fixture)
@@ -247,7 +247,7 @@ import Testing
             #expect(afterInterruption > 0 && afterInterruption < total, "interrupted after \(afterInterruption) of \(total)")
 
             // The lock went with the interrupted run's connection; the next run takes it.
-            let second = try #require(try await store.prune(PruneOptions(), limits: limits, wait: false),
+            let second = try #require(try await store.pruner.prune(PruneOptions(), limits: limits, wait: false),
                                       "the advisory lock of the interrupted run was not released")
             let resumed = second.counts.reduce(0) { $0 + $1.records }
             #expect(afterInterruption + resumed == total)
@@ -261,7 +261,7 @@ import Testing
             }
             #expect(perRecord.count == total)
             #expect(perRecord.allSatisfy { $0.1 == 1 }, "\(perRecord.filter { $0.1 != 1 }.prefix(5))")
-            let page = try await store.notifications(watcher, after: 0, limit: 5000)
+            let page = try await store.notifications.notifications(watcher, after: 0, limit: 5000)
             #expect(page.notifications.count == total)
         }
     }
@@ -277,11 +277,11 @@ import Testing
             var options = PruneOptions()
             options.recordTypes = ["FailedAuthEvent"]
             options.batchSize = 7
-            let first = try #require(try await store.prune(options, limits: limits))
+            let first = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(first.counts.map(\.recordType) == ["FailedAuthEvent"])
             #expect(first.counts.reduce(0) { $0 + $1.records } == 20)
             options.recordTypes = []
-            let second = try #require(try await store.prune(options, limits: limits))
+            let second = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(second.counts.map(\.recordType) == ["BlockedAppEvent"])
             #expect(second.counts.reduce(0) { $0 + $1.records } == 30)
             #expect(try await Self.tombstoneCount(fixture) == 50)
@@ -295,7 +295,7 @@ import Testing
         try await StoreFixture.with { fixture in
             let (store, clock, session) = try await Self.appLocker(fixture)
             let phone = try await fixture.session(device: "phone", container: Self.container)
-            _ = try await store.modifySubscriptions(session, operations: [
+            _ = try await store.subscriptions.modifySubscriptions(session, operations: [
                 .save(try Self.subscription("on-delete", firesOn: ["delete"]), mustExist: false),
                 .save(try Self.subscription("on-create", firesOn: ["create"]), mustExist: false),
                 .save(try Self.subscription("events-deleted", firesOn: ["delete"], query: "BlockedAppEvent"), mustExist: false),
@@ -307,16 +307,16 @@ import Testing
             clock.set(now - Self.day)
             try await Self.save(store, session, [Self.event("new-1", at: now - Self.day)])
             clock.set(now)
-            let cursor = try await store.currentNotificationSequence(databaseID: session.databaseID)
-            _ = try #require(try await store.prune(PruneOptions(), limits: limits))
+            let cursor = try await store.notifications.currentNotificationSequence(databaseID: session.databaseID)
+            _ = try #require(try await store.pruner.prune(PruneOptions(), limits: limits))
 
-            let page = try await store.notifications(phone, after: cursor, limit: 100)
+            let page = try await store.notifications.notifications(phone, after: cursor, limit: 100)
             let seen = Set(page.notifications.map {
                 "\($0["subscriptionID"]?.stringValue ?? "?") \($0["reason"]?.stringValue ?? "?") \($0["recordName"]?.stringValue ?? "?")"
             })
             #expect(seen == ["on-delete recordDeleted old-1", "on-delete recordDeleted old-2", "events-deleted recordDeleted old-1"])
             // The device that created them is notified too: the pruner is device "nimbus-prune".
-            let mine = try await store.notifications(session, after: cursor, limit: 100)
+            let mine = try await store.notifications.notifications(session, after: cursor, limit: 100)
             #expect(mine.notifications.count == 3)
             let origins = try await fixture.run { connection in
                 try connection.query("SELECT DISTINCT origin_device FROM notifications WHERE seq > \(cursor)") { try $0.string(0) }
@@ -339,22 +339,22 @@ import Testing
             var options = PruneOptions()
             options.batchSize = 25
             let limits = limits
-            async let first = store.prune(options, limits: limits, wait: false)
-            async let second = store.prune(options, limits: limits, wait: false)
+            async let first = store.pruner.prune(options, limits: limits, wait: false)
+            async let second = store.pruner.prune(options, limits: limits, wait: false)
             let reports = try await [first, second]
             #expect(reports.filter { $0 == nil }.count == 1, "both prunes ran: \(reports.map { $0 == nil ? "skipped" : "ran" })")
             #expect(reports.compactMap { $0 }.first.map { $0.counts.reduce(0) { $0 + $1.records } } == 1600)
 
             // Deterministically: while another session holds the lock, wait:false skips.
-            let key = Store.pruneLockKey
+            let key = Pruner.pruneLockKey
             let holder = try await blocking { () -> PGConnection in
                 let connection = try PGConnection.connect(url: fixture.url)
                 try connection.run("SELECT pg_advisory_lock(\(key))")
                 return connection
             }
-            #expect(try await store.prune(options, limits: limits, wait: false) == nil)
+            #expect(try await store.pruner.prune(options, limits: limits, wait: false) == nil)
             _ = try await blocking { try holder.run("SELECT pg_advisory_unlock(\(key))") }
-            #expect(try await store.prune(options, limits: limits, wait: false) != nil)
+            #expect(try await store.pruner.prune(options, limits: limits, wait: false) != nil)
         }
     }
 
@@ -366,8 +366,8 @@ import Testing
     @Test func pruningBesideWritersKeepsThemMovingAndDeletesOnlyExpiredRecords() async throws {
         try await StoreFixture.with(poolSize: 12) { fixture in
             let (store, clock, session) = try await Self.appLocker(fixture)
-            _ = try await store.modifyZones(session, operations: [.create("Events")])
-            let zone = try #require(try await store.listZones(session).first { $0.name == "Events" })
+            _ = try await store.zones.modifyZones(session, operations: [.create("Events")])
+            let zone = try #require(try await store.zones.listZones(session).first { $0.name == "Events" })
             let zoneID = zone.id, user = session.userRecordName
             let expired = 20_000, live = 2_000
             try await fixture.run { connection in
@@ -402,7 +402,7 @@ import Testing
             let started = monotonicNanoseconds()
             let pruner = Task { () throws -> PruneReport? in
                 defer { done.set() }
-                return try await store.prune(options, limits: limits)
+                return try await store.pruner.prune(options, limits: limits)
             }
             var writers: [Session] = []
             for index in 0..<4 { writers.append(try await fixture.session(device: "writer\(index)", container: Self.container)) }
@@ -415,7 +415,7 @@ import Testing
                             counter += 1
                             let name = "w\(index)-\(counter)"
                             let start = monotonicNanoseconds()
-                            let saved = try await store.modifyRecords(writer, zoneName: "Events", operations: [
+                            let saved = try await store.records.modifyRecords(writer, zoneName: "Events", operations: [
                                 Self.event(name, at: clock.now),
                             ], atomic: false, limits: limits)
                             latencies.append(Double(monotonicNanoseconds() - start) / 1e9)
@@ -476,12 +476,12 @@ import Testing
             try await Self.save(store, session, [Self.authEvent("auth-new", photo: shared, at: now - Self.day)])
             clock.set(now)
 
-            let kept = try #require(try await store.prune(PruneOptions(), limits: limits))
+            let kept = try #require(try await store.pruner.prune(PruneOptions(), limits: limits))
             #expect(kept.counts.reduce(0) { $0 + $1.records } == 2)
             #expect(kept.assets == 0, "the default grace period (24 h) keeps a just-released asset")
             var options = PruneOptions()
             options.assetGraceSeconds = 0
-            let collected = try #require(try await store.prune(options, limits: limits))
+            let collected = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(collected.assets == 1)
             #expect(collected.assetBytes == 3000)
             let sizes = try await fixture.run { try $0.query("SELECT size FROM assets WHERE complete ORDER BY size") { try $0.int64(0) } }
@@ -501,8 +501,8 @@ import Testing
             clock.set(now - 10 * Self.day)
             try await Self.save(store, session, [Self.authEvent("auth", photo: photo, at: now - 10 * Self.day), Self.event("e2", at: now - 10 * Self.day)])
             clock.set(now)
-            _ = try await store.prune(PruneOptions(), limits: limits)
-            let (databases, devices) = try await store.stats()
+            _ = try await store.pruner.prune(PruneOptions(), limits: limits)
+            let (databases, devices) = try await store.statistics.stats()
             let entry = try #require(databases.first { $0.user == "alice" && $0.container == Self.container && $0.environment == "development" })
             #expect(entry.liveByType.map { "\($0.type)=\($0.count)" } == ["BlockedAppEvent=1", "FailedAuthEvent=1", "LockedAppList=1"])
             #expect(entry.tombstones == 1)
@@ -529,10 +529,10 @@ import Testing
             let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
                 .appendingPathComponent("../../deploy/schemas/applocker.json").standardizedFileURL
             let schema = try ContainerSchema.parseFile(try JSONValue.parse(String(contentsOf: file, encoding: .utf8)))
-            try await store.importSchema(schema, environment: .development)
+            try await store.schemas.importSchema(schema, environment: .development)
             try await Self.save(store, session, [Self.event("saved-after-import", at: now - 31 * Self.day)])
 
-            let report = try #require(try await store.prune(PruneOptions(), limits: limits))
+            let report = try #require(try await store.pruner.prune(PruneOptions(), limits: limits))
             #expect(try await Self.liveNames(fixture, session).isEmpty,
                     "a 31-day-old BlockedAppEvent outlived its 30-day policy because it was saved before the import")
             #expect(report.counts.reduce(0) { $0 + $1.records } == 2)
@@ -552,9 +552,9 @@ import Testing
             clock.set(now)
             let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
                 .appendingPathComponent("../../deploy/schemas/applocker.json").standardizedFileURL
-            try await store.importSchema(try ContainerSchema.parseFile(try JSONValue.parse(String(contentsOf: file, encoding: .utf8))),
+            try await store.schemas.importSchema(try ContainerSchema.parseFile(try JSONValue.parse(String(contentsOf: file, encoding: .utf8))),
                                          environment: .development)
-            let (databases, _) = try await store.stats()
+            let (databases, _) = try await store.statistics.stats()
             let entry = try #require(databases.first { $0.container == Self.container })
             let expiry = try #require(entry.nextExpiry, "stats shows no expiry for an event the next prunes will delete in 20 days")
             #expect(abs(expiry.timeIntervalSince1970 * 1000 - Double(now + 20 * Self.day)) < 2000, "\(expiry)")
@@ -568,14 +568,14 @@ import Testing
             let (store, _, _) = try await Self.appLocker(fixture)
             let other = try await fixture.session(container: "iCloud.org.p0deje.Maccy")
             _ = try await Self.upload(store, other, Array(repeating: 3, count: 2222))  // never referenced
-            _ = try await store.modifySubscriptions(other, operations: [.save(try Self.subscription("all", firesOn: ["create"]), mustExist: false)])
+            _ = try await store.subscriptions.modifySubscriptions(other, operations: [.save(try Self.subscription("all", firesOn: ["create"]), mustExist: false)])
             try await Self.save(store, other, [.success(RecordOperation(kind: .create, recordName: "item", recordType: "HistoryItem",
                                                                            fields: [RawField(name: "title", value: "x")]))])
             try await fixture.run { try $0.run("UPDATE notifications SET created_at = now() - interval '8 days'") }
             var options = PruneOptions()
             options.container = Self.container
             options.assetGraceSeconds = 0
-            let report = try #require(try await store.prune(options, limits: limits))
+            let report = try #require(try await store.pruner.prune(options, limits: limits))
             #expect(report.assets == 0, "a prune of \(Self.container) collected another container's asset")
             #expect(report.notifications == 0, "a prune of \(Self.container) deleted another container's notifications")
             let left = try await fixture.run { try $0.queryFirst("SELECT (SELECT count(*) FROM assets)::int8 * 10 + (SELECT count(*) FROM notifications)::int8") { try $0.int(0) } }
@@ -608,7 +608,7 @@ import Testing
             let fresh = try await Store.open(pool: pool, clock: clock)
             let jit = try await pool.withConnection { try $0.queryFirst("SHOW jit") { try $0.string(0) } }
             let start = monotonicNanoseconds()
-            let report = try #require(try await fresh.prune(PruneOptions(), limits: limits))
+            let report = try #require(try await fresh.pruner.prune(PruneOptions(), limits: limits))
             let seconds = Double(monotonicNanoseconds() - start) / 1e9
             #expect(report.counts.reduce(0) { $0 + $1.records } == 2000)
             #expect(jit == "off", "the store's connections run with jit = \(jit ?? "?"); pruning 2,000 records took \(seconds) s")
@@ -621,8 +621,8 @@ import Testing
     @Test func aPruneWithNothingToDoDoesNotReadEveryRecord() async throws {
         try await StoreFixture.with { fixture in
             let (store, clock, session) = try await Self.appLocker(fixture)
-            _ = try await store.modifyZones(session, operations: [.create("Events")])
-            let zone = try #require(try await store.listZones(session).first { $0.name == "Events" })
+            _ = try await store.zones.modifyZones(session, operations: [.create("Events")])
+            let zone = try #require(try await store.zones.listZones(session).first { $0.name == "Events" })
             let zoneID = zone.id, rows: Int64 = 200_000
             try await fixture.run { connection in
                 try connection.run("""
@@ -640,7 +640,7 @@ import Testing
             var fastest = Double.infinity
             for _ in 0..<2 {
                 let start = monotonicNanoseconds()
-                let report = try #require(try await store.prune(PruneOptions(), limits: limits))
+                let report = try #require(try await store.pruner.prune(PruneOptions(), limits: limits))
                 fastest = min(fastest, Double(monotonicNanoseconds() - start) / 1e9)
                 #expect(report.counts.isEmpty)
             }
@@ -658,7 +658,7 @@ import Testing
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../deploy/schemas/applocker.json").standardizedFileURL
         let schema = try ContainerSchema.parseFile(try JSONValue.parse(String(contentsOf: file, encoding: .utf8)))
-        try await fixture.store.importSchema(schema, environment: .development)
+        try await fixture.store.schemas.importSchema(schema, environment: .development)
         let clock = FixedClock(SystemClock().nowMilliseconds())
         let store = try await Store.open(pool: fixture.pool, clock: clock)
         let session = try await fixture.session(container: container)
@@ -694,9 +694,9 @@ import Testing
     }
 
     static func upload(_ store: Store, _ session: Session, _ bytes: [UInt8]) async throws -> UploadedAsset {
-        let ids = try await store.createUploads(session, zoneName: "_defaultZone", requests: [("FailedAuthEvent", "photoAsset", "")])
+        let ids = try await store.assets.createUploads(session, zoneName: "_defaultZone", requests: [("FailedAuthEvent", "photoAsset", "")])
         let pieces = Mutex<[[UInt8]]>([bytes])
-        return try await store.upload(session, uploadID: ids[0], next: { pieces.withLock { $0.popLast() } },
+        return try await store.assets.upload(session, uploadID: ids[0], next: { pieces.withLock { $0.popLast() } },
                                       maxBytes: 1 << 20, quotaBytes: 1 << 30)
     }
 
@@ -715,7 +715,7 @@ import Testing
     /// Saves and requires every operation to succeed.
     static func save(_ store: Store, _ session: Session, _ operations: [Result<RecordOperation, ItemError>],
                      zone: String = "_defaultZone") async throws {
-        let results = try await store.modifyRecords(session, zoneName: zone, operations: operations, atomic: false, limits: Limits())
+        let results = try await store.records.modifyRecords(session, zoneName: zone, operations: operations, atomic: false, limits: Limits())
         for result in results {
             if case .failed(let error) = result { throw FixtureError(description: "save failed: \(error)") }
         }
@@ -726,7 +726,7 @@ import Testing
         var records: [Record] = []
         var token = token
         while true {
-            let page = try await store.recordChanges(session, zoneName: zone, token: token, limit: 200, desiredRecordTypes: nil)
+            let page = try await store.records.recordChanges(session, zoneName: zone, token: token, limit: 200, desiredRecordTypes: nil)
             records += page.records
             token = page.token
             if !page.moreComing { return (records, page.token) }

@@ -63,11 +63,11 @@ struct StoreFixture: Sendable {
     /// A session of `user`'s device on a container's private database (user created if needed).
     func session(user: String = "alice", device: String = "mac", container: String = "iCloud.test.App",
                  environment: Environment = .development) async throws -> Session {
-        if try await !store.listUsers().contains(where: { $0.name == user }) {
-            _ = try await store.addUser(name: user)
+        if try await !store.accounts.listUsers().contains(where: { $0.name == user }) {
+            _ = try await store.accounts.addUser(name: user)
         }
-        let token = try await store.issueToken(user: user, device: device)
-        guard let session = try await store.session(tokenDigest: Store.tokenDigest(token.secret), container: container, environment: environment) else {
+        let token = try await store.accounts.issueToken(user: user, device: device)
+        guard let session = try await store.accounts.session(tokenDigest: AccountStore.tokenDigest(token.secret), container: container, environment: environment) else {
             throw FixtureError(description: "a freshly issued token did not authenticate")
         }
         return session

@@ -9,15 +9,15 @@ import Testing
         try await StoreFixture.with { fixture in
             let store = fixture.store
             let session = try await fixture.session()
-            _ = try await store.modifyZones(session, operations: [.create("z")])
+            _ = try await store.zones.modifyZones(session, operations: [.create("z")])
             let subscription = try Subscription.parse(
                 try JSONValue.parse(#"{"subscriptionID": "s", "subscriptionType": "zone", "zoneID": {"zoneName": "z"}}"#),
                 schema: [:], limits: Limits())
-            let saved = try await store.modifySubscriptions(session, operations: [.save(subscription, mustExist: false)])
+            let saved = try await store.subscriptions.modifySubscriptions(session, operations: [.save(subscription, mustExist: false)])
             guard case .saved? = saved.first else { Issue.record("subscription not saved: \(saved)"); return }
-            _ = try await store.modifyZones(session, operations: [.delete("z")])
-            #expect(try await store.listSubscriptions(session).isEmpty)
-            let again = try await store.modifyZones(session, operations: [.create("z")])
+            _ = try await store.zones.modifyZones(session, operations: [.delete("z")])
+            #expect(try await store.subscriptions.listSubscriptions(session).isEmpty)
+            let again = try await store.zones.modifyZones(session, operations: [.create("z")])
             guard case .zone(let zone)? = again.first else { Issue.record("re-create answered \(again)"); return }
             #expect(zone.name == "z" && !zone.deleted)
         }
@@ -28,17 +28,17 @@ import Testing
         try await StoreFixture.with { fixture in
             let store = fixture.store
             let session = try await fixture.session()
-            _ = try await store.modifyZones(session, operations: [.create("z")])
+            _ = try await store.zones.modifyZones(session, operations: [.create("z")])
             let subscription = try Subscription.parse(
                 try JSONValue.parse(#"{"subscriptionID": "s", "subscriptionType": "zone", "zoneID": {"zoneName": "z"}}"#),
                 schema: [:], limits: Limits())
-            _ = try await store.modifySubscriptions(session, operations: [.save(subscription, mustExist: false)])
+            _ = try await store.subscriptions.modifySubscriptions(session, operations: [.save(subscription, mustExist: false)])
             // The old delete: the zone row marked deleted, its subscription left behind.
             let databaseID = session.databaseID
             _ = try await fixture.run { try $0.run("UPDATE zones SET deleted = true WHERE database_id = \(databaseID) AND zone_name = 'z'") }
-            let again = try await store.modifyZones(session, operations: [.create("z")])
+            let again = try await store.zones.modifyZones(session, operations: [.create("z")])
             guard case .zone? = again.first else { Issue.record("re-create answered \(again)"); return }
-            #expect(try await store.listSubscriptions(session).isEmpty)
+            #expect(try await store.subscriptions.listSubscriptions(session).isEmpty)
         }
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The no-missed-change checker for longer (docs/checker.md): scenario 90 with NMC_SECONDS of writes
 # (default 600) against the release build, on a scratch PostgreSQL cluster of its own, then the
-# negative control (a build with -DNIMBUS_NEGATIVE_CONTROL, which must fail the checker).
+# negative control (NegativeControl/build.sh, which must fail the checker).
 #
 #   bash Tests/soak/checker.sh                  # 600 s, commit delay 0..20 ms, negative control 30 s
 #   NMC_SECONDS=3600 NMC_DELAY_MS=50 bash Tests/soak/checker.sh
@@ -27,8 +27,8 @@ fi
 export NIMBUS_BIN
 if [ "${NMC_NEGATIVE:-1}" != 0 ] && [ -z "${NMC_NEGATIVE_BIN:-}" ]; then
   say "building the negative control (release, .build-nc)"
-  swift build -c release --product nimbus --build-path .build-nc -Xswiftc -DNIMBUS_NEGATIVE_CONTROL >&2
-  export NMC_NEGATIVE_BIN="$(swift build -c release --build-path .build-nc --show-bin-path)/nimbus"
+  NMC_NEGATIVE_BIN=$(bash NegativeControl/build.sh "$PWD/.build-nc")
+  export NMC_NEGATIVE_BIN
 fi
 
 source Tests/test-postgres.sh

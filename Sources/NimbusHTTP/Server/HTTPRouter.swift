@@ -1,5 +1,7 @@
 /// Maps method and path to a handler. Static paths are a dictionary lookup; patterns with
-/// `:name` segments are matched segment by segment. `HEAD` is served by the `GET` route.
+/// `:name` segments are matched segment by segment, the most specific first (more fixed
+/// segments): a path that a specific pattern matches is that pattern's, so another method on it
+/// is 405 even when a catch-all pattern serves that method. `HEAD` is served by the `GET` route.
 package struct HTTPRouter: Sendable {
     package typealias Handler = HTTPServer.Handler
 
@@ -9,6 +11,8 @@ package struct HTTPRouter: Sendable {
         package var pattern: String
         package var handler: Handler
         fileprivate var segments: [Substring]
+        /// How many segments are fixed (not `:name`).
+        fileprivate var fixedSegments: Int
     }
 
     package enum Match: Sendable {
@@ -30,10 +34,13 @@ package struct HTTPRouter: Sendable {
     }
 
     package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
-        let route = Route(method: method, pattern: pattern, handler: handler,
-                          segments: pattern.split(separator: "/", omittingEmptySubsequences: false))
+        let segments = pattern.split(separator: "/", omittingEmptySubsequences: false)
+        let route = Route(method: method, pattern: pattern, handler: handler, segments: segments,
+                          fixedSegments: segments.filter { $0.first != ":" }.count)
         if pattern.contains("/:") {
-            patternRoutes.append(route)
+            // Stable: among equally specific patterns, the first registered matches first.
+            let index = patternRoutes.firstIndex { $0.fixedSegments < route.fixedSegments } ?? patternRoutes.endIndex
+            patternRoutes.insert(route, at: index)
         } else {
             staticRoutes[pattern, default: [:]][method] = route
         }
@@ -47,10 +54,14 @@ package struct HTTPRouter: Sendable {
         }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         var allowed: [String] = []
+        var matchedSpecificity: Int?
         for route in patternRoutes {
+            // Less specific patterns than one that matched the path do not count.
+            if let matchedSpecificity, route.fixedSegments < matchedSpecificity { break }
             guard let parameters = Self.bind(route.segments, to: segments) else { continue }
             if route.method == lookup { return .found(route, parameters: parameters) }
             allowed.append(route.method)
+            matchedSpecificity = route.fixedSegments
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowed(allowed))
     }

@@ -41,7 +41,12 @@ package struct PruneReport: Sendable {
     package var seconds = 0.0
 }
 
-extension Store {
+/// Retention: removes expired records, old tombstones and change history, and unreferenced assets.
+package struct Pruner: DatabaseBacked {
+    package let database: Database
+}
+
+extension Pruner {
     static let pruneLockKey: Int64 = 0x4E494D4255535F50  // "NIMBUS_P"
 
     /// Runs the pruner unless another instance holds its advisory lock (`wait` false) or after
@@ -112,8 +117,9 @@ extension Store {
                     after = batch.last ?? after
                     let batchStart = monotonicNanoseconds()
                     let operations = batch.map { Result<RecordOperation, ItemError>.success(RecordOperation(kind: .forceDelete, recordName: $0)) }
-                    let results = try await modifyRecords(session, zoneName: zone.name, operations: operations, atomic: false,
-                                                          limits: limits, onlyWhere: condition)
+                    // Under the zone lock, only records still expired are deleted.
+                    let request = RecordWriteRequest(session: session, zoneName: zone.name, operations: operations, atomic: false, limits: limits)
+                    let results = try await LockedWrite(onlyWhere: condition).write(request, in: records) ?? []
                     let deleted = results.reduce(0) { count, result in if case .deleted = result { count + 1 } else { count } }
                     let key = "\(zone.container)|\(zone.environment)|\(zone.owner)|\(zone.name)|\(rule.recordType)"
                     counts[key, default: PruneCount(container: zone.container, environment: zone.environment, owner: zone.owner,
@@ -170,7 +176,7 @@ extension Store {
         }
 
         // 3. Unreferenced assets after their grace period; 4. old notifications.
-        let assets = try await collectUnreferencedAssets(graceSeconds: options.assetGraceSeconds, dryRun: options.dryRun,
+        let assets = try await assets.collectUnreferencedAssets(graceSeconds: options.assetGraceSeconds, dryRun: options.dryRun,
                                                          container: options.container)
         report.assets = assets.count
         report.assetBytes = assets.bytes

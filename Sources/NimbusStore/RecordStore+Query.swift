@@ -7,14 +7,14 @@ package struct QueryPage: Sendable {
     package var continuationMarker: String?
 }
 
-extension Store {
+extension RecordStore {
     /// `records/query`: live records of one type in a zone, filtered, sorted, one page at a time.
     /// Pages continue by keyset (the last row's sort values), so inserts and deletes between
     /// pages neither repeat nor skip records that stay.
     package func queryRecords(_ session: Session, zoneName: String, query: RecordQuery) async throws -> QueryPage {
         let signer = signer
         return try await pool.withConnection { connection in
-            guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
+            guard let zone = try ZoneStore.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
                 throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
             }
             let builder = QuerySQLBuilder(query: query, zoneID: zone.id)
@@ -31,7 +31,7 @@ extension Store {
             }
             let statement = builder.statement(after: after, limit: query.resultsLimit + 1)
             let rows = try connection.query(statement) { row -> (Record, [String]) in
-                let record = try Self.decodeRecord(row, zoneName: zoneName)
+                let record = try RecordRows.decodeRecord(row, zoneName: zoneName)
                 let keys = try (0..<builder.keyCount).map { try row.string(11 + $0) }
                 return (record, keys)
             }
@@ -68,7 +68,7 @@ struct QuerySQLBuilder {
     }
 
     func statement(after: [String]?, limit: Int) -> SQL {
-        var sql: SQL = "SELECT \(unsafeColumns: Store.recordColumns)"
+        var sql: SQL = "SELECT \(unsafeColumns: RecordRows.recordColumns)"
         for key in keys {
             sql.append(", ")
             sql.append(textExpression(key.field))

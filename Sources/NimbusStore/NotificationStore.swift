@@ -19,7 +19,12 @@ package enum ChannelAccess: Sendable {
     case granted(Session)
 }
 
-extension Store {
+/// The notification feed a database's subscriptions fill (the webcourier long-poll reads it).
+package struct NotificationStore: DatabaseBacked {
+    package let database: Database
+}
+
+extension NotificationStore {
     /// A channel id names a database; signed so that it cannot be guessed or forged.
     package func channelID(databaseID: Int64) -> String {
         var payload: [UInt8] = []
@@ -58,12 +63,12 @@ extension Store {
     package func channelAccess(tokenDigest: [UInt8], databaseID: Int64) async throws -> ChannelAccess {
         try await pool.withConnection { connection in
             let found = try connection.queryFirst("""
-                SELECT \(unsafeColumns: Self.sessionColumns)
+                SELECT \(unsafeColumns: AccountStore.sessionColumns)
                 FROM device_tokens t JOIN users u ON u.id = t.user_id
                 LEFT JOIN databases d ON d.id = \(databaseID) AND d.owner_user_id = t.user_id
                 WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
                 """) { row -> ChannelAccess in
-                try Self.decodeSession(row).map { .granted($0) } ?? .notFound
+                try AccountStore.decodeSession(row).map { .granted($0) } ?? .notFound
             }
             return found ?? .unauthenticated
         }

@@ -29,26 +29,40 @@ enum CreateOutcome: Sendable {
     case failed(any Error)
 }
 
+/// The fastest write strategy, for requests that only create records (see
+/// `RecordStore.createWithoutReading`). It checks an unverified token inside its statement.
+struct FastCreate: RecordWriteStrategy {
+    var checksTokenItself: Bool { true }
+
+    func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+        try await store.createWithoutReading(request.session, checkingToken: request.unverifiedTokenDigest, zoneName: request.zoneName,
+                                             operations: request.operations, atomic: request.atomic, limits: request.limits)
+    }
+
+    /// Records one combined statement gathers at most.
+    static let maxCombinedRecords = 1_000
+
+    static func makeCombiner(pool: PGPool, batchesInFlight: Int) -> WriteCombiner<PlannedCreates, CreateOutcome> {
+        WriteCombiner(maxBatchesInFlight: batchesInFlight, maxBatchWeight: maxCombinedRecords,
+                      key: { $0.zoneID }, weight: { $0.names.count }, run: { batch in await writeCreates(batch, pool: pool) })
+    }
+}
+
 extension Store {
     /// Batches of creates in flight at once (see `WriteCombiner`). One statement at a time per
     /// instance makes the largest batches: measured with 16 writers over 32 zones (bench/records.sh,
     /// fsync on), 1 gave 5.3k records/s and 2 gave 4.0k.
     package static let defaultWriteBatchesInFlight = 1
-    /// Records one combined statement gathers at most.
-    static let maxCombinedRecords = 1_000
 
     /// Statements the create fast path ran, the requests they carried, and the seconds they
     /// took (for metrics).
     package var createBatchCounts: (batches: Int, requests: Int, seconds: Double) {
-        let counts = createCombiner.counts
+        let counts = database.createCombiner.counts
         return (counts.batches, counts.submissions, counts.runSeconds)
     }
+}
 
-    static func makeCreateCombiner(pool: PGPool, batchesInFlight: Int) -> WriteCombiner<PlannedCreates, CreateOutcome> {
-        WriteCombiner(maxBatchesInFlight: batchesInFlight, maxBatchWeight: maxCombinedRecords,
-                      key: { $0.zoneID }, weight: { $0.names.count }, run: { batch in await writeCreates(batch, pool: pool) })
-    }
-
+extension RecordStore {
     /// The fastest path, for requests that only create records: planned against what earlier
     /// requests left in `caches` (the session, the zone's id, the schema and its version), without
     /// reading, then written by a statement that checks all of it — the token is live, the zone is
@@ -62,7 +76,7 @@ extension Store {
         guard !operations.isEmpty, operations.allSatisfy({ (try? $0.get())?.kind == .create }),
               let zoneID = caches.zoneID(WriteCaches.ZoneKey(databaseID: session.databaseID, zoneName: zoneName)),
               let schema = caches.schema(WriteCaches.SchemaKey(container: session.container, environment: session.environment)),
-              Self.deleteSelfTargets(operations).isEmpty, Self.assetCandidates(operations).isEmpty else { return nil }
+              RecordStore.deleteSelfTargets(operations).isEmpty, RecordStore.assetCandidates(operations).isEmpty else { return nil }
         let now = clock.nowMilliseconds()
         let context = ModifyPlanner.Context(
             zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
@@ -80,13 +94,13 @@ extension Store {
             planned.fields.append(Record.storage(of: record.fields).text)   // the wire form: no assets here
             planned.expires.append(expiresAt ?? Int64.min)
         }
-        var outcome = await createCombiner.submit(planned)
-        if case .retryAlone = outcome { outcome = await Self.writeCreates([planned], pool: pool)[0] }
+        var outcome = await database.createCombiner.submit(planned)
+        if case .retryAlone = outcome { outcome = await FastCreate.writeCreates([planned], pool: database.rawPool)[0] }
         let first: Int64
         switch outcome {
         case .written(let firstSequence): first = firstSequence
         case .notTaken, .retryAlone: return nil
-        case .failed(let error): throw error
+        case .failed(let error): throw StorePool.domainError(error)
         }
         // The statement numbered the records in `names` order from `first`.
         let sequences = Dictionary(planned.names.enumerated().map { ($1, first + Int64($0)) }, uniquingKeysWith: { first, _ in first })
@@ -99,7 +113,9 @@ extension Store {
         announce([ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zoneID, sequence: last)])
         return results
     }
+}
 
+extension FastCreate {
     /// Writes a batch: one statement for one request, the combined statement for several. A
     /// combined statement that fails a check is undone whole and its members retry alone, so one
     /// request's existing record never sends the others down the full path.
@@ -131,18 +147,16 @@ extension Store {
                 UPDATE zones SET change_seq = change_seq + \(count)
                 WHERE id = \(planned.zoneID) AND database_id = \(session.databaseID) AND NOT deleted
                   AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID))
-                  AND \(schemaVersion(container: session.container, environment: session.environment)) = \(planned.schemaVersion)
+                  AND \(SchemaStore.schemaVersion(container: session.container, environment: session.environment)) = \(planned.schemaVersion)
             """
         if let digest = planned.tokenDigest {
             statement.append(" AND ")
-            statement.append(tokenIsLive(digest: digest, tokenID: session.tokenID))
+            statement.append(AccountStore.tokenIsLive(digest: digest, tokenID: session.tokenID))
         }
         statement.append("""
                 RETURNING change_seq - \(count) AS base
             ), saved AS (
-                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, wire_fields_seq, change_seq,
-                                     created_at, created_by_device, created_by_user,
-                                     modified_at, modified_by_device, modified_by_user, deleted, expires_at)
+                INSERT INTO records (\(unsafeColumns: RecordRows.insertColumns))
                 SELECT \(planned.zoneID), u.n, u.t, u.f::jsonb, u.f, z.base + u.ord, z.base + u.ord,
                        'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
@@ -212,9 +226,7 @@ extension Store {
                        z.base + 1 + sum(c.n) OVER (PARTITION BY c.zone_id ORDER BY c.i) - c.n AS first_seq
                 FROM checked c JOIN z ON z.id = c.zone_id
             ), saved AS (
-                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, wire_fields_seq, change_seq,
-                                     created_at, created_by_device, created_by_user,
-                                     modified_at, modified_by_device, modified_by_user, deleted, expires_at)
+                INSERT INTO records (\(unsafeColumns: RecordRows.insertColumns))
                 SELECT s.zone_id, r.n, r.t, r.f::jsonb, r.f, s.first_seq + r.o, s.first_seq + r.o,
                        'epoch'::timestamptz + s.now * interval '1 millisecond', s.device, s.usr,
                        'epoch'::timestamptz + s.now * interval '1 millisecond', s.device, s.usr,

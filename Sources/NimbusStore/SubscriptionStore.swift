@@ -13,7 +13,12 @@ package enum SubscriptionResult: Sendable {
     case failed(String, ItemError)
 }
 
-extension Store {
+/// Query and zone subscriptions, and the notifications a record write fires.
+package struct SubscriptionStore: DatabaseBacked {
+    package let database: Database
+}
+
+extension SubscriptionStore {
     static func loadSubscriptions(_ connection: PGConnection, databaseID: Int64, schema: [String: RecordTypeSchema],
                                   limits: Limits = Limits()) throws -> [Subscription] {
         let definitions = try connection.query("""
@@ -27,7 +32,7 @@ extension Store {
 
     package func listSubscriptions(_ session: Session) async throws -> [Subscription] {
         try await pool.withConnection { connection in
-            let schema = try Self.loadSchema(connection, container: session.container, environment: session.environment)
+            let schema = try SchemaStore.loadSchema(connection, container: session.container, environment: session.environment)
             return try Self.loadSubscriptions(connection, databaseID: session.databaseID, schema: schema)
         }
     }
@@ -48,7 +53,7 @@ extension Store {
                     var zoneID: Int64?
                     if let zoneName = subscription.zoneName {
                         // Locked, so that a zone delete cannot commit between this check and the insert.
-                        guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName, lock: true), !zone.deleted else {
+                        guard let zone = try ZoneStore.zone(connection, databaseID: session.databaseID, name: zoneName, lock: true), !zone.deleted else {
                             return .failed(subscription.id, ItemError(.zoneNotFound, "Zone \(zoneName) does not exist."))
                         }
                         zoneID = zone.id

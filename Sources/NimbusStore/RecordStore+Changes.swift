@@ -24,7 +24,7 @@ package struct RecordChanges: Sendable {
     }
 }
 
-extension Store {
+extension RecordStore {
     /// `records/changes`: what changed in a zone after a token (everything live without one).
     ///
     /// The zone's sequence Z and the rows come from one statement, hence one snapshot; every
@@ -53,7 +53,7 @@ extension Store {
             // A session from the cache: the zone is found only while the token is live, and the
             // caller checks the token again on "not found".
             zoneQuery.append(" AND ")
-            zoneQuery.append(Self.tokenIsLive(digest: digest, tokenID: session.tokenID))
+            zoneQuery.append(AccountStore.tokenIsLive(digest: digest, tokenID: session.tokenID))
         }
         let zoneRow = zoneQuery
         // No ORDER BY outside: the lateral subquery's rows come in its order (one zone row, a
@@ -62,7 +62,7 @@ extension Store {
         let rows = try await pool.query("""
             WITH z AS (\(zoneRow))
             SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted,
-                   \(unsafeColumns: renderingWireJSON ? Self.changeColumns : Self.recordColumns)
+                   \(unsafeColumns: renderingWireJSON ? RecordRows.changeColumns : RecordRows.recordColumns)
             FROM z LEFT JOIN LATERAL (
                 SELECT * FROM records r
                 WHERE r.zone_id = z.id AND r.change_seq > \(after) AND r.change_seq <= z.change_seq
@@ -75,13 +75,13 @@ extension Store {
             let zone = ZoneInfo(name: zoneName, id: try row.int64(0), changeSequence: try row.int64(1),
                                 horizon: try row.int64(2), deleted: try row.bool(3))
             guard !row.isNull(4) else { return (zone, 0, nil) }
-            if renderingWireJSON, let stored = try Self.storedRecordText(row, offset: 4) {
+            if renderingWireJSON, let stored = try RecordRows.storedRecordText(row, offset: 4) {
                 var json: [UInt8] = []
                 json.reserveCapacity(stored.fields.count + 320)
                 stored.writeJSON(zoneName: zoneName, to: &json)
                 return (zone, stored.sequence, .wireJSON(json))
             }
-            let record = try Self.decodeRecord(row, zoneName: zoneName, offset: 4)
+            let record = try RecordRows.decodeRecord(row, zoneName: zoneName, offset: 4)
             return (zone, try row.int64(7), .record(record))
         }
         guard let zone = rows.first?.zone, !zone.deleted else {

@@ -1,46 +1,41 @@
-// NEGATIVE CONTROL for the no-missed-change checker: compiled only into test builds made with
-// `swift build -Xswiftc -DNIMBUS_NEGATIVE_CONTROL` (docs/checker.md); never into a real build.
+// NEGATIVE CONTROL for the no-missed-change checker (docs/checker.md). It is compiled only by
+// this side package (NegativeControl/build.sh), which builds `nimbus` from the main package's
+// sources with this strategy in place of the real ones; nothing of it is in a real build.
 //
 // `records/modify` here is the classic broken design the checker must catch: the change sequence
 // comes from one global PostgreSQL sequence (`nextval` is not transactional) and the zone's row
 // lock is not taken while the records are written; the zone's counter only catches up
 // (`GREATEST`) in the last statement before COMMIT. A writer that took sequence 10 and is slow to
 // commit lets a writer with 11 commit first; a reader then gets a token at 11 and never sees 10.
-#if NIMBUS_NEGATIVE_CONTROL
 import Foundation
 import NimbusCore
 import NimbusPostgres
 import NimbusSupport
 
-extension Store {
-    /// `records/modify` without the zone lock (see the file comment). Plain saves and deletes only.
-    func negativeControlModify(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
-                               atomic: Bool, limits: Limits, unverifiedTokenDigest: [UInt8]?) async throws -> [ModifyResult] {
-        var checked = session
-        if let digest = unverifiedTokenDigest {
-            guard let verified = try await self.session(tokenDigest: digest, container: session.container, environment: session.environment) else {
-                throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
-            }
-            checked = verified
-        }
-        let session = checked
-        guard Self.deleteSelfTargets(operations).isEmpty, Self.assetCandidates(operations).isEmpty else {
+/// `records/modify` without the zone lock (see the file comment). Plain saves and deletes only.
+struct NegativeControlWrite: RecordWriteStrategy {
+    var checksTokenItself: Bool { false }
+
+    func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+        let session = request.session, zoneName = request.zoneName, operations = request.operations
+        let atomic = request.atomic, limits = request.limits
+        guard RecordStore.deleteSelfTargets(operations).isEmpty, RecordStore.assetCandidates(operations).isEmpty else {
             throw SyncError(.badRequest, "The negative-control build writes plain saves and deletes only.")
         }
-        let now = clock.nowMilliseconds()
-        try await pool.withConnection { connection in
+        let now = store.clock.nowMilliseconds()
+        try await store.pool.withConnection { connection in
             _ = try connection.run("""
                 DO $$ BEGIN CREATE SEQUENCE IF NOT EXISTS nimbus_negative_control_seq INCREMENT BY 1000;
                 EXCEPTION WHEN duplicate_table OR unique_violation THEN NULL; END $$
                 """)
         }
-        let (results, event) = try await pool.withTransaction { connection -> ([ModifyResult], ChangeEvent?) in
-            guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
+        let (results, event) = try await store.pool.withTransaction { connection -> ([ModifyResult], ChangeEvent?) in
+            guard let zone = try ZoneStore.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
                 throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
             }
             let names = operations.compactMap { try? $0.get().recordName }
-            let existing = try Self.records(connection, zoneID: zone.id, zoneName: zoneName, names: names)
-            var schema = try Self.loadSchema(connection, container: session.container, environment: session.environment)
+            let existing = try RecordRows.records(connection, zoneID: zone.id, zoneName: zoneName, names: names)
+            var schema = try SchemaStore.loadSchema(connection, container: session.container, environment: session.environment)
             // The broken part: a block of 1000 sequences from the global sequence, no zone lock.
             let base = try connection.queryFirst("SELECT nextval('nimbus_negative_control_seq')") { try $0.int64(0) } ?? 0
             let planner = ModifyPlanner(context: ModifyPlanner.Context(
@@ -49,8 +44,8 @@ extension Store {
             var plan = planner.plan(operations, existing: existing, schema: schema)
             if !plan.schemaAdditions.isEmpty {
                 guard session.environment == .development else { throw SyncError(.badRequest, "The production schema cannot change by saving.") }
-                _ = try Self.addToSchema(connection, container: session.container, environment: session.environment, additions: plan.schemaAdditions)
-                schema = try Self.loadSchema(connection, container: session.container, environment: session.environment)
+                _ = try SchemaStore.addToSchema(connection, container: session.container, environment: session.environment, additions: plan.schemaAdditions)
+                schema = try SchemaStore.loadSchema(connection, container: session.container, environment: session.environment)
                 plan = planner.plan(operations, existing: existing, schema: schema)
             }
             guard plan.hasWrites else { return (plan.results, nil) }
@@ -103,8 +98,7 @@ extension Store {
             _ = try connection.run("UPDATE zones SET change_seq = GREATEST(change_seq, \(plan.lastSequence)) WHERE id = \(zone.id)")
             return (plan.results, event)
         }
-        if let event { announce([event]) }
+        if let event { store.announce([event]) }
         return results
     }
 }
-#endif

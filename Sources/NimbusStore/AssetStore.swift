@@ -22,7 +22,12 @@ package enum AssetAccess: Sendable {
     case granted(Session, databaseID: Int64)
 }
 
-extension Store {
+/// Asset blobs: uploads, receipts, downloads and the collection of unreferenced ones.
+package struct AssetStore: DatabaseBacked {
+    package let database: Database
+}
+
+extension AssetStore {
     /// Bytes per `asset_chunks` row: uploads and downloads stream a chunk at a time.
     package static let assetChunkBytes = 256 << 10
 
@@ -64,7 +69,7 @@ extension Store {
         var random = SystemRandomNumberGenerator()
         let ids = requests.map { _ in Base64URL.encode((0..<18).map { _ in UInt8.random(in: .min ... .max, using: &random) }) }
         try await pool.withConnection { connection in
-            guard let zone = try Self.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
+            guard let zone = try ZoneStore.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
                 throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
             }
             try connection.run("""
@@ -82,13 +87,13 @@ extension Store {
     package func uploadAccess(tokenDigest: [UInt8], uploadID: String) async throws -> AssetAccess {
         try await pool.withConnection { connection in
             let found = try connection.queryFirst("""
-                SELECT \(unsafeColumns: Self.sessionColumns)
+                SELECT \(unsafeColumns: AccountStore.sessionColumns)
                 FROM device_tokens t JOIN users u ON u.id = t.user_id
                 LEFT JOIN asset_uploads a ON a.id = \(uploadID) AND a.used_at IS NULL
                 LEFT JOIN databases d ON d.id = a.database_id AND d.owner_user_id = t.user_id
                 WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
                 """) { row -> AssetAccess in
-                try Self.decodeSession(row).map { .granted($0, databaseID: $0.databaseID) } ?? .notFound
+                try AccountStore.decodeSession(row).map { .granted($0, databaseID: $0.databaseID) } ?? .notFound
             }
             return found ?? .unauthenticated
         }
@@ -190,13 +195,13 @@ extension Store {
         let target = download(handle: handle)
         return try await pool.withConnection { connection in
             let row = try connection.queryFirst("""
-                SELECT \(unsafeColumns: Self.sessionColumns), a.id, a.size
+                SELECT \(unsafeColumns: AccountStore.sessionColumns), a.id, a.size
                 FROM device_tokens t JOIN users u ON u.id = t.user_id
                 LEFT JOIN databases d ON d.id = \(target?.databaseID ?? -1) AND d.owner_user_id = t.user_id
                 LEFT JOIN assets a ON a.database_id = d.id AND a.sha256 = \(target?.sha256 ?? []) AND a.size = \(target?.size ?? -1) AND a.complete
                 WHERE t.token_sha256 = \(tokenDigest) AND t.revoked_at IS NULL
                 """) { row -> (AssetAccess, StoredAsset?) in
-                guard let target, !row.isNull(7), let session = try Self.decodeSession(row) else { return (.notFound, nil) }
+                guard let target, !row.isNull(7), let session = try AccountStore.decodeSession(row) else { return (.notFound, nil) }
                 return (.granted(session, databaseID: session.databaseID),
                         StoredAsset(id: try row.int64(7), size: try row.int64(8), fileChecksum: Data(target.sha256).base64EncodedString()))
             }

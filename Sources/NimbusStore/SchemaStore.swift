@@ -2,7 +2,12 @@ import Foundation
 import NimbusCore
 import NimbusPostgres
 
-extension Store {
+/// Container schemas: what the development environment learned and what production was given.
+package struct SchemaStore: DatabaseBacked {
+    package let database: Database
+}
+
+extension SchemaStore {
     /// The container's record types in one environment.
     static func loadSchema(_ connection: PGConnection, container: String, environment: Environment) throws -> [String: RecordTypeSchema] {
         let text = try connection.queryFirst("SELECT \(schemaAggregate(container: container, environment: environment))") { try $0.string(0) }

@@ -36,7 +36,12 @@ package struct ZoneChanges: Sendable {
     package var moreComing: Bool
 }
 
-extension Store {
+/// Zones: creation, deletion, lookups and the zone change feed.
+package struct ZoneStore: DatabaseBacked {
+    package let database: Database
+}
+
+extension ZoneStore {
     /// The `records/changes` token of a zone at its current sequence.
     package func currentToken(_ zone: ZoneInfo, session: Session) -> String {
         signer.encode(ZoneChangeToken(databaseID: session.databaseID, zoneID: zone.id, sequence: zone.changeSequence), zoneName: zone.name)

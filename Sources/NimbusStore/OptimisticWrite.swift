@@ -3,7 +3,22 @@ import NimbusCore
 import NimbusPostgres
 import NimbusSupport
 
-extension Store {
+/// The strategy for plain saves (see `RecordStore.modifyOptimistically`); it passes when the
+/// request needs the locked write.
+struct OptimisticWrite: RecordWriteStrategy {
+    var checksTokenItself: Bool { false }
+
+    func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+        guard case .done(let results, let event) = try await store.modifyOptimistically(
+            request.session, zoneName: request.zoneName, operations: request.operations, atomic: request.atomic, limits: request.limits) else {
+            return nil
+        }
+        if let event { store.announce([event]) }
+        return results
+    }
+}
+
+extension RecordStore {
     enum OptimisticOutcome: Sendable {
         case done([ModifyResult], ChangeEvent?)
         /// The request needs the locked path (deletes, references, assets, schema additions,
@@ -19,18 +34,20 @@ extension Store {
     /// one statement and its commit only, as in the reference workload.
     func modifyOptimistically(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
                               atomic: Bool, limits: Limits) async throws -> OptimisticOutcome {
-        guard Self.deleteSelfTargets(operations).isEmpty, Self.assetCandidates(operations).isEmpty,
+        guard RecordStore.deleteSelfTargets(operations).isEmpty, RecordStore.assetCandidates(operations).isEmpty,
               !operations.contains(where: { (try? $0.get())?.kind.isDeleteKind ?? false }) else { return .locked }
         let now = clock.nowMilliseconds()
         for _ in 0..<4 {
             do {
-                let outcome = try await pool.withConnection { connection -> OptimisticOutcome in
+                let outcome = try await database.rawPool.withConnection { connection -> OptimisticOutcome in
                     try self.attemptOptimisticWrite(connection, session: session, zoneName: zoneName, operations: operations,
                                                     atomic: atomic, limits: limits, now: now)
                 }
                 return outcome
             } catch let error as PGError where error.sqlState == PGError.SQLState.serializationFailure {
                 continue  // a record (or the zone) changed since the read: read again
+            } catch {
+                throw StorePool.domainError(error)
             }
         }
         return .locked
@@ -43,14 +60,14 @@ extension Store {
         let rows = try connection.query("""
             SELECT z.zone_name, z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted,
                    EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID)),
-                   \(Self.schemaAggregate(container: session.container, environment: session.environment)),
-                   \(Self.schemaVersion(container: session.container, environment: session.environment)),
-                   \(unsafeColumns: Self.recordColumns)
+                   \(SchemaStore.schemaAggregate(container: session.container, environment: session.environment)),
+                   \(SchemaStore.schemaVersion(container: session.container, environment: session.environment)),
+                   \(unsafeColumns: RecordRows.recordColumns)
             FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = ANY(\(PGData.textArray(names)))
             WHERE z.database_id = \(session.databaseID) AND z.zone_name = \(zoneName)
             """) { row -> (zone: ZoneInfo, hasSubscriptions: Bool, schema: String, schemaVersion: Int64, record: Record?) in
-            let zone = try Self.decodeZone(row)
-            return (zone, try row.bool(5), try row.string(6), try row.int64(7), row.isNull(8) ? nil : try Self.decodeRecord(row, zoneName: zone.name, offset: 8))
+            let zone = try ZoneStore.decodeZone(row)
+            return (zone, try row.bool(5), try row.string(6), try row.int64(7), row.isNull(8) ? nil : try RecordRows.decodeRecord(row, zoneName: zone.name, offset: 8))
         }
         let zoneKey = WriteCaches.ZoneKey(databaseID: session.databaseID, zoneName: zoneName)
         guard let first = rows.first, !first.zone.deleted else {
@@ -58,7 +75,7 @@ extension Store {
             throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
         }
         let zone = first.zone
-        let schema = Self.decodeSchemaAggregate(first.schema)
+        let schema = SchemaStore.decodeSchemaAggregate(first.schema)
         caches.remember(zoneID: zone.id, for: zoneKey)
         caches.remember(WriteCaches.CachedSchema(version: first.schemaVersion, types: schema),
                         for: WriteCaches.SchemaKey(container: session.container, environment: session.environment))
@@ -68,7 +85,7 @@ extension Store {
             zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
             baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
         var plan = ModifyPlanner(context: context).plan(operations, existing: existing, schema: schema)
-        let previous = PreviousState(plan, existing: existing, cascaded: [:])
+        let previous = LockedWrite.PreviousState(plan, existing: existing, cascaded: [:])
         let plainSaves = plan.writes.allSatisfy { write in
             if case .save(let record, _, let targets, _) = write {
                 return targets.isEmpty && !record.fields.values.contains { !$0.assets.isEmpty }
@@ -95,9 +112,7 @@ extension Store {
                 UPDATE zones SET change_seq = change_seq + \(count) WHERE id = \(zone.id) AND NOT deleted
                 RETURNING change_seq - \(count) AS base
             ), saved AS (
-                INSERT INTO records (zone_id, record_name, record_type, fields, wire_fields, wire_fields_seq, change_seq,
-                                     created_at, created_by_device, created_by_user,
-                                     modified_at, modified_by_device, modified_by_user, deleted, expires_at)
+                INSERT INTO records (\(unsafeColumns: RecordRows.insertColumns))
                 SELECT \(zone.id), u.n, u.t, u.f::jsonb, u.f, z.base + u.ord, z.base + u.ord,
                        'epoch'::timestamptz + u.c * interval '1 millisecond', u.cd, u.cu,
                        'epoch'::timestamptz + \(now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
@@ -105,12 +120,7 @@ extension Store {
                 FROM z, unnest(\(PGData.textArray(names2)), \(PGData.textArray(types)), \(PGData.textArray(fields)),
                                \(PGData.int64Array(created)), \(PGData.textArray(createdBy)), \(PGData.textArray(createdUsers)),
                                \(PGData.int64Array(expires))) WITH ORDINALITY AS u(n, t, f, c, cd, cu, e, ord)
-                ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, fields = excluded.fields, wire_fields = excluded.wire_fields, wire_fields_seq = excluded.wire_fields_seq,
-                    change_seq = excluded.change_seq, created_at = excluded.created_at,
-                    created_by_device = excluded.created_by_device, created_by_user = excluded.created_by_user,
-                    modified_at = excluded.modified_at, modified_by_device = excluded.modified_by_device,
-                    modified_by_user = excluded.modified_by_user, deleted = false, expires_at = excluded.expires_at
+                ON CONFLICT (zone_id, record_name) DO UPDATE SET \(unsafeColumns: RecordRows.upsertAssignments)
                     -- Only a row unchanged since the read (its sequence at most the one read).
                     WHERE records.change_seq <= \(zone.changeSequence)
                 RETURNING 1

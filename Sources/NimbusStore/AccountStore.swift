@@ -12,6 +12,17 @@ package struct Session: Sendable, Hashable {
     package var databaseID: Int64
     package var container: String
     package var environment: Environment
+
+    package init(userID: Int64, userRecordName: String, tokenID: String, deviceID: String, databaseID: Int64,
+                 container: String, environment: Environment) {
+        self.userID = userID
+        self.userRecordName = userRecordName
+        self.tokenID = tokenID
+        self.deviceID = deviceID
+        self.databaseID = databaseID
+        self.container = container
+        self.environment = environment
+    }
 }
 
 package struct UserSummary: Sendable, Hashable {
@@ -57,7 +68,12 @@ final class TokenUseRecorder: Sendable {
     }
 }
 
-extension Store {
+/// Accounts: users, device tokens and the sessions they open.
+package struct AccountStore: DatabaseBacked {
+    package let database: Database
+}
+
+extension AccountStore {
     /// Columns naming a session, shared by the lookups that authorize channels, uploads and
     /// downloads: token, user, and the database the handle resolves to (NULL: not this user's).
     static let sessionColumns: StaticString = "t.user_id, u.record_name, t.token_id, t.device_name, d.id, d.container, d.environment"

@@ -24,7 +24,12 @@ package struct DeviceStats: Sendable {
     package var revoked: Bool
 }
 
-extension Store {
+/// Counts per database and per device, for `nimbus stats`.
+package struct StatisticsStore: DatabaseBacked {
+    package let database: Database
+}
+
+extension StatisticsStore {
     package func stats() async throws -> (databases: [DatabaseStats], devices: [DeviceStats]) {
         try await pool.withConnection { connection in
             let databases = try connection.query("""
@@ -32,7 +37,7 @@ extension Store {
                        (SELECT count(*) FROM records r JOIN zones z ON z.id = r.zone_id WHERE z.database_id = d.id AND r.deleted)::int8,
                        (SELECT count(*) FROM assets a WHERE a.database_id = d.id AND a.complete)::int8,
                        (SELECT COALESCE(sum(a.size), 0) FROM assets a WHERE a.database_id = d.id AND a.complete)::int8,
-                       (SELECT min(\(Self.retentionStart) + s.retention_days * interval '1 day')
+                       (SELECT min(\(Pruner.retentionStart) + s.retention_days * interval '1 day')
                          FROM records r JOIN zones z ON z.id = r.zone_id
                          JOIN schema_record_types s ON s.container = d.container AND s.environment = d.environment AND s.record_type = r.record_type
                          WHERE z.database_id = d.id AND NOT r.deleted AND s.retention_days IS NOT NULL)

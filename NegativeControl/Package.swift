@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+// The negative control for the no-missed-change checker (docs/checker.md): the main package's
+// server targets, with one file of NimbusStore swapped for a deliberately broken write strategy.
+// Kept out of the main package so that no broken code is in Sources/. Build: NegativeControl/build.sh
+// (it generates Sources/ as links into ../Sources).
+import PackageDescription
+
+/// The main package's settings (the linked sources must compile exactly as they do there).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "NimbusNegativeControl",
+    platforms: [.macOS(.v13)],
+    targets: [
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(name: "NimbusSupport", swiftSettings: swiftSettings),
+        .systemLibrary(name: "CLinux"),
+        .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CLinux"], swiftSettings: swiftSettings),
+        .target(name: "NimbusPostgres", dependencies: ["NimbusSupport", "CLibPQ", "CLinux"], swiftSettings: swiftSettings),
+        .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
+        .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
+        .target(name: "NimbusAPI", dependencies: ["NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
+                resources: [.embedInCode("Resources/openapi.json")], swiftSettings: swiftSettings),
+        .executableTarget(name: "nimbus",
+                          dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
+                          swiftSettings: swiftSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds the negative control for the no-missed-change checker (docs/checker.md): `nimbus` from
+# the main package's sources, with Sources/NimbusStore/RecordWriteStrategies.swift replaced by
+# this directory's (one broken write strategy, NegativeControlWrite.swift). Prints the binary's path.
+#
+#   bash NegativeControl/build.sh [BUILD-PATH]     (default: .build-nc at the repository root)
+#
+# Sources/ here is generated: directory links to the main package's targets, and for NimbusStore a
+# directory of file links (all but the strategy list) plus the two files of this directory.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+build_path=${1:-$root/.build-nc}
+rm -rf "$here/Sources"
+mkdir -p "$here/Sources/NimbusStore"
+for target in CLibPQ CLinux NimbusSupport NimbusHTTP NimbusPostgres NimbusCore NimbusAPI nimbus; do
+  ln -s "../../Sources/$target" "$here/Sources/$target"
+done
+for file in "$root"/Sources/NimbusStore/*.swift; do
+  [ "$(basename "$file")" = RecordWriteStrategies.swift ] && continue
+  ln -s "../../../Sources/NimbusStore/$(basename "$file")" "$here/Sources/NimbusStore/"
+done
+ln -s ../../NegativeControlWrite.swift ../../RecordWriteStrategies.swift "$here/Sources/NimbusStore/"
+swift build --package-path "$here" --product nimbus --build-path "$build_path" >&2
+echo "$(swift build --package-path "$here" --build-path "$build_path" --show-bin-path)/nimbus"

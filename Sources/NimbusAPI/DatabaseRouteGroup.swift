@@ -1,0 +1,98 @@
+import Foundation
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+import NimbusSupport
+
+/// Declares the database operations, one route each, under
+/// `/database/1/{container}/{environment}/{database}/`. Every route checks the address, takes the
+/// bearer token parsed once for the request, opens the session (from this instance's cache only
+/// where the route says so), parses a POST body and runs the operation.
+struct DatabaseRouteGroup {
+    static let prefix = "/database/1/:container/:environment/:database/"
+    /// Any other `{group}/{operation}` under the prefix: BAD_REQUEST "Unknown operation" (docs/api.md).
+    static let unknownOperationPattern = prefix + ":group/:operation"
+
+    let accounts: AccountStore
+    let publicURL: String?
+    let api: API.RouteBuilder
+    private var routes: [(method: String, name: String, sessionMayBeCached: Bool, run: DatabaseRoutes.Operation)] = []
+
+    init(accounts: AccountStore, publicURL: String?, api: API.RouteBuilder) {
+        self.accounts = accounts
+        self.publicURL = publicURL
+        self.api = api
+    }
+
+    /// A POST operation; `sessionMayBeCached`: its statements check the token themselves, so it
+    /// may start from a session this instance saw before without asking the database.
+    mutating func post(_ name: String, sessionMayBeCached: Bool = false, _ run: @escaping DatabaseRoutes.Operation) {
+        routes.append(("POST", name, sessionMayBeCached, run))
+    }
+
+    /// A GET operation (HEAD is served by it too).
+    mutating func get(_ name: String, _ run: @escaping DatabaseRoutes.Operation) {
+        routes.append(("GET", name, false, run))
+    }
+
+    func register(in router: inout HTTPRouter) {
+        for route in routes {
+            let pattern = Self.prefix + route.name
+            let accounts = accounts, publicURL = publicURL
+            router.add(route.method, pattern, api.streaming(pattern) { request, answering in
+                try await Self.handle(request, answering: answering, route: route, accounts: accounts, publicURL: publicURL)
+            })
+        }
+        let unknown = api.immediate(Self.unknownOperationPattern) { request in
+            let name = "\(request.pathParameters["group"] ?? "")/\(request.pathParameters["operation"] ?? "")"
+            return ErrorResponse.make(SyncError(.badRequest, "Unknown operation \(Names.quoted(name))."))
+        }
+        router.add("GET", Self.unknownOperationPattern, unknown)
+        router.add("POST", Self.unknownOperationPattern, unknown)
+    }
+
+    private static func handle(_ request: HTTPRequest, answering: API.Answering,
+                               route: (method: String, name: String, sessionMayBeCached: Bool, run: DatabaseRoutes.Operation),
+                               accounts: AccountStore, publicURL: String?) async throws -> HTTPResponse? {
+        let (container, environment) = try address(request.pathParameters)
+        let digest = try answering.bearer.digest()
+        let baseURL = (publicURL ?? "http://\(request.authority ?? "127.0.0.1")").trimmingSuffix("/")
+        if route.sessionMayBeCached, let cached = accounts.cachedSession(tokenDigest: digest, container: container, environment: environment) {
+            do {
+                let body = try DatabaseRoutes.parseBody(request.body)
+                return try await route.run(DatabaseRoutes.Context(session: cached, tokenDigest: digest, sessionIsVerified: false, body: body,
+                                                                  request: request, answering: answering, baseURL: baseURL))
+            } catch {
+                // Every failure of a cached session's request is checked against the database.
+                guard try await accounts.session(tokenDigest: digest, container: container, environment: environment) != nil else {
+                    throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+                }
+                throw error
+            }
+        }
+        guard let session = try await accounts.session(tokenDigest: digest, container: container, environment: environment) else {
+            throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+        }
+        let body = route.method == "POST" ? try DatabaseRoutes.parseBody(request.body) : JSONValue.object([:])
+        return try await route.run(DatabaseRoutes.Context(session: session, tokenDigest: digest, sessionIsVerified: true, body: body,
+                                                          request: request, answering: answering, baseURL: baseURL))
+    }
+
+    /// The container and environment of the path; only the private database is served.
+    private static func address(_ parameters: [String: String]) throws -> (container: String, environment: Environment) {
+        let container = parameters["container"] ?? ""
+        guard Names.isValidContainer(container) else {
+            throw SyncError(.badRequest, "Container \(Names.quoted(container)) is invalid: use letters, digits, '.', '-', '_' (at most 255).")
+        }
+        guard let environment = Environment(rawValue: parameters["environment"] ?? "") else {
+            throw SyncError(.badRequest, "Unknown environment \(Names.quoted(parameters["environment"] ?? "")); use development or production.")
+        }
+        switch parameters["database"] ?? "" {
+        case "private": return (container, environment)
+        case "public", "shared":
+            throw SyncError(.badRequest, "The \(parameters["database"] ?? "") database is not available yet; use private.")
+        default:
+            throw SyncError(.badRequest, "Unknown database \(Names.quoted(parameters["database"] ?? "")); use private.")
+        }
+    }
+}

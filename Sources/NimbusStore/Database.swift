@@ -1,0 +1,68 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+
+/// What every store shares: the connection pool, the signing key, the clock, the parked
+/// long-polls and the announcements to other instances, and the write caches.
+package final class Database: Sendable {
+    /// The pool as it is: `PGError`s come out unmapped (the write strategies retry on some).
+    /// Stores reach it through `StorePool`, which maps errors at their boundary.
+    let rawPool: PGPool
+    /// Signs change tokens and continuation markers with the server secret.
+    package let signer: TokenSigner
+    let clock: any WallClock
+    let tokenUse = TokenUseRecorder()
+    /// Parked long-poll requests, woken by local commits and by NOTIFY from other instances.
+    package let hub: ChangeHub
+    /// Tells the other instances about committed changes (NOTIFY after the commit).
+    let announcer: Announcer
+    /// What the write fast path takes on trust and checks inside its one statement.
+    let caches = WriteCaches()
+    /// Shares statements and commits among concurrent create-only writes.
+    let createCombiner: WriteCombiner<PlannedCreates, CreateOutcome>
+
+    /// A database over `pool` as it is (tests that need no database use a pool that never
+    /// connects); servers use `Store.open`, which loads the signing key.
+    package init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub,
+                 writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight) {
+        rawPool = pool
+        createCombiner = FastCreate.makeCombiner(pool: pool, batchesInFlight: writeBatchesInFlight)
+        self.signer = signer
+        self.clock = clock
+        self.hub = hub
+        announcer = Announcer(pool: pool)
+    }
+
+    /// Committed changes: wakes this instance's parked requests now and the other instances'
+    /// through NOTIFY, sent after the commit (see `Announcer`).
+    func announce(_ events: [ChangeEvent]) {
+        for event in events { hub.publish(event) }
+        announcer.announce(events)
+    }
+}
+
+/// A store: a view of the shared `Database` that owns one aggregate's SQL.
+protocol DatabaseBacked: Sendable {
+    var database: Database { get }
+}
+
+extension DatabaseBacked {
+    /// The pool, with database errors mapped to domain errors where they leave the store.
+    var pool: StorePool { StorePool(pool: database.rawPool) }
+    var signer: TokenSigner { database.signer }
+    var clock: any WallClock { database.clock }
+    var hub: ChangeHub { database.hub }
+    var caches: WriteCaches { database.caches }
+    var tokenUse: TokenUseRecorder { database.tokenUse }
+    func announce(_ events: [ChangeEvent]) { database.announce(events) }
+
+    var accounts: AccountStore { AccountStore(database: database) }
+    var zones: ZoneStore { ZoneStore(database: database) }
+    var records: RecordStore { RecordStore(database: database) }
+    var assets: AssetStore { AssetStore(database: database) }
+    var subscriptions: SubscriptionStore { SubscriptionStore(database: database) }
+    var notifications: NotificationStore { NotificationStore(database: database) }
+    var schemas: SchemaStore { SchemaStore(database: database) }
+    var pruner: Pruner { Pruner(database: database) }
+}

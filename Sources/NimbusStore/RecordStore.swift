@@ -1,0 +1,105 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+
+/// Records: writes (through the write strategies), lookups, queries and the change feed.
+package struct RecordStore: DatabaseBacked {
+    package let database: Database
+}
+
+/// One way to carry out `records/modify`. `RecordStore.modifyRecords` tries
+/// `RecordStore.writeStrategies` in order: a strategy answers (it wrote, or it refused the request
+/// with an error) or passes (nil) without having written anything, and the next one is tried.
+protocol RecordWriteStrategy: Sendable {
+    /// True when the strategy checks an unverified session's token inside its own statement.
+    /// Before any other strategy runs, the token is looked up (once).
+    var checksTokenItself: Bool { get }
+    func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]?
+}
+
+/// A `records/modify` request as the write strategies take it.
+struct RecordWriteRequest: Sendable {
+    var session: Session
+    var zoneName: String
+    var operations: [Result<RecordOperation, ItemError>]
+    var atomic: Bool
+    var limits: Limits
+    /// Set when `session` came from `AccountStore.cachedSession` for this token, unchecked.
+    var unverifiedTokenDigest: [UInt8]?
+}
+
+extension RecordStore {
+    /// `records/modify`: the first of `writeStrategies` that takes the request writes it.
+    ///
+    /// `unverifiedTokenDigest`: the session came from `cachedSession` for this token, unchecked;
+    /// the write checks the token itself, or it is looked up again before anything else.
+    package func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
+                               atomic: Bool, limits: Limits, unverifiedTokenDigest: [UInt8]? = nil) async throws -> [ModifyResult] {
+        var request = RecordWriteRequest(session: session, zoneName: zoneName, operations: operations, atomic: atomic,
+                                         limits: limits, unverifiedTokenDigest: unverifiedTokenDigest)
+        for strategy in Self.writeStrategies {
+            if !strategy.checksTokenItself, let digest = request.unverifiedTokenDigest {
+                guard let verified = try await accounts.session(tokenDigest: digest, container: session.container,
+                                                                environment: session.environment) else {
+                    throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+                }
+                request.session = verified
+                request.unverifiedTokenDigest = nil
+            }
+            if let results = try await strategy.write(request, in: self) { return results }
+        }
+        throw SyncError(.internalError, "No write strategy took this request.")
+    }
+
+    /// `records/lookup`: records by name, in request order; missing (or deleted) ones are nil.
+    package func lookupRecords(_ session: Session, zoneName: String, names: [String]) async throws -> [Record?] {
+        try await pool.withConnection { connection in
+            guard let zone = try ZoneStore.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
+                throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
+            }
+            let found = try RecordRows.records(connection, zoneID: zone.id, zoneName: zoneName, names: names)
+            return names.map { name in found[name].flatMap { $0.deleted ? nil : $0 } }
+        }
+    }
+}
+
+extension RecordStore {
+    /// (checksum, size) of every asset-shaped object in the operations' raw fields.
+    static func assetCandidates(_ operations: [Result<RecordOperation, ItemError>]) -> [(sha256: [UInt8], size: Int64)] {
+        var found: [(sha256: [UInt8], size: Int64)] = []
+        func visit(_ value: JSONValue) {
+            switch value {
+            case .object(let object):
+                if case .string(let checksum)? = object["fileChecksum"], case .integer(let size)? = object["size"],
+                   let sha = Data(base64Encoded: checksum), sha.count == 32 {
+                    found.append((Array(sha), size))
+                }
+            case .array(let values): values.forEach(visit)
+            default: break
+            }
+        }
+        for case .success(let operation) in operations {
+            operation.fields.forEach { visit($0.value) }
+        }
+        return found
+    }
+
+    /// Names referenced with DELETE_SELF anywhere in the operations' raw fields.
+    static func deleteSelfTargets(_ operations: [Result<RecordOperation, ItemError>]) -> Set<String> {
+        var names = Set<String>()
+        func visit(_ value: JSONValue) {
+            switch value {
+            case .object(let object):
+                if case .string(let name)? = object["recordName"], case .string("DELETE_SELF")? = object["action"] { names.insert(name) }
+            case .array(let values): values.forEach(visit)
+            default: break
+            }
+        }
+        for case .success(let operation) in operations {
+            operation.fields.forEach { visit($0.value) }
+        }
+        return names
+    }
+
+}
