@@ -63,7 +63,8 @@ embedded_workdir() {
   DATA=$WORK/data
   mkdir -p "$DATA"
 }
-# compile_c OUT SOURCE [FLAGS...]: the C load generator SOURCE, -O2, into OUT.
+# compile_c OUT SOURCE [FLAGS...]: the C load generator SOURCE, -O2, into OUT (CC, else cc, clang or
+# gcc). The load generators' HTTP client is bench/httpclient.h, header-only: nothing else to compile.
 compile_c() {
   local out=$1 source=$2 cc=${CC:-}
   shift 2

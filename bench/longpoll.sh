@@ -99,11 +99,8 @@ rev+=", binary $NIMBUS_BIN of $(date -r "$NIMBUS_BIN" '+%F %T')"
 
 WORK=$(mktemp -d /tmp/nimbus-longpoll-bench.XXXXXX)
 chmod 755 "$WORK"
-CC_BIN=${CC:-}
-[ -n "$CC_BIN" ] || CC_BIN=$(command -v cc || command -v clang || command -v gcc || true)
-[ -n "$CC_BIN" ] || die "no C compiler (cc, clang or gcc) to build bench/lpwait.c"
-"$CC_BIN" -O2 -o "$WORK/lpwait" bench/lpwait.c || die "cannot compile bench/lpwait.c"
-"$CC_BIN" -O2 -o "$WORK/holdconn" bench/holdconn.c || die "cannot compile bench/holdconn.c"
+compile_c "$WORK/lpwait" bench/lpwait.c
+compile_c "$WORK/holdconn" bench/holdconn.c
 LPWAIT=$WORK/lpwait HOLDCONN=$WORK/holdconn
 
 # Descriptors for BENCH_PARKED connections on both sides (children inherit this).

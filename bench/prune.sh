@@ -89,10 +89,7 @@ rev+=", binary of $(date -r "$NIMBUS_BIN" '+%F %T')"
 
 WORK=$(mktemp -d /tmp/nimbus-prune-bench.XXXXXX)
 chmod 755 "$WORK"
-CC_BIN=${CC:-}
-[ -n "$CC_BIN" ] || CC_BIN=$(command -v cc || command -v clang || command -v gcc || true)
-[ -n "$CC_BIN" ] || die "no C compiler (cc, clang or gcc) to build bench/pruneload.c"
-"$CC_BIN" -O2 -pthread -o "$WORK/pruneload" bench/pruneload.c || die "cannot compile bench/pruneload.c"
+compile_c "$WORK/pruneload" bench/pruneload.c -pthread
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---------------------------------------------------------------- 2. PostgreSQL and nimbus

@@ -102,10 +102,7 @@ rev+=", binary of $(date -r "$NIMBUS_BIN" '+%F %T')"
 WORK=$(mktemp -d /tmp/nimbus-records-bench.XXXXXX)
 chmod 755 "$WORK"
 mkdir -p "$WORK/runs"
-CC_BIN=${CC:-}
-[ -n "$CC_BIN" ] || CC_BIN=$(command -v cc || command -v clang || command -v gcc || true)
-[ -n "$CC_BIN" ] || die "no C compiler (cc, clang or gcc) to build bench/recload.c"
-"$CC_BIN" -O2 -pthread -o "$WORK/recload" bench/recload.c || die "cannot compile bench/recload.c"
+compile_c "$WORK/recload" bench/recload.c -pthread
 RECLOAD=$WORK/recload
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
