@@ -52,17 +52,14 @@ source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, 
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
-WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA="" RUN_AS=() UPLOAD_PIDS=() SAMPLER_PID=""
+WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA="" UPLOAD_PIDS=() SAMPLER_PID=""
 cleanup() {
   local rc=$? pid
   set +e
   stop_pid "$SAMPLER_PID" TERM 2
   for pid in "${UPLOAD_PIDS[@]}"; do stop_pid "$pid" TERM 2; done
   stop_pid "$NIMBUS_PID" TERM 30
-  pid=$(pg_pid)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    "${RUN_AS[@]}" "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t 60 >/dev/null 2>&1 || stop_pid "$pid" QUIT 5
-  fi
+  stop_bench_postgres
   if [ -n "$WORK" ]; then
     if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
   fi
@@ -75,8 +72,7 @@ trap 'exit 130' INT TERM
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then
   bash deploy/install-deps.sh
 fi
-for candidate in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do PG_BIN=$candidate; break; done
-[ -n "$PG_BIN" ] || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
+pg_find_bin || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
 for tool in curl sha256sum base64 dd; do command -v "$tool" >/dev/null || die "$tool is not installed"; done
 if command -v basenc >/dev/null; then
   to_hex() { basenc --base16 -w0 "$1" | tr 'A-F' 'a-f'; }
@@ -103,25 +99,7 @@ mkdir -p "$WORK/files" "$WORK/out"
 chmod 777 "$WORK/out"  # psql's \copy TO runs as us, but keep it simple for runuser setups too
 
 # ---------------------------------------------------------------- 2. PostgreSQL, databases, nimbus
-SOCK=$WORK/pg
-PG_DATA=$SOCK/data
-mkdir -p "$SOCK"
-if [ "$(id -u)" -eq 0 ]; then
-  pg_user=postgres
-  if ! id "$pg_user" >/dev/null 2>&1; then
-    pg_user=nimbus
-    id nimbus >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin nimbus
-  fi
-  chown "$pg_user" "$SOCK"
-  RUN_AS=(runuser -u "$pg_user" --)
-fi
-say "initdb in $PG_DATA"
-"${RUN_AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -U nimbus --auth=trust --encoding=UTF8 --locale=C --no-instructions \
-  >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; die "initdb failed"; }
-pg_opts="-c listen_addresses='' -c unix_socket_directories='$SOCK' -c max_connections=200 -c fsync=on -c synchronous_commit=on"
-"${RUN_AS[@]}" "$PG_BIN/pg_ctl" start -w -t 60 -D "$PG_DATA" -l "$SOCK/postgres.log" -o "$pg_opts" >/dev/null \
-  || { tail -20 "$SOCK/postgres.log" >&2; die "PostgreSQL did not start"; }
-PG_VERSION=$("$PG_BIN/postgres" -V | awk '{print $3}')
+start_bench_postgres max_connections=200 fsync=on synchronous_commit=on
 psql -d postgres -c 'CREATE DATABASE nimbus' -c 'CREATE DATABASE ref' >/dev/null
 psql -d ref -c 'CREATE TABLE ref_text (id bigserial PRIMARY KEY, b bytea NOT NULL)' \
             -c 'CREATE TABLE ref_bin (id bigserial PRIMARY KEY, b bytea NOT NULL)' >/dev/null

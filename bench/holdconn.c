@@ -14,13 +14,12 @@
  *       prints "alive A closed C" and exits (closing everything).
  *       Errors (first of each kind) go to stderr.
  *
- * Loopback benchmarking only; bounded in count and time.
+ * Loopback benchmarking only; bounded in count and time. HTTP: bench/httpclient.h.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,8 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "httpclient.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -67,72 +68,29 @@ static void raise_nofile(long want) {
     setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-/* Reads one whole HTTP response (headers + Content-Length body). Returns the status code, or -1. */
-static int read_response(int fd, const char **why) {
-    char buf[16384];
-    size_t have = 0;
-    long body_len = -1;
-    size_t header_end = 0;
-    for (;;) {
-        if (have == sizeof buf) { *why = "response too large"; return -1; }
-        ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
-        if (n == 0) { *why = "closed by server before a full response"; return -1; }
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            *why = (errno == EAGAIN || errno == EWOULDBLOCK) ? "timed out waiting for the response" : strerror(errno);
-            return -1;
-        }
-        have += (size_t)n;
-        if (!header_end) {
-            char *end = memmem(buf, have, "\r\n\r\n", 4);
-            if (!end) continue;
-            header_end = (size_t)(end - buf) + 4;
-            /* find Content-Length (case-insensitive) */
-            for (char *line = buf; line < buf + header_end;) {
-                char *eol = memmem(line, (size_t)(buf + header_end - line), "\r\n", 2);
-                if (!eol) break;
-                if (eol - line > 15 && strncasecmp(line, "content-length:", 15) == 0) body_len = strtol(line + 15, NULL, 10);
-                line = eol + 2;
-            }
-            if (body_len < 0) { *why = "no Content-Length in response"; return -1; }
-        }
-        if (have >= header_end + (size_t)body_len) {
-            int status = 0;
-            if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1) { *why = "bad status line"; return -1; }
-            return status;
-        }
-    }
-}
-
 static int hold(const char *host, int port, int count, int hold_seconds, const char *path) {
     raise_nofile(count + 64);
     int *fds = calloc((size_t)count, sizeof *fds);
     if (!fds) return 1;
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_port = htons((unsigned short)port);
-    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { fprintf(stderr, "holdconn: bad host %s\n", host); return 2; }
+    struct in_addr a;
+    if (inet_pton(AF_INET, host, &a) != 1) { fprintf(stderr, "holdconn: bad host %s\n", host); return 2; }
 
     char request[512];
     int request_len = snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: holdconn\r\nAccept: */*\r\n\r\n",
                                path, host, port);
-    struct timeval tv = {.tv_sec = 5, .tv_usec = 0};
+    http_conn conn = {.fd = -1};  /* one connection at a time; its fd is kept in fds once answered */
     int opened = 0, failed = 0, non200 = 0;
     char last_error[256] = "";
     int reported = 0;
     double start = now_ms();
     for (int i = 0; i < count; i++) {
         const char *why = NULL;
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        int status = 0, close_after = 0;
+        int fd = conn.fd = http_connect(host, port, 5); /* 5 s timeouts, connect() included */
+        conn.buflen = 0;
         if (fd < 0) { why = strerror(errno); goto fail; }
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv); /* also bounds connect() */
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) { why = strerror(errno); goto fail; }
-        if (send(fd, request, (size_t)request_len, MSG_NOSIGNAL) != request_len) { why = "send failed"; goto fail; }
-        int status = read_response(fd, &why);
-        if (status < 0) goto fail;
+        if (http_send_all(fd, request, (size_t)request_len) != 0) { why = "send failed"; goto fail; }
+        if (http_read_response(&conn, &status, &close_after) != 0) { why = conn.error; goto fail; }
         if (status != 200) non200++;
         fds[opened++] = fd;
         continue;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Helpers shared by the benchmark scripts (sourced, not run). Each script sets BENCH_NAME first
 # and keeps its own cleanup; these read the script's globals (WORK, NIMBUS_PID, NIMBUS_BIN, PG_BIN,
-# PG_DATA, SOCK, DB_URL, RUN_AS) when called.
+# PG_DATA, SOCK, DB_URL) when called.
 
 say() { printf '[%s %s] %s\n' "${BENCH_NAME:-bench}" "$(date +%H:%M:%S)" "$*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
@@ -17,6 +17,21 @@ stop_pid() {  # stop_pid PID SIGNAL SECONDS: signal, wait, then SIGKILL
   wait "$pid" 2>/dev/null || true
 }
 pg_pid() { [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ] && head -1 "$PG_DATA/postmaster.pid" || true; }
+
+# The scratch cluster of the scripts with a PostgreSQL of their own (assets, longpoll, prune,
+# records): Tests/test-postgres.sh's pg_find_bin, pg_start and pg_stop.
+source "$(dirname "${BASH_SOURCE[0]}")/../Tests/test-postgres.sh"
+# start_bench_postgres [SETTING]...: a cluster in WORK/pg (socket SOCK, data PG_DATA) started with
+# pg_start's SETTINGs (NAME=VALUE, --conf LINE, --opts RAW); sets PG_VERSION.
+start_bench_postgres() {
+  SOCK=$WORK/pg
+  PG_DATA=$SOCK/data
+  say "initdb in $PG_DATA"
+  pg_start "$WORK" "$@" || die "PostgreSQL did not start"
+  PG_VERSION=$("$PG_BIN/postgres" -V | awk '{print $3}')
+}
+# stop_bench_postgres: for the cleanup trap (pg_ctl stop -m fast; SIGQUIT to the postmaster if that fails).
+stop_bench_postgres() { [ -z "$PG_DATA" ] || pg_stop "$PG_DATA" fast 60; }
 psql() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -U nimbus "$@"; }
 alive() { kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus (pid $NIMBUS_PID) died; log tail:$(printf '\n'; tail -30 "$WORK/nimbus.log")"; }
 proc_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk -v all="${2:-}" '{print $12 + $13 + (all ? $14 + $15 : 0)}' || echo 0; }
@@ -48,7 +63,8 @@ embedded_workdir() {
   DATA=$WORK/data
   mkdir -p "$DATA"
 }
-# compile_c OUT SOURCE [FLAGS...]: the C load generator SOURCE, -O2, into OUT.
+# compile_c OUT SOURCE [FLAGS...]: the C load generator SOURCE, -O2, into OUT (CC, else cc, clang or
+# gcc). The load generators' HTTP client is bench/httpclient.h, header-only: nothing else to compile.
 compile_c() {
   local out=$1 source=$2 cc=${CC:-}
   shift 2

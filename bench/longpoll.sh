@@ -59,17 +59,14 @@ source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, 
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
-WORK="" PG_BIN="" PG_DATA="" RUN_AS=() SERVER_PIDS=() HOLD_PID="" HOLD_FD=""
+WORK="" PG_BIN="" PG_DATA="" SERVER_PIDS=() HOLD_PID="" HOLD_FD=""
 cleanup() {
   local rc=$? pid
   set +e
   [ -n "$HOLD_FD" ] && eval "exec $HOLD_FD>&-"
   stop_pid "$HOLD_PID" TERM 5
   for pid in "${SERVER_PIDS[@]}"; do stop_pid "$pid" TERM 30; done
-  pid=$(pg_pid)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    "${RUN_AS[@]}" "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t 60 >/dev/null 2>&1 || stop_pid "$pid" QUIT 5
-  fi
+  stop_bench_postgres
   if [ -n "$WORK" ]; then
     if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
   fi
@@ -82,8 +79,7 @@ trap 'exit 130' INT TERM
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then
   bash deploy/install-deps.sh
 fi
-for candidate in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do PG_BIN=$candidate; break; done
-[ -n "$PG_BIN" ] || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
+pg_find_bin || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
 command -v curl >/dev/null || die "curl is not installed"
 
 if [ -n "${BENCH_NIMBUS_BIN:-}" ]; then
@@ -103,11 +99,8 @@ rev+=", binary $NIMBUS_BIN of $(date -r "$NIMBUS_BIN" '+%F %T')"
 
 WORK=$(mktemp -d /tmp/nimbus-longpoll-bench.XXXXXX)
 chmod 755 "$WORK"
-CC_BIN=${CC:-}
-[ -n "$CC_BIN" ] || CC_BIN=$(command -v cc || command -v clang || command -v gcc || true)
-[ -n "$CC_BIN" ] || die "no C compiler (cc, clang or gcc) to build bench/lpwait.c"
-"$CC_BIN" -O2 -o "$WORK/lpwait" bench/lpwait.c || die "cannot compile bench/lpwait.c"
-"$CC_BIN" -O2 -o "$WORK/holdconn" bench/holdconn.c || die "cannot compile bench/holdconn.c"
+compile_c "$WORK/lpwait" bench/lpwait.c
+compile_c "$WORK/holdconn" bench/holdconn.c
 LPWAIT=$WORK/lpwait HOLDCONN=$WORK/holdconn
 
 # Descriptors for BENCH_PARKED connections on both sides (children inherit this).
@@ -117,25 +110,7 @@ NOFILE=$(ulimit -n)
 ((NOFILE >= PARKED + 512)) || die "only $NOFILE file descriptors allowed; $PARKED waiters need $((PARKED + 512)) (raise ulimit -Hn or lower BENCH_PARKED)"
 
 # ---------------------------------------------------------------- 2. PostgreSQL, users, zones
-SOCK=$WORK/pg
-PG_DATA=$SOCK/data
-mkdir -p "$SOCK"
-if [ "$(id -u)" -eq 0 ]; then
-  pg_user=postgres
-  if ! id "$pg_user" >/dev/null 2>&1; then
-    pg_user=nimbus
-    id nimbus >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin nimbus
-  fi
-  chown "$pg_user" "$SOCK"
-  RUN_AS=(runuser -u "$pg_user" --)
-fi
-say "initdb in $PG_DATA"
-"${RUN_AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -U nimbus --auth=trust --encoding=UTF8 --locale=C --no-instructions \
-  >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; die "initdb failed"; }
-"${RUN_AS[@]}" "$PG_BIN/pg_ctl" start -w -t 60 -D "$PG_DATA" -l "$SOCK/postgres.log" \
-  -o "-c listen_addresses='' -c unix_socket_directories='$SOCK' -c max_connections=200" >/dev/null \
-  || { tail -20 "$SOCK/postgres.log" >&2; die "PostgreSQL did not start"; }
-PG_VERSION=$("$PG_BIN/postgres" -V | awk '{print $3}')
+start_bench_postgres max_connections=200
 psql -d postgres -c 'CREATE DATABASE nimbus' >/dev/null
 DB_URL="postgresql:///nimbus?host=$SOCK&user=nimbus"
 admin migrate >"$WORK/migrate.out" 2>&1 || { cat "$WORK/migrate.out" >&2; die "nimbus migrate failed"; }

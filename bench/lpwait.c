@@ -33,13 +33,13 @@
  *       with records that no write of the moment concerned; timeouts: empty answers (wait over).
  *
  * Loopback benchmarking only; bounded in count and time. Errors (first of each kind) go to stderr.
+ * HTTP: bench/httpclient.h (connections, request heads, response parsing; the reading is epoll's).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +49,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "httpclient.h"
 
 enum { NEW, SENT, PARKED, ANSWERED, DEAD };
 
@@ -72,7 +74,8 @@ static struct {
 } lines;
 
 static const char *changes_path, *modify_path;
-static char host_header[64];
+static const char *host_name;  /* the Host header of the requests sent next: host_name:host_port */
+static int host_port;
 static int epfd;
 static struct conn *waiters;
 static struct conn writer;
@@ -136,18 +139,9 @@ static void read_lines(const char *path) {
 }
 
 static int connect_to(const char *host, int port) {
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_port = htons((unsigned short)port);
-    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { fprintf(stderr, "lpwait: bad host %s\n", host); exit(2); }
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
-    struct timeval tv = {.tv_sec = 5, .tv_usec = 0};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv); /* bounds connect() */
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) { close(fd); return -1; }
-    return fd;
+    struct in_addr a;
+    if (inet_pton(AF_INET, host, &a) != 1) { fprintf(stderr, "lpwait: bad host %s\n", host); exit(2); }
+    return http_connect(host, port, 5); /* bounds connect(); reads here never block (MSG_DONTWAIT) */
 }
 
 static int parked_count, failed_count, non200_count, in_flight;
@@ -175,28 +169,14 @@ static void reset(struct conn *c) {
     c->content_length = -1;
 }
 
-static int send_all(int fd, const char *data, size_t n) {
-    size_t off = 0;
-    while (off < n) {
-        ssize_t w = send(fd, data + off, n - off, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) { usleep(100); continue; }
-            return -1;
-        }
-        off += (size_t)w;
-    }
-    return 0;
-}
-
 static int send_post(struct conn *c, const char *path, const char *token, const char *body) {
     char request[8192];
-    int n = snprintf(request, sizeof request,
-                     "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\n\r\n%s", path, host_header, token, strlen(body), body);
-    if (n <= 0 || (size_t)n >= sizeof request) return -1;
+    int h = http_post_head(request, sizeof request, path, host_name, host_port, token, strlen(body));
+    if (h <= 0 || (size_t)h >= sizeof request) return -1;
+    int n = h + snprintf(request + h, sizeof request - (size_t)h, "%s", body);
+    if ((size_t)n >= sizeof request) return -1;
     reset(c);
-    return send_all(c->fd, request, (size_t)n);
+    return http_send_all(c->fd, request, (size_t)n);
 }
 
 /* A waiter's records/changes request (with its token once it has one). */
@@ -214,31 +194,16 @@ static int send_wait(struct conn *c) {
 /* Parses what has arrived: 0 incomplete, 1 headers complete, 2 whole response, -1 malformed. */
 static int parse(struct conn *c) {
     if (!c->body_start) {
-        char *end = memmem(c->buf, c->len, "\r\n\r\n", 4);
-        if (!end) return 0;
-        c->body_start = (size_t)(end - c->buf) + 4;
-        if (sscanf(c->buf, "HTTP/1.%*d %d", &c->status) != 1) return -1;
-        for (char *line = c->buf; line < c->buf + c->body_start;) {
-            char *eol = memmem(line, (size_t)(c->buf + c->body_start - line), "\r\n", 2);
-            if (!eol) break;
-            if (eol - line > 15 && strncasecmp(line, "content-length:", 15) == 0) c->content_length = strtol(line + 15, NULL, 10);
-            if (eol - line > 18 && strncasecmp(line, "transfer-encoding:", 18) == 0 && memmem(line, (size_t)(eol - line), "chunked", 7))
-                c->chunked = 1;
-            line = eol + 2;
-        }
+        http_head h;
+        int r = http_parse_head(c->buf, c->len, &h);
+        if (r <= 0) return r;
+        c->body_start = h.head_len;
+        c->status = h.status;
+        c->content_length = h.content_length;
+        c->chunked = h.chunked;
     }
-    if (c->chunked) {
-        size_t p = c->body_start;
-        for (;;) {
-            char *eol = memmem(c->buf + p, c->len - p, "\r\n", 2);
-            if (!eol) return 1;
-            long size = strtol(c->buf + p, NULL, 16);
-            size_t data = (size_t)(eol - c->buf) + 2;
-            if (size == 0) return c->len >= data + 2 ? 2 : 1;
-            if (c->len < data + (size_t)size + 2) return 1;
-            p = data + (size_t)size + 2;
-        }
-    }
+    size_t end;
+    if (c->chunked) return http_chunked_end(c->buf, c->len, c->body_start, &end) ? 2 : 1;
     if (c->content_length >= 0) return c->len >= c->body_start + (size_t)c->content_length ? 2 : 1;
     return 1;
 }
@@ -248,17 +213,7 @@ static char *body_of(struct conn *c) {
     char *out = malloc(c->len + 1);
     size_t n = 0;
     if (c->chunked) {
-        size_t p = c->body_start;
-        for (;;) {
-            char *eol = memmem(c->buf + p, c->len - p, "\r\n", 2);
-            if (!eol) break;
-            long size = strtol(c->buf + p, NULL, 16);
-            size_t data = (size_t)(eol - c->buf) + 2;
-            if (size <= 0 || data + (size_t)size > c->len) break;
-            memcpy(out + n, c->buf + data, (size_t)size);
-            n += (size_t)size;
-            p = data + (size_t)size + 2;
-        }
+        n = http_dechunk(c->buf, c->len, c->body_start, out);
     } else {
         n = c->len - c->body_start;
         memcpy(out, c->buf + c->body_start, n);
@@ -468,7 +423,7 @@ static int wake(int argc, char **argv) {
     if (count < 1 || count > 1000000) { fprintf(stderr, "lpwait: bad COUNT\n"); return 2; }
     (void)argc;
     epfd = epoll_create1(0);
-    snprintf(host_header, sizeof host_header, "%s:%d", wait_host, wait_port);
+    host_name = wait_host, host_port = wait_port;
     double park_ms = park_all(wait_host, wait_port);
     printf("parked %d failed %d non200 %d ms %.0f\n", parked_count, failed_count, non200_count, park_ms);
     fflush(stdout);
@@ -481,7 +436,7 @@ static int wake(int argc, char **argv) {
     writer.fd = connect_to(write_host, write_port);
     if (writer.fd < 0) { perror("lpwait: connect to the writing instance"); return 3; }
     add_to_epoll(&writer);
-    snprintf(host_header, sizeof host_header, "%s:%d", write_host, write_port);
+    host_name = write_host, host_port = write_port;
 
     int max_samples = fanout ? count * lines.n : count;
     double *send_s = malloc(sizeof(double) * (size_t)max_samples), *ack_s = malloc(sizeof(double) * (size_t)max_samples);
@@ -497,7 +452,7 @@ static int wake(int argc, char **argv) {
             if (waiters[i].state == PARKED && (fanout || i == index)) { pending++; waiters[i].answered_at = 0; }
         }
         write_done = 0;
-        snprintf(host_header, sizeof host_header, "%s:%d", write_host, write_port);
+        host_name = write_host, host_port = write_port;
         double sent = now_ms();
         if (write_record(index, k, expect_record) != 0) { complain("write send failed"); error_count++; break; }
         double deadline = sent + 30000;
@@ -517,7 +472,7 @@ static int wake(int argc, char **argv) {
                 samples++;
             }
         }
-        snprintf(host_header, sizeof host_header, "%s:%d", wait_host, wait_port);
+        host_name = wait_host, host_port = wait_port;
         repark();
     }
     double total = now_ms() - start;
@@ -540,7 +495,7 @@ static int park(int argc, char **argv) {
     read_lines(argv[4]);
     changes_path = argv[5];
     epfd = epoll_create1(0);
-    snprintf(host_header, sizeof host_header, "%s:%s", argv[2], argv[3]);
+    host_name = argv[2], host_port = atoi(argv[3]);
     double ms = park_all(argv[2], atoi(argv[3]));
     printf("parked %d failed %d non200 %d ms %.0f\nready\n", parked_count, failed_count, non200_count, ms);
     fflush(stdout);

@@ -52,18 +52,15 @@ source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, 
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
-WORK="" NIMBUS_PID="" LOAD_PID="" PRUNE_PID="" PG_BIN="" PG_DATA="" RUN_AS=()
+WORK="" NIMBUS_PID="" LOAD_PID="" PRUNE_PID="" PG_BIN="" PG_DATA=""
 PG_OPTS_EXTRA=${BENCH_PG_OPTS:-}
 cleanup() {
-  local rc=$? pid
+  local rc=$?
   set +e
   stop_pid "$PRUNE_PID" TERM 10
   stop_pid "$LOAD_PID" TERM 10
   stop_pid "$NIMBUS_PID" TERM 30
-  pid=$(pg_pid)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    "${RUN_AS[@]}" "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t 60 >/dev/null 2>&1 || stop_pid "$pid" QUIT 5
-  fi
+  stop_bench_postgres
   if [ -n "$WORK" ]; then
     if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
   fi
@@ -76,8 +73,7 @@ trap 'exit 130' INT TERM
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then
   bash deploy/install-deps.sh
 fi
-for candidate in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do PG_BIN=$candidate; break; done
-[ -n "$PG_BIN" ] || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
+pg_find_bin || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
 command -v curl >/dev/null || die "curl is not installed"
 
 if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
@@ -93,38 +89,17 @@ rev+=", binary of $(date -r "$NIMBUS_BIN" '+%F %T')"
 
 WORK=$(mktemp -d /tmp/nimbus-prune-bench.XXXXXX)
 chmod 755 "$WORK"
-CC_BIN=${CC:-}
-[ -n "$CC_BIN" ] || CC_BIN=$(command -v cc || command -v clang || command -v gcc || true)
-[ -n "$CC_BIN" ] || die "no C compiler (cc, clang or gcc) to build bench/pruneload.c"
-"$CC_BIN" -O2 -pthread -o "$WORK/pruneload" bench/pruneload.c || die "cannot compile bench/pruneload.c"
+compile_c "$WORK/pruneload" bench/pruneload.c -pthread
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---------------------------------------------------------------- 2. PostgreSQL and nimbus
-SOCK=$WORK/pg
-PG_DATA=$SOCK/data
-mkdir -p "$SOCK"
-if [ "$(id -u)" -eq 0 ]; then
-  pg_user=postgres
-  if ! id "$pg_user" >/dev/null 2>&1; then
-    pg_user=nimbus
-    id nimbus >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin nimbus
-  fi
-  chown "$pg_user" "$SOCK"
-  RUN_AS=(runuser -u "$pg_user" --)
-fi
-say "initdb in $PG_DATA"
-"${RUN_AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -U nimbus --auth=trust --encoding=UTF8 --locale=C --no-instructions \
-  >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; die "initdb failed"; }
-pg_opts="-c listen_addresses='' -c unix_socket_directories='$SOCK' -c max_connections=200 -c fsync=on -c synchronous_commit=on"
+pg_settings=(max_connections=200 fsync=on synchronous_commit=on)
 HAVE_PGSS=""
 if [ -f "$PG_BIN/../lib/pg_stat_statements.so" ]; then
-  pg_opts+=" -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top"
+  pg_settings+=(shared_preload_libraries=pg_stat_statements pg_stat_statements.track=top)
   HAVE_PGSS=1
 fi
-pg_opts+=" $PG_OPTS_EXTRA"
-"${RUN_AS[@]}" "$PG_BIN/pg_ctl" start -w -t 60 -D "$PG_DATA" -l "$SOCK/postgres.log" -o "$pg_opts" >/dev/null \
-  || { tail -20 "$SOCK/postgres.log" >&2; die "PostgreSQL did not start"; }
-PG_VERSION=$("$PG_BIN/postgres" -V | awk '{print $3}')
+start_bench_postgres "${pg_settings[@]}" --opts "$PG_OPTS_EXTRA"
 psql -d postgres -c 'CREATE DATABASE nimbus' >/dev/null
 [ -n "$HAVE_PGSS" ] && psql -d nimbus -c 'CREATE EXTENSION pg_stat_statements' >/dev/null
 PG_SETTINGS=$(psql -d postgres -At -F= -c "SELECT name, setting FROM pg_settings WHERE name IN

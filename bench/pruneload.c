@@ -10,13 +10,10 @@
  * request to SAMPLES_FILE:  <start, ms since the epoch (CLOCK_REALTIME)> <latency ms> <HTTP
  * status> <item errors>  so that the caller can cut the run into windows by wall-clock time,
  * and prints `requests=N ok=N item_errors=N non200=N sockerr=N secs=S` on stdout.
- * Loopback benchmarking only; bounded in time.
+ * Loopback benchmarking only; bounded in time. HTTP: bench/httpclient.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,10 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "httpclient.h"
 
 static const char *host, *path, *token, *zone, *prefix;
 static int port, nclients;
@@ -54,94 +51,13 @@ typedef struct {
     unsigned long long rng;
     long requests, ok, item_errors, non200, sockerr;
     sample_t *samples; size_t nsamples, capsamples;
-    int fd;
-    char *buf; size_t bufcap, buflen;
-    char *body; size_t bodycap, bodylen;
+    http_conn conn;  /* the keep-alive connection, its buffers and the last response's body */
     char req[4096];
 } client_t;
 
 static unsigned long long xrand(client_t *c) {  /* xorshift64* */
     c->rng ^= c->rng >> 12; c->rng ^= c->rng << 25; c->rng ^= c->rng >> 27;
     return c->rng * 2685821657736338717ULL;
-}
-
-static void grow(char **p, size_t *cap, size_t need) {
-    if (need <= *cap) return;
-    size_t n = *cap ? *cap : 4096;
-    while (n < need) n *= 2;
-    *p = realloc(*p, n);
-    if (!*p) { perror("realloc"); exit(2); }
-    *cap = n;
-}
-
-static int connect_to(void) {
-    struct addrinfo hints = {0}, *res = NULL;
-    char portstr[16];
-    snprintf(portstr, sizeof portstr, "%d", port);
-    hints.ai_family = AF_UNSPEC; hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, portstr, &hints, &res) != 0 || !res) return -1;
-    int fd = socket(res->ai_family, SOCK_STREAM, 0);
-    if (fd < 0) { freeaddrinfo(res); return -1; }
-    if (connect(fd, res->ai_addr, res->ai_addrlen) != 0) { close(fd); freeaddrinfo(res); return -1; }
-    freeaddrinfo(res);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct timeval tv = {60, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    return fd;
-}
-
-static int send_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0) { if (errno == EINTR) continue; return -1; }
-        p += w; n -= (size_t)w;
-    }
-    return 0;
-}
-
-static ssize_t fill(client_t *c) {
-    grow(&c->buf, &c->bufcap, c->buflen + 65536);
-    for (;;) {
-        ssize_t r = recv(c->fd, c->buf + c->buflen, c->bufcap - c->buflen, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r > 0) c->buflen += (size_t)r;
-        return r;
-    }
-}
-
-/* One response with Content-Length (Nimbus answers records/modify that way); the body goes to
- * c->body. Returns 0, or -1 on a socket fault or a framing it does not handle. */
-static int read_response(client_t *c, int *status, int *close_after) {
-    char *end;
-    for (;;) {
-        end = c->buflen ? memmem(c->buf, c->buflen, "\r\n\r\n", 4) : NULL;
-        if (end) break;
-        if (fill(c) <= 0) return -1;
-    }
-    size_t hlen = (size_t)(end - c->buf) + 4;
-    if (c->buflen < 12 || memcmp(c->buf, "HTTP/1.", 7) != 0) return -1;
-    *status = atoi(c->buf + 9);
-    long clen = -1;
-    *close_after = 0;
-    for (char *line = c->buf; line < end;) {
-        char *eol = memmem(line, (size_t)(end + 2 - line), "\r\n", 2);
-        if (!eol) break;
-        if (strncasecmp(line, "content-length:", 15) == 0) clen = atol(line + 15);
-        else if (strncasecmp(line, "transfer-encoding:", 18) == 0) return -1;
-        else if (strncasecmp(line, "connection:", 11) == 0 && memmem(line, (size_t)(eol - line), "close", 5)) *close_after = 1;
-        line = eol + 2;
-    }
-    if (clen < 0) clen = 0;
-    while (c->buflen - hlen < (size_t)clen) { if (fill(c) <= 0) return -1; }
-    grow(&c->body, &c->bodycap, (size_t)clen + 1);
-    memcpy(c->body, c->buf + hlen, (size_t)clen);
-    c->bodylen = (size_t)clen;
-    c->body[c->bodylen] = 0;
-    memmove(c->buf, c->buf + hlen + clen, c->buflen - hlen - (size_t)clen);
-    c->buflen -= hlen + (size_t)clen;
-    return 0;
 }
 
 static size_t build_request(client_t *c) {
@@ -152,9 +68,8 @@ static size_t build_request(client_t *c) {
         "\"appName\":{\"value\":\"Safari\"},\"bundleID\":{\"value\":\"com.apple.mobilesafari\"},"
         "\"deviceName\":{\"value\":\"Alice's iPhone 15 Pro\"},\"timestamp\":{\"value\":%lld,\"type\":\"TIMESTAMP\"}}}}]}",
         zone, prefix, c->id, xrand(c), real_ms());
-    int h = snprintf(c->req, sizeof c->req,
-        "POST %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"
-        "Content-Length: %d\r\n\r\n%s", path, host, port, token, n, body);
+    int h = http_post_head(c->req, sizeof c->req, path, host, port, token, (size_t)n);
+    h += snprintf(c->req + h, sizeof c->req - (size_t)h, "%s", body);
     return (size_t)h;
 }
 
@@ -171,12 +86,12 @@ static double t_deadline;
 
 static void *run_client(void *arg) {
     client_t *c = arg;
-    c->fd = -1;
+    c->conn.fd = -1;
     while (!stop_requested && mono_s() < t_deadline) {
-        if (c->fd < 0) {
-            c->fd = connect_to();
-            c->buflen = 0;
-            if (c->fd < 0) {
+        if (c->conn.fd < 0) {
+            c->conn.fd = http_connect(host, port, 60);
+            c->conn.buflen = 0;
+            if (c->conn.fd < 0) {
                 c->sockerr++;
                 if (atomic_fetch_add(&reported, 1) < 8) fprintf(stderr, "pruneload: connect failed: %s\n", strerror(errno));
                 usleep(100000);
@@ -186,26 +101,24 @@ static void *run_client(void *arg) {
         size_t len = build_request(c);
         long long start_ms = real_ms();
         double t0 = mono_s();
-        int status = 0, close_after = 0;
-        if (send_all(c->fd, c->req, len) != 0 || read_response(c, &status, &close_after) != 0) {
+        int status = http_exchange(&c->conn, c->req, len);  /* closes the connection after a fault or Connection: close */
+        if (status < 0) {
             c->sockerr++;
             if (atomic_fetch_add(&reported, 1) < 8) fprintf(stderr, "pruneload: socket error: %s\n", errno ? strerror(errno) : "closed");
-            close(c->fd); c->fd = -1;
             continue;
         }
         double ms = (mono_s() - t0) * 1e3;
-        if (close_after) { close(c->fd); c->fd = -1; }
         int errs = 0;
-        if (status == 200 && memmem(c->body, c->bodylen, "\"serverErrorCode\"", 17)) errs = 1;
+        if (status == 200 && memmem(c->conn.body, c->conn.bodylen, "\"serverErrorCode\"", 17)) errs = 1;
         if ((status != 200 || errs) && atomic_fetch_add(&reported, 1) < 8)
-            fprintf(stderr, "pruneload: HTTP %d: %.300s\n", status, c->body);
+            fprintf(stderr, "pruneload: HTTP %d: %.300s\n", status, c->conn.body);
         c->requests++;
         if (status == 200 && !errs) c->ok++;
         if (status != 200) c->non200++;
         c->item_errors += errs;
         add_sample(c, start_ms, ms, status, errs);
     }
-    if (c->fd >= 0) close(c->fd);
+    http_close(&c->conn);
     return NULL;
 }
 

@@ -18,14 +18,10 @@
  *   req_per_s records_per_s p50_ms p90_ms p99_ms p999_ms max_ms cpu_s [pages restarts bytes_in]
  * and, on stderr, the first few non-200 answers and socket errors.
  * Only requests completed before the deadline are counted; the rate uses the elapsed time of
- * the counted window. Loopback benchmarking only; bounded in time.
+ * the counted window. Loopback benchmarking only; bounded in time. HTTP: bench/httpclient.h.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "httpclient.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -58,15 +54,11 @@ static atomic_int reported;     /* errors printed so far */
 typedef struct {
     int id;
     long requests, ok, records, item_errors, non200, s4xx, s5xx, sockerr, pages, restarts;
-    long long bytes_in;
     double last_done;
     double *lat; size_t nlat, caplat;
     unsigned long long rng;
-    /* connection and buffers */
-    int fd;
+    http_conn conn;  /* the keep-alive connection, its buffers and the last response's body */
     char *req; size_t reqcap;
-    char *buf; size_t bufcap, buflen;  /* raw bytes read */
-    char *body; size_t bodycap, bodylen;
 } client_t;
 
 static unsigned long long xrand(client_t *c) {  /* xorshift64* */
@@ -76,108 +68,6 @@ static unsigned long long xrand(client_t *c) {  /* xorshift64* */
 
 static void report(const char *fmt, const char *a, long b) {
     if (atomic_fetch_add(&reported, 1) < 8) { fprintf(stderr, fmt, a, b); }
-}
-
-static void grow(char **p, size_t *cap, size_t need) {
-    if (need <= *cap) return;
-    size_t n = *cap ? *cap : 4096;
-    while (n < need) n *= 2;
-    *p = realloc(*p, n);
-    if (!*p) { perror("realloc"); exit(2); }
-    *cap = n;
-}
-
-static int connect_to(void) {
-    struct addrinfo hints = {0}, *res = NULL;
-    char portstr[16];
-    snprintf(portstr, sizeof portstr, "%d", port);
-    hints.ai_family = AF_UNSPEC; hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, portstr, &hints, &res) != 0 || !res) return -1;
-    int fd = socket(res->ai_family, SOCK_STREAM, 0);
-    if (fd < 0) { freeaddrinfo(res); return -1; }
-    if (connect(fd, res->ai_addr, res->ai_addrlen) != 0) { close(fd); freeaddrinfo(res); return -1; }
-    freeaddrinfo(res);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct timeval tv = {60, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    return fd;
-}
-
-static int send_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0) { if (errno == EINTR) continue; return -1; }
-        p += w; n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Reads more bytes into c->buf; returns bytes read, 0 on EOF, -1 on error. */
-static ssize_t fill(client_t *c) {
-    grow(&c->buf, &c->bufcap, c->buflen + 65536);
-    for (;;) {
-        ssize_t r = recv(c->fd, c->buf + c->buflen, c->bufcap - c->buflen, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r > 0) { c->buflen += (size_t)r; c->bytes_in += r; }
-        return r;
-    }
-}
-
-static char *memfind(char *hay, size_t n, const char *needle) {
-    return memmem(hay, n, needle, strlen(needle));
-}
-
-/* Reads one response; sets *status and the body in c->body. Returns 0, or -1 on a socket fault. */
-static int read_response(client_t *c, int *status, int *close_after) {
-    char *end;
-    for (;;) {
-        end = c->buflen ? memfind(c->buf, c->buflen, "\r\n\r\n") : NULL;
-        if (end) break;
-        if (fill(c) <= 0) return -1;
-    }
-    size_t hlen = (size_t)(end - c->buf) + 4;
-    if (c->buflen < 12 || memcmp(c->buf, "HTTP/1.", 7) != 0) return -1;
-    *status = atoi(c->buf + 9);
-    long clen = -1; int chunked = 0;
-    *close_after = 0;
-    /* headers, case-insensitively */
-    for (char *line = c->buf; line < end;) {
-        char *eol = memfind(line, (size_t)(end + 2 - line), "\r\n");
-        if (!eol) break;
-        if (strncasecmp(line, "content-length:", 15) == 0) clen = atol(line + 15);
-        else if (strncasecmp(line, "transfer-encoding:", 18) == 0 && memfind(line, (size_t)(eol - line), "chunked")) chunked = 1;
-        else if (strncasecmp(line, "connection:", 11) == 0 && memfind(line, (size_t)(eol - line), "close")) *close_after = 1;
-        line = eol + 2;
-    }
-    c->bodylen = 0;
-    size_t pos = hlen;
-    if (chunked) {
-        for (;;) {
-            char *crlf;
-            while (!(crlf = memfind(c->buf + pos, c->buflen - pos, "\r\n"))) { if (fill(c) <= 0) return -1; }
-            long size = strtol(c->buf + pos, NULL, 16);
-            pos = (size_t)(crlf - c->buf) + 2;
-            while (c->buflen - pos < (size_t)size + 2) { if (fill(c) <= 0) return -1; }
-            if (size == 0) { pos += 2; break; }
-            grow(&c->body, &c->bodycap, c->bodylen + (size_t)size + 1);
-            memcpy(c->body + c->bodylen, c->buf + pos, (size_t)size);
-            c->bodylen += (size_t)size;
-            pos += (size_t)size + 2;
-        }
-    } else {
-        if (clen < 0) clen = 0;
-        while (c->buflen - pos < (size_t)clen) { if (fill(c) <= 0) return -1; }
-        grow(&c->body, &c->bodycap, (size_t)clen + 1);
-        memcpy(c->body, c->buf + pos, (size_t)clen);
-        c->bodylen = (size_t)clen;
-        pos += (size_t)clen;
-    }
-    c->body[c->bodylen] = 0;
-    memmove(c->buf, c->buf + pos, c->buflen - pos);
-    c->buflen -= pos;
-    return 0;
 }
 
 static long count_occurrences(const char *hay, size_t n, const char *needle) {
@@ -211,10 +101,8 @@ static size_t build_modify(client_t *c, long seqno, int nrec) {
             i ? "," : "", prefix, c->id, seqno, i, rtype, ts, r, xrand(c));
     }
     n += (size_t)snprintf(body + n, need - n, "]}");
-    grow(&c->req, &c->reqcap, n + 1024);
-    size_t h = (size_t)snprintf(c->req, c->reqcap,
-        "POST %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"
-        "Content-Length: %zu\r\n\r\n", path, host, port, token, n);
+    http_grow(&c->req, &c->reqcap, n + 1024);
+    size_t h = (size_t)http_post_head(c->req, c->reqcap, path, host, port, token, n);
     memcpy(c->req + h, body, n);
     free(body);
     return h + n;
@@ -227,10 +115,8 @@ static size_t build_changes(client_t *c, const char *sync_token) {
         n = snprintf(body, sizeof body, "{\"zoneID\":{\"zoneName\":\"%s\"},\"resultsLimit\":%d,\"syncToken\":\"%s\"}", zone, limit, sync_token);
     else
         n = snprintf(body, sizeof body, "{\"zoneID\":{\"zoneName\":\"%s\"},\"resultsLimit\":%d}", zone, limit);
-    grow(&c->req, &c->reqcap, (size_t)n + 1024);
-    size_t h = (size_t)snprintf(c->req, c->reqcap,
-        "POST %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"
-        "Content-Length: %d\r\n\r\n", path, host, port, token, n);
+    http_grow(&c->req, &c->reqcap, (size_t)n + 1024);
+    size_t h = (size_t)http_post_head(c->req, c->reqcap, path, host, port, token, (size_t)n);
     memcpy(c->req + h, body, (size_t)n);
     return h + (size_t)n;
 }
@@ -265,7 +151,7 @@ static void add_latency(client_t *c, double ms) {
 
 static void *run_client(void *arg) {
     client_t *c = arg;
-    c->fd = -1;
+    c->conn.fd = -1;
     char sync_token[1024] = "";
     long seqno = 0;
     pthread_barrier_wait(&barrier);
@@ -278,21 +164,19 @@ static void *run_client(void *arg) {
             if (got >= total) break;
             if (got + batch > total) nrec = (int)(total - got);
         }
-        if (c->fd < 0) {
-            c->fd = connect_to();
-            c->buflen = 0;
-            if (c->fd < 0) { c->sockerr++; report("recload: connect failed (%s, client %ld)\n", strerror(errno), c->id); usleep(100000); continue; }
+        if (c->conn.fd < 0) {
+            c->conn.fd = http_connect(host, port, 60);
+            c->conn.buflen = 0;
+            if (c->conn.fd < 0) { c->sockerr++; report("recload: connect failed (%s, client %ld)\n", strerror(errno), c->id); usleep(100000); continue; }
         }
         size_t len = modify_mode ? build_modify(c, seqno++, nrec) : build_changes(c, sync_token);
-        int status = 0, close_after = 0;
-        if (send_all(c->fd, c->req, len) != 0 || read_response(c, &status, &close_after) != 0) {
+        int status = http_exchange(&c->conn, c->req, len);  /* closes the connection after a fault or Connection: close */
+        if (status < 0) {
             c->sockerr++;
             report("recload: socket error (%s, client %ld)\n", errno ? strerror(errno) : "closed", c->id);
-            close(c->fd); c->fd = -1;
             sync_token[0] = 0;
             continue;
         }
-        if (close_after) { close(c->fd); c->fd = -1; }
         double t1 = now_s();
         if (t1 > t_deadline && total == 0) break;  /* finished after the window: not counted */
         c->requests++;
@@ -302,25 +186,25 @@ static void *run_client(void *arg) {
             c->non200++;
             if (status >= 500) c->s5xx++; else if (status >= 400) c->s4xx++;
             if (atomic_fetch_add(&reported, 1) < 8)
-                fprintf(stderr, "recload: HTTP %d: %.300s\n", status, c->body);
+                fprintf(stderr, "recload: HTTP %d: %.300s\n", status, c->conn.body);
             sync_token[0] = 0;
             continue;
         }
         c->ok++;
         if (modify_mode) {
-            long errs = count_occurrences(c->body, c->bodylen, "\"serverErrorCode\"");
-            if (errs && atomic_fetch_add(&reported, 1) < 8) fprintf(stderr, "recload: item errors: %.300s\n", c->body);
+            long errs = count_occurrences(c->conn.body, c->conn.bodylen, "\"serverErrorCode\"");
+            if (errs && atomic_fetch_add(&reported, 1) < 8) fprintf(stderr, "recload: item errors: %.300s\n", c->conn.body);
             c->item_errors += errs;
             c->records += nrec - errs;
         } else {
             c->pages++;
-            c->records += count_occurrences(c->body, c->bodylen, "\"recordName\"");
-            int more = memmem(c->body, c->bodylen, "\"moreComing\":true", 17) != NULL;
-            if (more && json_string(c->body, c->bodylen, "syncToken", sync_token, sizeof sync_token)) {
+            c->records += count_occurrences(c->conn.body, c->conn.bodylen, "\"recordName\"");
+            int more = memmem(c->conn.body, c->conn.bodylen, "\"moreComing\":true", 17) != NULL;
+            if (more && json_string(c->conn.body, c->conn.bodylen, "syncToken", sync_token, sizeof sync_token)) {
             } else { sync_token[0] = 0; c->restarts++; }
         }
     }
-    if (c->fd >= 0) close(c->fd);
+    http_close(&c->conn);
     return NULL;
 }
 
@@ -383,7 +267,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nclients; i++) {
         requests += cs[i].requests; ok += cs[i].ok; records += cs[i].records; item_errors += cs[i].item_errors;
         non200 += cs[i].non200; s4 += cs[i].s4xx; s5 += cs[i].s5xx; sockerr += cs[i].sockerr;
-        pages += cs[i].pages; restarts += cs[i].restarts; bytes_in += cs[i].bytes_in; nlat += cs[i].nlat;
+        pages += cs[i].pages; restarts += cs[i].restarts; bytes_in += cs[i].conn.bytes_in; nlat += cs[i].nlat;
         if (cs[i].last_done > last) last = cs[i].last_done;
     }
     double *all = malloc((nlat ? nlat : 1) * sizeof(double));

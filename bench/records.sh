@@ -62,15 +62,12 @@ source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, 
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
-WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA="" RUN_AS=()
+WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA=""
 cleanup() {
-  local rc=$? pid
+  local rc=$?
   set +e
   stop_pid "$NIMBUS_PID" TERM 30
-  pid=$(pg_pid)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    "${RUN_AS[@]}" "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t 60 >/dev/null 2>&1 || stop_pid "$pid" QUIT 5
-  fi
+  stop_bench_postgres
   if [ -n "$WORK" ]; then
     if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
   fi
@@ -83,8 +80,7 @@ trap 'exit 130' INT TERM
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then
   bash deploy/install-deps.sh
 fi
-for candidate in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do PG_BIN=$candidate; break; done
-[ -n "$PG_BIN" ] || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
+pg_find_bin || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
 PGBENCH=$PG_BIN/pgbench; [ -x "$PGBENCH" ] || PGBENCH=$(command -v pgbench || true)
 [ -n "$PGBENCH" ] && [ -x "$PGBENCH" ] || die "pgbench not found"
 command -v curl >/dev/null || die "curl is not installed"
@@ -106,42 +102,21 @@ rev+=", binary of $(date -r "$NIMBUS_BIN" '+%F %T')"
 WORK=$(mktemp -d /tmp/nimbus-records-bench.XXXXXX)
 chmod 755 "$WORK"
 mkdir -p "$WORK/runs"
-CC_BIN=${CC:-}
-[ -n "$CC_BIN" ] || CC_BIN=$(command -v cc || command -v clang || command -v gcc || true)
-[ -n "$CC_BIN" ] || die "no C compiler (cc, clang or gcc) to build bench/recload.c"
-"$CC_BIN" -O2 -pthread -o "$WORK/recload" bench/recload.c || die "cannot compile bench/recload.c"
+compile_c "$WORK/recload" bench/recload.c -pthread
 RECLOAD=$WORK/recload
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---------------------------------------------------------------- 2. PostgreSQL, databases, nimbus
-SOCK=$WORK/pg
-PG_DATA=$SOCK/data
-mkdir -p "$SOCK"
-if [ "$(id -u)" -eq 0 ]; then
-  pg_user=postgres
-  if ! id "$pg_user" >/dev/null 2>&1; then
-    pg_user=nimbus
-    id nimbus >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin nimbus
-  fi
-  chown "$pg_user" "$SOCK"
-  RUN_AS=(runuser -u "$pg_user" --)
-fi
-say "initdb in $PG_DATA"
-"${RUN_AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -U nimbus --auth=trust --encoding=UTF8 --locale=C --no-instructions \
-  >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; die "initdb failed"; }
 # The embedded cluster's settings (EmbeddedCluster.swift) with durability spelled out; the
 # statement counter is loaded but off (track=none) until the statement-count phase.
-pg_opts="-c listen_addresses='' -c unix_socket_directories='$SOCK' -c max_connections=200 -c fsync=on -c synchronous_commit=on"
+pg_settings=(max_connections=200 fsync=on synchronous_commit=on)
 HAVE_PGSS=""
 if [ -f "$PG_BIN/../lib/pg_stat_statements.so" ]; then
-  pg_opts+=" -c shared_preload_libraries=pg_stat_statements"
-  # In the config file, not on the command line, so that ALTER SYSTEM can turn it on later.
-  echo "pg_stat_statements.track = none" >>"$PG_DATA/postgresql.conf"
+  # track in the config file, not on the command line, so that ALTER SYSTEM can turn it on later.
+  pg_settings+=(shared_preload_libraries=pg_stat_statements --conf "pg_stat_statements.track = none")
   HAVE_PGSS=1
 fi
-"${RUN_AS[@]}" "$PG_BIN/pg_ctl" start -w -t 60 -D "$PG_DATA" -l "$SOCK/postgres.log" -o "$pg_opts" >/dev/null \
-  || { tail -20 "$SOCK/postgres.log" >&2; die "PostgreSQL did not start"; }
-PG_VERSION=$("$PG_BIN/postgres" -V | awk '{print $3}')
+start_bench_postgres "${pg_settings[@]}"
 psql -d postgres -c 'CREATE DATABASE bench' -c 'CREATE DATABASE nimbus' >/dev/null
 PG_SETTINGS=$(psql -d postgres -At -F= -c "SELECT name, setting FROM pg_settings WHERE name IN
   ('fsync','synchronous_commit','shared_buffers','wal_level','max_wal_size','full_page_writes','max_connections') ORDER BY name" | paste -sd' ')

@@ -198,19 +198,9 @@ socket_directory() {
   printf '%s/run\n' "${cluster%/postgres}"
 }
 
-# run_as_owner PATH COMMAND...: runs COMMAND as the owner of PATH when root (PostgreSQL's rule).
-run_as_owner() {
-  local path=$1; shift
-  if [ "$(id -u)" -eq 0 ]; then
-    local owner
-    owner=$(stat -c %U "$path")
-    if [ "$owner" != root ]; then
-      runuser -u "$owner" -- "$@"
-      return
-    fi
-  fi
-  "$@"
-}
+# run_as_owner PATH COMMAND...: runs COMMAND as the owner of PATH when root (PostgreSQL's rule);
+# pg_stop DATA MODE SECONDS: stops a cluster. Both from Tests/test-postgres.sh.
+source "$REPO_DIR/Tests/test-postgres.sh"
 
 # postmaster_pid DATA_DIR: pid of the embedded cluster's postmaster, empty when not running.
 postmaster_pid() {
@@ -256,9 +246,7 @@ cleanup() {
   while read -r dir; do
     [ -n "$dir" ] && [ -d "$dir" ] || continue
     cluster=$(cluster_directory "$dir")
-    if [ -f "$cluster/postmaster.pid" ]; then
-      run_as_owner "$cluster" "$NIMBUS_TEST_PG_BIN/pg_ctl" stop -D "$cluster" -m immediate -w -t 20 >/dev/null 2>&1
-    fi
+    PG_BIN=${NIMBUS_TEST_PG_BIN:-} pg_stop "$cluster" immediate 20 >/dev/null 2>&1
     [ -f "$dir/postgres-location" ] && rm -rf "$(cat "$dir/postgres-location")"
   done <"$TEST_TMP/.data-dirs"
   local name

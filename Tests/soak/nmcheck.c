@@ -1,6 +1,7 @@
 /*
  * nmcheck: Jepsen-style no-missed-change checker for Nimbus `records/changes` (issue 7, item 4).
- * Compiled at run time with the C compiler of the Swift toolchain (cc or clang); needs nothing else.
+ * Compiled at run time with the C compiler of the Swift toolchain (cc or clang); needs nothing else
+ * (its HTTP client is bench/httpclient.h, included by relative path).
  *
  *   nmcheck -p PORT -d DBPATH -t TOKENS [-h HOST] [-z ZONE] [-w WRITERS] [-r READERS] [-s SECONDS]
  *           [-W WAIT] [-S SHARED]
@@ -45,10 +46,6 @@
  * Bounded in time: the run ends SECONDS after the start plus at most 60 s of catch-up.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -56,10 +53,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../bench/httpclient.h"
 
 /* ------------------------------------------------------------------ configuration */
 static const char *host = "127.0.0.1", *dbpath, *zone = "Checker", *tokens_file;
@@ -164,131 +161,28 @@ static void record_ack(int name, int writer, long order, int64_t seq, int delete
     pthread_mutex_unlock(&acks_lock);
 }
 
-/* ------------------------------------------------------------------ HTTP client */
+/* ------------------------------------------------------------------ HTTP client (bench/httpclient.h) */
 typedef struct {
-    int fd;
-    char *buf; size_t bufcap, buflen;
-    char *body; size_t bodycap, bodylen;
+    http_conn http;  /* the keep-alive connection, its buffers and the last answer's body */
     char *req; size_t reqcap;
     unsigned long long rng;
 } conn_t;
-
-static void grow(char **p, size_t *cap, size_t need) {
-    if (need <= *cap) return;
-    size_t n = *cap ? *cap : 4096;
-    while (n < need) n *= 2;
-    *p = xrealloc(*p, n);
-    *cap = n;
-}
 
 static unsigned long long xrand(conn_t *c) {
     c->rng ^= c->rng >> 12; c->rng ^= c->rng << 25; c->rng ^= c->rng >> 27;
     return c->rng * 2685821657736338717ULL;
 }
 
-static int connect_to(void) {
-    struct addrinfo hints = {0}, *res = NULL;
-    char portstr[16];
-    snprintf(portstr, sizeof portstr, "%d", port);
-    hints.ai_family = AF_UNSPEC; hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, portstr, &hints, &res) != 0 || !res) return -1;
-    int fd = socket(res->ai_family, SOCK_STREAM, 0);
-    if (fd < 0) { freeaddrinfo(res); return -1; }
-    if (connect(fd, res->ai_addr, res->ai_addrlen) != 0) { close(fd); freeaddrinfo(res); return -1; }
-    freeaddrinfo(res);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct timeval tv = {90, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    return fd;
-}
-
-static ssize_t fill(conn_t *c) {
-    grow(&c->buf, &c->bufcap, c->buflen + 65536);
-    for (;;) {
-        ssize_t r = recv(c->fd, c->buf + c->buflen, c->bufcap - c->buflen, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r > 0) c->buflen += (size_t)r;
-        return r;
-    }
-}
-
-static char *memfind(char *hay, size_t n, const char *needle) { return memmem(hay, n, needle, strlen(needle)); }
-
-/* One response: status and body (chunked or Content-Length). 0, or -1 on a socket fault. */
-static int read_response(conn_t *c, int *status, int *close_after) {
-    char *end;
-    for (;;) {
-        end = c->buflen ? memfind(c->buf, c->buflen, "\r\n\r\n") : NULL;
-        if (end) break;
-        if (fill(c) <= 0) return -1;
-    }
-    size_t hlen = (size_t)(end - c->buf) + 4;
-    if (c->buflen < 12 || memcmp(c->buf, "HTTP/1.", 7) != 0) return -1;
-    *status = atoi(c->buf + 9);
-    long clen = -1; int chunked = 0;
-    *close_after = 0;
-    for (char *line = c->buf; line < end;) {
-        char *eol = memfind(line, (size_t)(end + 2 - line), "\r\n");
-        if (!eol) break;
-        if (strncasecmp(line, "content-length:", 15) == 0) clen = atol(line + 15);
-        else if (strncasecmp(line, "transfer-encoding:", 18) == 0 && memfind(line, (size_t)(eol - line), "chunked")) chunked = 1;
-        else if (strncasecmp(line, "connection:", 11) == 0 && memfind(line, (size_t)(eol - line), "close")) *close_after = 1;
-        line = eol + 2;
-    }
-    c->bodylen = 0;
-    size_t pos = hlen;
-    if (chunked) {
-        for (;;) {
-            char *crlf;
-            while (!(crlf = memfind(c->buf + pos, c->buflen - pos, "\r\n"))) { if (fill(c) <= 0) return -1; }
-            long size = strtol(c->buf + pos, NULL, 16);
-            pos = (size_t)(crlf - c->buf) + 2;
-            while (c->buflen - pos < (size_t)size + 2) { if (fill(c) <= 0) return -1; }
-            if (size == 0) { pos += 2; break; }
-            grow(&c->body, &c->bodycap, c->bodylen + (size_t)size + 1);
-            memcpy(c->body + c->bodylen, c->buf + pos, (size_t)size);
-            c->bodylen += (size_t)size;
-            pos += (size_t)size + 2;
-        }
-    } else {
-        if (clen < 0) clen = 0;
-        while (c->buflen - pos < (size_t)clen) { if (fill(c) <= 0) return -1; }
-        grow(&c->body, &c->bodycap, (size_t)clen + 1);
-        memcpy(c->body, c->buf + pos, (size_t)clen);
-        c->bodylen = (size_t)clen;
-        pos += (size_t)clen;
-    }
-    grow(&c->body, &c->bodycap, c->bodylen + 1);
-    c->body[c->bodylen] = 0;
-    memmove(c->buf, c->buf + pos, c->buflen - pos);
-    c->buflen -= pos;
-    return 0;
-}
-
-/* POST DBPATH/OP with BODY; the answer's body in c->body. Returns the status, or -1 (socket fault;
+/* POST DBPATH/OP with BODY; the answer's body in c->http.body. Returns the status, or -1 (socket fault;
  * the connection is reopened for the next request). */
 static int post(conn_t *c, const char *token, const char *op, const char *body, size_t n) {
-    if (c->fd < 0 && (c->fd = connect_to()) < 0) return -1;
-    grow(&c->req, &c->reqcap, n + 1024 + strlen(dbpath) + strlen(token));
-    int h = snprintf(c->req, c->reqcap,
-        "POST %s/%s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"
-        "Content-Length: %zu\r\n\r\n", dbpath, op, host, port, token, n);
+    if (c->http.fd < 0 && (c->http.fd = http_connect(host, port, 90)) < 0) return -1;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dbpath, op);
+    http_grow(&c->req, &c->reqcap, n + 1024 + strlen(path) + strlen(token));
+    int h = http_post_head(c->req, c->reqcap, path, host, port, token, n);
     memcpy(c->req + h, body, n);
-    size_t total = (size_t)h + n, off = 0;
-    int status = -1, close_after = 0;
-    while (off < total) {
-        ssize_t w = send(c->fd, c->req + off, total - off, MSG_NOSIGNAL);
-        if (w < 0) { if (errno == EINTR) continue; goto fault; }
-        off += (size_t)w;
-    }
-    if (read_response(c, &status, &close_after) != 0) goto fault;
-    if (close_after) { close(c->fd); c->fd = -1; c->buflen = 0; }
-    return status;
-fault:
-    close(c->fd); c->fd = -1; c->buflen = 0;
-    return -1;
+    return http_exchange(&c->http, c->req, (size_t)h + n);
 }
 
 /* ------------------------------------------------------------------ answer parsing */
@@ -390,7 +284,7 @@ static size_t append(char **buf, size_t *cap, size_t at, const char *fmt, ...) {
         int w = vsnprintf(*buf + at, *cap - at, fmt, ap);
         va_end(ap);
         if ((size_t)w < *cap - at) return at + (size_t)w;
-        grow(buf, cap, at + (size_t)w + 1);
+        http_grow(buf, cap, at + (size_t)w + 1);
     }
 }
 
@@ -503,16 +397,16 @@ static void *writer_main(void *arg) {
         int status = post(&w->c, token, "records/modify", w->body, at);
         if (status != 200) {
             atomic_fetch_add(&write_errors, 1);
-            REPORT("writer %d: status %d: %.300s\n", w->k, status, status > 0 ? w->c.body : "(socket fault)");
+            REPORT("writer %d: status %d: %.300s\n", w->k, status, status > 0 ? w->c.http.body : "(socket fault)");
             /* The outcome is unknown: stop using these names (they are left out of the check). */
             for (int j = 0; j < nops; j++) if (ops[j].own >= 0) w->own[ops[j].own].live = 0;
             usleep(100000);
             continue;
         }
-        int nitems = parse_items(w->c.body, w->c.bodylen, &items, &icap);
+        int nitems = parse_items(w->c.http.body, w->c.http.bodylen, &items, &icap);
         if (nitems != nops) {
             atomic_fetch_add(&write_errors, 1);
-            REPORT("writer %d: %d items for %d operations: %.300s\n", w->k, nitems, nops, w->c.body);
+            REPORT("writer %d: %d items for %d operations: %.300s\n", w->k, nitems, nops, w->c.http.body);
             continue;
         }
         int failed = 0;
@@ -524,7 +418,7 @@ static void *writer_main(void *arg) {
         }
         if (failed) {
             atomic_fetch_add(&write_errors, 1);
-            REPORT("writer %d: unexpected items: %.400s\n", w->k, w->c.body);
+            REPORT("writer %d: unexpected items: %.400s\n", w->k, w->c.http.body);
             continue;
         }
         if (atomic) atomic_fetch_add(&atomic_batches, 1);
@@ -588,20 +482,20 @@ static void *reader_main(void *arg) {
         int status = post(&r->c, token, "records/changes", body, (size_t)n);
         if (status != 200) {
             r->errors++;
-            REPORT("reader %d: status %d: %.300s\n", r->i, status, status > 0 ? r->c.body : "(socket fault)");
+            REPORT("reader %d: status %d: %.300s\n", r->i, status, status > 0 ? r->c.http.body : "(socket fault)");
             usleep(100000);
             continue;
         }
         r->pages++;
         char next[512];
-        if (last_string(r->c.body, r->c.bodylen, "syncToken", next, sizeof next) != 0) {
+        if (last_string(r->c.http.body, r->c.http.bodylen, "syncToken", next, sizeof next) != 0) {
             r->errors++;
-            REPORT("reader %d: no syncToken in %.300s\n", r->i, r->c.body);
+            REPORT("reader %d: no syncToken in %.300s\n", r->i, r->c.http.body);
             continue;
         }
         int64_t next_seq = token_sequence(next);
-        int more = memmem(r->c.body, r->c.bodylen, "\"moreComing\":true", 17) != NULL;
-        int nitems = parse_items(r->c.body, r->c.bodylen, &items, &icap);
+        int more = memmem(r->c.http.body, r->c.http.bodylen, "\"moreComing\":true", 17) != NULL;
+        int nitems = parse_items(r->c.http.body, r->c.http.bodylen, &items, &icap);
         if (waiting) { if (nitems) r->waits_answered++; else r->waits_empty++; }
         if (next_seq < 0 || next_seq < r->token_seq) {
             r->token_errors++;
@@ -650,7 +544,7 @@ static void *reader_main(void *arg) {
 static int setup_request(conn_t *c, const char *op, const char *body) {
     int status = post(c, tokens[0], op, body, strlen(body));
     if (status != 200) {
-        fprintf(stderr, "nmcheck: %s answered %d: %.300s\n", op, status, status > 0 ? c->body : "(socket fault)");
+        fprintf(stderr, "nmcheck: %s answered %d: %.300s\n", op, status, status > 0 ? c->http.body : "(socket fault)");
         exit(2);
     }
     return status;
@@ -674,6 +568,7 @@ int main(int argc, char **argv) {
         }
     }
     if (!port || !dbpath || !tokens_file || nwriters < 1 || nreaders < 1 || nshared < 1) die("-p, -d and -t are required");
+    if (strlen(dbpath) > 900) die("DBPATH is too long");
     FILE *f = fopen(tokens_file, "r");
     if (!f) die("cannot read the tokens file");
     char line[1024];
@@ -686,7 +581,7 @@ int main(int argc, char **argv) {
     fclose(f);
     if (!ntokens) die("no tokens");
 
-    conn_t setup = { .fd = -1, .rng = 88172645463325252ULL };
+    conn_t setup = { .http.fd = -1, .rng = 88172645463325252ULL };
     char body[1024];
     snprintf(body, sizeof body, "{\"operations\":[{\"operationType\":\"create\",\"zone\":{\"zoneID\":{\"zoneName\":\"%s\"}}}]}", zone);
     setup_request(&setup, "zones/modify", body);
@@ -696,7 +591,7 @@ int main(int argc, char **argv) {
              "\"payload\":{\"value\":\"seed\"}}}}]}", zone);
     setup_request(&setup, "records/modify", body);
     item_t *items = NULL; size_t icap = 0;
-    if (parse_items(setup.body, setup.bodylen, &items, &icap) != 1 || items[0].seq < 0) die("the seed record was not saved");
+    if (parse_items(setup.http.body, setup.http.bodylen, &items, &icap) != 1 || items[0].seq < 0) die("the seed record was not saved");
     record_ack(intern("seed", 4), -1, 0, items[0].seq, 0);
 
     printf("nmcheck: %d writers, %d readers (%d long-polling, %d joining late), %.0f s, zone %s, %d shared names\n",
@@ -708,11 +603,11 @@ int main(int argc, char **argv) {
     pthread_t *rt = calloc((size_t)nreaders, sizeof *rt), *wt = calloc((size_t)nwriters, sizeof *wt);
     for (int i = 0; i < nreaders; i++) {
         readers[i] = (reader_t){ .i = i, .late = i >= nreaders - nreaders / 4, .longpoll = i % 2 == 1,
-                                 .c = { .fd = -1, .rng = 0x9E3779B97F4A7C15ULL * (unsigned)(i + 1) + (unsigned long long)time(NULL) } };
+                                 .c = { .http.fd = -1, .rng = 0x9E3779B97F4A7C15ULL * (unsigned)(i + 1) + (unsigned long long)time(NULL) } };
         pthread_create(&rt[i], NULL, reader_main, &readers[i]);
     }
     for (int k = 0; k < nwriters; k++) {
-        writers[k] = (writer_t){ .k = k, .c = { .fd = -1, .rng = 0xD1B54A32D192ED03ULL * (unsigned)(k + 7) + (unsigned long long)time(NULL) } };
+        writers[k] = (writer_t){ .k = k, .c = { .http.fd = -1, .rng = 0xD1B54A32D192ED03ULL * (unsigned)(k + 7) + (unsigned long long)time(NULL) } };
         pthread_create(&wt[k], NULL, writer_main, &writers[k]);
     }
     while (now_s() - t_start < seconds) usleep(50000);
@@ -760,7 +655,7 @@ int main(int argc, char **argv) {
         int status = post(&setup, tokens[0], "records/lookup", lookup, at);
         if (status != 200) { fprintf(stderr, "nmcheck: records/lookup answered %d\n", status); return 2; }
         /* NOT_FOUND items are error items: a missing (or deleted) record. */
-        char *p = setup.body, *e = setup.body + setup.bodylen;
+        char *p = setup.http.body, *e = setup.http.body + setup.http.bodylen;
         for (int id = from; id < to; id++) {
             char key[160];
             int klen = snprintf(key, sizeof key, "{\"recordName\":\"%s\",", names[id]);
