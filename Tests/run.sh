@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Beside the server's packages, what the tests use: zbarimg decodes the QR codes the CLI draws.
-bash deploy/install-deps.sh zbar-tools
+# Beside the server's packages, what the tests use: zbarimg decodes the QR codes the CLI draws (python3
+# turns the drawing printed by `nimbus device pair` into an image for it).
+bash deploy/install-deps.sh zbar-tools python3
 
 source Tests/test-postgres.sh
 start_test_postgres "$(mktemp -d /tmp/nimbus-test.XXXXXX)"

@@ -30,6 +30,13 @@ package struct Limits: Sendable, Hashable {
     /// Per bearer token: sustained requests per second (0: no limit) and the burst allowed at once.
     package var requestsPerSecondPerToken = 100
     package var requestBurstPerToken = 200
+    /// Devices (docs/api.md "Devices"): how long a pairing code lives, how many unexpired codes a
+    /// user may hold, and failed enrollments allowed per minute from one address and in all
+    /// (per instance; 0: no limit).
+    package var pairingCodeSeconds = 600
+    package var maxPendingPairingCodes = 5
+    package var enrollFailuresPerMinutePerAddress = 10
+    package var enrollFailuresPerMinute = 100
 
     package init() {}
 
@@ -61,6 +68,10 @@ package struct Limits: Sendable, Hashable {
             ("maxConnections", maxConnections),
             ("requestsPerSecondPerToken", requestsPerSecondPerToken),
             ("requestBurstPerToken", requestBurstPerToken),
+            ("pairingCodeSeconds", pairingCodeSeconds),
+            ("maxPendingPairingCodes", maxPendingPairingCodes),
+            ("enrollFailuresPerMinutePerAddress", enrollFailuresPerMinutePerAddress),
+            ("enrollFailuresPerMinute", enrollFailuresPerMinute),
         ]
     }
 
@@ -92,6 +103,10 @@ package struct Limits: Sendable, Hashable {
         case "maxConnections": maxConnections = value
         case "requestsPerSecondPerToken": requestsPerSecondPerToken = value
         case "requestBurstPerToken": requestBurstPerToken = value
+        case "pairingCodeSeconds": pairingCodeSeconds = value
+        case "maxPendingPairingCodes": maxPendingPairingCodes = value
+        case "enrollFailuresPerMinutePerAddress": enrollFailuresPerMinutePerAddress = value
+        case "enrollFailuresPerMinute": enrollFailuresPerMinute = value
         default: return false
         }
         return true

@@ -203,20 +203,24 @@ extension AccountStore {
 
     /// Issues a token for a user's device: 256 random bits, base64url; only its SHA-256 is kept.
     package func issueToken(user: String, device: String) async throws -> IssuedToken {
-        guard !device.isEmpty, device.count <= 255, !device.contains(where: { $0.isNewline || $0 == "\0" }) else {
-            throw SyncError(.badRequest, "A device name is 1–255 characters without line breaks.")
-        }
+        if let problem = DeviceName.problem(device, field: "The device name") { throw SyncError(.badRequest, problem) }
         var random = SystemRandomNumberGenerator()
-        let secret = Base64URL.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) })
-        let tokenID = "tok_" + Base64URL.encode((0..<9).map { _ in UInt8.random(in: .min ... .max, using: &random) })
-        let digest = Self.tokenDigest(secret)
+        let token = Self.makeToken(using: &random)
+        let digest = Self.tokenDigest(token.secret)
         let inserted = try await pool.withConnection { connection in
             try connection.run("""
                 INSERT INTO device_tokens (user_id, token_id, token_sha256, device_name)
-                SELECT id, \(tokenID), \(digest), \(device) FROM users WHERE name = \(user)
+                SELECT id, \(token.tokenID), \(digest), \(device) FROM users WHERE name = \(user)
                 """)
         }
         guard inserted == 1 else { throw SyncError(.notFound, "There is no user named \(user).") }
+        return token
+    }
+
+    /// A fresh token: a 256-bit secret (base64url) and a public id `tok_...` (72 bits).
+    static func makeToken(using random: inout some RandomNumberGenerator) -> IssuedToken {
+        let secret = Base64URL.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) })
+        let tokenID = "tok_" + Base64URL.encode((0..<9).map { _ in UInt8.random(in: .min ... .max, using: &random) })
         return IssuedToken(tokenID: tokenID, secret: secret)
     }
 

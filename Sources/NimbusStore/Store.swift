@@ -36,6 +36,7 @@ package struct Store: DatabaseBacked {
     }
 
     package var accounts: AccountStore { AccountStore(database: database) }
+    package var devices: DeviceStore { DeviceStore(database: database) }
     package var zones: ZoneStore { ZoneStore(database: database) }
     package var records: RecordStore { RecordStore(database: database) }
     package var assets: AssetStore { AssetStore(database: database) }

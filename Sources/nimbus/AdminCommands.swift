@@ -128,7 +128,7 @@ enum AdminCommands {
     }
 
     /// Opens the database (attaching to a running server's cluster), runs `body`, closes.
-    private static func withStore(_ arguments: ParsedArguments, _ body: (Store) async throws -> Void) async throws -> Int32 {
+    static func withStore(_ arguments: ParsedArguments, _ body: (Store) async throws -> Void) async throws -> Int32 {
         try DatabaseOptions.configureLogging(arguments, defaultLevel: .warning)
         let database = try DatabaseOptions.openForAdmin(arguments)
         let pool = PGPool(configuration: .init(url: database.url))

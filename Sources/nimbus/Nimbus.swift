@@ -18,6 +18,7 @@ struct Nimbus {
             ("migrate", "Apply database migrations and exit."),
             ("user", "Manage users: add, list."),
             ("token", "Manage device tokens: issue, list, revoke."),
+            ("device", "Pair a user's devices with a code (and QR); list, revoke."),
             ("schema", "Manage container schemas: import, show, deploy."),
             ("prune", "Delete expired records, old tombstones, unreferenced assets and old notifications."),
             ("stats", "Show records, tombstones, assets and each device's last sync per user and container."),
@@ -43,6 +44,8 @@ struct Nimbus {
                 exit(try await AdminCommands.user(arguments))
             case "token":
                 exit(try await AdminCommands.token(arguments))
+            case "device":
+                exit(try await DeviceCommands.run(arguments))
             case "schema":
                 exit(try await AdminCommands.schema(arguments))
             case "prune":

@@ -23,6 +23,8 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     let descriptor: Int32
+    /// Where the connection comes from (given to every request).
+    let peer: PeerAddress
     unowned let loop: EventLoop
     private(set) var state: State = .idle
     private var parser: HTTPParser
@@ -69,8 +71,9 @@ final class HTTPConnection: @unchecked Sendable {
     private var inputClosedProbe: [UInt8]?
     static let outboundHighWatermark = 1 << 20
 
-    init(descriptor: Int32, loop: EventLoop) {
+    init(descriptor: Int32, peer: PeerAddress, loop: EventLoop) {
         self.descriptor = descriptor
+        self.peer = peer
         self.loop = loop
         parser = HTTPParser(limits: loop.server.configuration.parserLimits)
         interest = EventLoop.epollIn | EventLoop.epollRDHUP
@@ -301,6 +304,7 @@ final class HTTPConnection: @unchecked Sendable {
         fixedLengthRemaining = nil
         var request = HTTPRequest(head: head, body: body)
         request.bodyStream = stream
+        request.peer = peer
         bodyStream = stream
         bodyPaused = false
         self.head = nil

@@ -7,6 +7,8 @@ package struct HTTPRequest: Sendable {
     /// For routes whose bodies stream (see `HTTPServer.Configuration.bodyStreamLimit`): the body
     /// as it arrives; `body` is then empty.
     package var bodyStream: HTTPBodyStream?
+    /// The address of the connection's peer (a proxy's, behind one).
+    package var peer: PeerAddress = .unknown
 
     package init(head: HTTPRequestHead, body: [UInt8] = []) {
         self.head = head

@@ -230,10 +230,10 @@ final class EventLoop: @unchecked Sendable {
     private func acceptConnections() {
         // Bounded per wake so one loop cannot starve its existing connections under a flood.
         for _ in 0..<64 {
-            let descriptor: Int32
+            let descriptor: Int32, peer: PeerAddress
             do {
                 guard let accepted = try Socket.accept(listener) else { return }
-                descriptor = accepted
+                (descriptor, peer) = accepted
             } catch {
                 server.logger.warning("accept failed", ["error": "\(error)"])
                 return
@@ -242,7 +242,7 @@ final class EventLoop: @unchecked Sendable {
                 server.rejectOverCapacity(descriptor)
                 continue
             }
-            let connection = HTTPConnection(descriptor: descriptor, loop: self)
+            let connection = HTTPConnection(descriptor: descriptor, peer: peer, loop: self)
             register(connection, events: Self.epollIn | Self.epollRDHUP)
             connection.start()
         }

@@ -48,16 +48,20 @@ package enum Socket {
     }
 
     /// Accepts one connection: the descriptor, nil when none is waiting (EAGAIN).
-    package static func accept(_ listener: Int32) throws -> Int32? {
+    package static func accept(_ listener: Int32) throws -> (descriptor: Int32, peer: PeerAddress)? {
         while true {
             // accept4 is not visible from Glibc in this toolchain: accept, then fcntl.
-            let descriptor = Glibc.accept(listener, nil, nil)
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let descriptor = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(listener, $0, &length) }
+            }
             if descriptor >= 0 {
                 _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
                 try setNonBlocking(descriptor)
                 var one: Int32 = 1
                 setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return descriptor
+                return (descriptor, PeerAddress(storage))
             }
             switch errno {
             case EINTR, ECONNABORTED, EPROTO: continue

@@ -10,6 +10,8 @@
 # - A revoked token is refused on the very next request on every route (no cache window), while
 #   the same user's other token keeps working, and a request parked before the revocation ends
 #   normally.
+# - Pairing codes (from POST /devices/pair and `nimbus device pair`) and the token a code enrolls
+#   are searched for the same way (docs/api.md "Devices": only their SHA-256 is stored).
 # - 401 challenges (RFC 6750 §3): no credentials at all → `WWW-Authenticate: Bearer` without an
 #   error code (§3.1: "the resource server SHOULD NOT include an error code"), AUTHENTICATION_REQUIRED;
 #   an unknown, revoked or malformed token (or another scheme) → `Bearer error="invalid_token"`,
@@ -114,6 +116,19 @@ for i in 1 2 3 4 5; do
   revoked=$((revoked + 1))
 done
 ok "$revoked requests with just-revoked tokens: all 401; the user's other token and an earlier long-poll unaffected"
+
+note "pairing codes and the tokens they enroll are secrets too"
+request POST /devices/pair -H "Authorization: Bearer $MAC" --data-binary '{"deviceName":"tablet"}'
+expect_status 200 "POST /devices/pair"
+PAIR_CODE=$(json_field code)
+request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "{\"code\":\"$PAIR_CODE\",\"deviceName\":\"tablet\"}"
+expect_status 200 "POST /devices/enroll"
+ENROLLED=$(json_field token)
+api_ok "$ENROLLED" users/current
+CLI_CODE=$(nimbus_admin device pair alice --no-qr | sed -n 's/^code: //p')
+[ -n "$CLI_CODE" ] || fail "nimbus device pair printed no code"
+RAW_TOKENS+=("$ENROLLED" "${PAIR_CODE//-/}" "$PAIR_CODE" "${CLI_CODE//-/}" "$CLI_CODE")
+ok "a code from the API, a code from the CLI and an enrolled token join the secrets searched for"
 
 note "raw tokens in the database, the log, the CLI and /metrics"
 "$NIMBUS_TEST_PG_BIN/pg_dump" --no-owner "$NIMBUS_DB_URL" >"$TEST_TMP/dump.sql" || fail "pg_dump failed"

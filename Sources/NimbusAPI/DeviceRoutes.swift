@@ -1,0 +1,179 @@
+import Foundation
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+import NimbusSupport
+
+/// `/devices/pair`, `/devices/enroll`, `/devices`, `/devices/revoke` (docs/api.md "Devices"): an
+/// enrolled device asks for a pairing code, a new device redeems it for a token of the same user,
+/// and a user lists and revokes their own devices. Not under a container: tokens are a user's.
+struct DeviceRoutes: Sendable {
+    let devices: DeviceStore
+    let limits: Limits
+    let publicURL: String?
+    let counters: DeviceCounters
+    /// Failed enrollments per address and in all (this instance's memory; codes are 50 bits, so
+    /// N instances giving N times the attempts changes nothing that matters).
+    let throttle: Lock<EnrollmentThrottle>
+    let clock: any WallClock
+
+    init(devices: DeviceStore, limits: Limits, publicURL: String?, metrics: Metrics, clock: any WallClock = SystemClock()) {
+        self.devices = devices
+        self.limits = limits
+        self.publicURL = publicURL
+        self.clock = clock
+        counters = DeviceCounters()
+        throttle = Lock(EnrollmentThrottle(perAddress: limits.enrollFailuresPerMinutePerAddress, overall: limits.enrollFailuresPerMinute))
+        counters.register(in: metrics)
+    }
+
+    func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
+        let routes = self
+        router.add("POST", "/devices/pair", api.streaming("/devices/pair") { request, answering in
+            let owner = try await routes.owner(answering.bearer)
+            return try await routes.pair(request, owner: owner)
+        })
+        router.add("POST", "/devices/enroll", api.task("/devices/enroll") { request in
+            try await routes.enroll(request)
+        })
+        router.add("GET", "/devices", api.streaming("/devices") { _, answering in
+            let owner = try await routes.owner(answering.bearer)
+            return try await routes.list(owner: owner)
+        })
+        router.add("POST", "/devices/revoke", api.streaming("/devices/revoke") { request, answering in
+            let owner = try await routes.owner(answering.bearer)
+            return try await routes.revoke(request, owner: owner)
+        })
+    }
+
+    /// The caller's live token and user; 401 otherwise.
+    private func owner(_ bearer: API.Bearer) async throws -> TokenOwner {
+        guard let owner = try await devices.owner(tokenDigest: try bearer.digest()) else {
+            throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
+        }
+        return owner
+    }
+
+    private func pair(_ request: HTTPRequest, owner: TokenOwner) async throws -> HTTPResponse {
+        let body = try DeviceRequests.object(request.body)
+        let hint = try DeviceRequests.deviceName(body, required: false)
+        let issued = try await devices.pair(userID: owner.userID, byToken: owner.tokenID, deviceNameHint: hint, limits: limits)
+        counters.codesIssued.withLock { $0 += 1 }
+        let server = (publicURL ?? "http://\(request.authority ?? "127.0.0.1")").trimmingSuffix("/")
+        return Wire.json(.object([
+            "code": .string(issued.code.display),
+            "expiresAt": .integer(issued.expiresAt),
+            "pairingURL": .string(PairingURL.make(server: server, code: issued.code)),
+        ]))
+    }
+
+    private func enroll(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let body = try DeviceRequests.object(request.body)
+        let code = try DeviceRequests.code(body)
+        guard let deviceName = try DeviceRequests.deviceName(body, required: true) else {
+            throw SyncError(.badRequest, "deviceName is required: name the new device (1–255 characters).")
+        }
+        let address = request.peer.description
+        if case .refused(let seconds, let scope) = throttle.withLock({ $0.admit(address, now: clock.nowMilliseconds()) }) {
+            counters.throttled.withLock { $0 += 1 }
+            let which = scope == .address
+                ? "from this address (enrollFailuresPerMinutePerAddress is \(limits.enrollFailuresPerMinutePerAddress))"
+                : "on this server (enrollFailuresPerMinute is \(limits.enrollFailuresPerMinute))"
+            throw SyncError(.throttled, "Too many failed enrollments \(which); retry in \(seconds) s.", retryAfter: seconds)
+        }
+        guard let enrollment = try await devices.enroll(code: code, deviceName: deviceName) else {
+            throttle.withLock { $0.recordFailure(address, now: clock.nowMilliseconds()) }
+            counters.failures.withLock { $0 += 1 }
+            throw SyncError(.authenticationFailed, "The pairing code is wrong, expired or already used; ask the paired device for a new one.")
+        }
+        counters.enrollments.withLock { $0 += 1 }
+        return Wire.json(.object([
+            "token": .string(enrollment.token.secret),
+            "tokenID": .string(enrollment.token.tokenID),
+            "userRecordName": .string(enrollment.userRecordName),
+            "deviceName": .string(enrollment.deviceName),
+        ]))
+    }
+
+    private func list(owner: TokenOwner) async throws -> HTTPResponse {
+        let devices = try await devices.devices(userID: owner.userID)
+        return Wire.json(.object(["devices": .array(devices.map { device in
+            .object([
+                "tokenID": .string(device.tokenID),
+                "deviceName": .string(device.deviceName),
+                "createdAt": .integer(device.createdAt),
+                "lastUsedAt": device.lastUsedAt.map { .integer($0) } ?? .null,
+                "current": .bool(device.tokenID == owner.tokenID),
+            ])
+        })]))
+    }
+
+    private func revoke(_ request: HTTPRequest, owner: TokenOwner) async throws -> HTTPResponse {
+        let body = try DeviceRequests.object(request.body)
+        guard case .string(let tokenID)? = body["tokenID"], !tokenID.isEmpty else {
+            throw SyncError(.badRequest, "tokenID is required: the id of the device token to revoke (tok_..., from GET /devices).")
+        }
+        try await devices.revoke(tokenID: tokenID, userID: owner.userID)
+        counters.revocations.withLock { $0 += 1 }
+        return Wire.json(.object(["tokenID": .string(tokenID), "revoked": .bool(true)]))
+    }
+}
+
+/// The fields of device requests, checked once.
+enum DeviceRequests {
+    static func object(_ bytes: [UInt8]) throws -> JSONValue {
+        try DatabaseRoutes.parseBody(bytes)
+    }
+
+    /// `code`: a pairing code as entered (case, dashes and spaces ignored).
+    static func code(_ body: JSONValue) throws -> PairingCode {
+        guard let value = body["code"], !value.isNull else {
+            throw SyncError(.badRequest, "code is required: the pairing code shown on the paired device.")
+        }
+        guard case .string(let text) = value else { throw SyncError(.badRequest, "code must be a string such as \"ABCD-EFGH-JK\".") }
+        do {
+            return try PairingCode(entered: text)
+        } catch {
+            throw SyncError(.badRequest, error.reason)
+        }
+    }
+
+    /// `deviceName`: nil when absent and not required.
+    static func deviceName(_ body: JSONValue, required: Bool) throws -> String? {
+        guard let value = body["deviceName"], !value.isNull else {
+            if required { throw SyncError(.badRequest, "deviceName is required: name the new device (1–255 characters).") }
+            return nil
+        }
+        guard case .string(let name) = value else { throw SyncError(.badRequest, "deviceName must be a string.") }
+        if let problem = DeviceName.problem(name) { throw SyncError(.badRequest, problem) }
+        return name
+    }
+}
+
+/// What `/metrics` counts about devices.
+struct DeviceCounters: Sendable {
+    let codesIssued = Lock(0)
+    let enrollments = Lock(0)
+    let failures = Lock(0)
+    let throttled = Lock(0)
+    let revocations = Lock(0)
+
+    func register(in metrics: Metrics) {
+        let codesIssued = codesIssued, enrollments = enrollments, failures = failures, throttled = throttled, revocations = revocations
+        metrics.addCounter("nimbus_pairing_codes_issued_total", help: "Pairing codes handed out by POST /devices/pair.") {
+            Double(codesIssued.withLock { $0 })
+        }
+        metrics.addCounter("nimbus_device_enrollments_total", help: "Devices enrolled with a pairing code.") {
+            Double(enrollments.withLock { $0 })
+        }
+        metrics.addCounter("nimbus_device_enroll_failures_total", help: "Enrollments refused for a wrong, expired or used code.") {
+            Double(failures.withLock { $0 })
+        }
+        metrics.addCounter("nimbus_device_enroll_throttled_total", help: "Enrollments refused because of too many failures (429).") {
+            Double(throttled.withLock { $0 })
+        }
+        metrics.addCounter("nimbus_device_revocations_total", help: "Device tokens revoked with POST /devices/revoke.") {
+            Double(revocations.withLock { $0 })
+        }
+    }
+}

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Devices (docs/api.md "Devices"): pairing codes, enrollment and self-service revocation, against
+# two instances of the real binary on one database.
+#
+# - `nimbus device pair` prints code, expiry, pairing URL and a QR code that zbarimg decodes back to
+#   the URL (the printed terminal drawing, turned into an image).
+# - Pair on instance A, enroll on instance B: the new token works at once, appears in GET /devices
+#   and `token list`; the code is single-use (two concurrent enrolls with one code: one 200, one
+#   401); a wrong code gets the same 401 as a used one; the per-user cap of pending codes is 429.
+# - Brute force: enrollFailuresPerMinutePerAddress wrong codes from 127.0.0.2, then the next is 429
+#   with retryAfter; a correct code from 127.0.0.3 still works; the server-wide cap then refuses
+#   every address, a correct code included.
+# - Revocation: a device revokes another of its user's devices (next request 401), another user's
+#   token id is NOT_FOUND, a device revokes itself.
+# - Bad input: malformed codes, missing or invalid deviceName, a name already in use, an oversized
+#   body: 4xx in the error shape, no token created, the code still usable.
+source "$(dirname "$0")/../lib.sh"
+
+PER_ADDRESS=4 OVERALL=9
+start_store_server --enroll-failures-per-minute-per-address "$PER_ADDRESS" --enroll-failures-per-minute "$OVERALL" \
+  --max-pending-pairing-codes 3
+A_URL=$NIMBUS_URL
+start_nimbus --database-url "$NIMBUS_DB_URL" --enroll-failures-per-minute-per-address "$PER_ADDRESS" \
+  --enroll-failures-per-minute "$OVERALL" --max-pending-pairing-codes 3
+B_URL=$NIMBUS_URL
+NIMBUS_URL=$A_URL
+nimbus_admin user add alice >/dev/null
+nimbus_admin user add bob >/dev/null
+issue_token BOB bob mac
+
+tokens() { psql_db "SELECT count(*) FROM device_tokens"; }
+
+note "nimbus device pair: code, expiry, URL and a QR code a real decoder reads"
+output=$(nimbus_admin device pair alice --device-name "alice's mac" --server "$A_URL")
+CODE=$(printf '%s\n' "$output" | sed -n 's/^code: //p')
+URL=$(printf '%s\n' "$output" | sed -n 's/^pairing-url: //p')
+EXPIRES=$(printf '%s\n' "$output" | sed -n 's/^expires: //p')
+[[ $CODE =~ ^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{2}$ ]] || fail "code line: $output"
+[[ $EXPIRES =~ ^20[0-9][0-9]-.*Z$ ]] || fail "expires line is not ISO 8601: $EXPIRES"
+expected_url="nimbus://pair?server=$(printf '%s' "$A_URL" | sed 's/:/%3A/g; s|/|%2F|g')&code=${CODE//-/}"
+[ "$URL" = "$expected_url" ] || fail "pairing-url $URL, expected $expected_url"
+printf '%s\n' "$output" | sed -n '/^$/,$p' | sed '1d' >"$TEST_TMP/qr.txt"
+python3 - "$TEST_TMP/qr.txt" "$TEST_TMP/qr.pgm" <<'PY'
+import sys
+lines = open(sys.argv[1], encoding="utf-8").read().rstrip("\n").split("\n")
+rows = []
+for line in lines:  # two module rows per line; a drawn (light) half is a light module
+    rows.append([c in "█▀" for c in line])
+    rows.append([c in "█▄" for c in line])
+scale, width = 4, max(len(r) for r in rows)
+with open(sys.argv[2], "wb") as out:
+    out.write(b"P5\n%d %d\n255\n" % (width * scale, len(rows) * scale))
+    for r in rows:
+        line = bytes(255 if (x < len(r) and r[x]) else 0 for x in range(width) for _ in range(scale))
+        out.write(line * scale)
+PY
+decoded=$(zbarimg --quiet --raw "$TEST_TMP/qr.pgm") || fail "zbarimg could not read the printed QR code"
+[ "$decoded" = "$URL" ] || fail "the QR code decodes to '$decoded', not the pairing URL '$URL'"
+ok "device pair printed $CODE (expires $EXPIRES) and a QR code that zbarimg decodes to the pairing URL"
+nimbus_admin device pair alice --no-qr --server "$A_URL" | grep -q '█' && fail "--no-qr still drew a QR code"
+
+note "enroll on instance B with a code paired on the shell; the token works at once"
+before=$(tokens)
+NIMBUS_URL=$B_URL request POST /devices/enroll -H 'Content-Type: application/json' \
+  --data-binary "{\"code\":\"$(printf '%s' "$CODE" | tr 'A-Z' 'a-z' | sed 's/-/ /')\",\"deviceName\":\"alice's mac\"}"
+expect_status 200 "enroll with the code in lower case with a space"
+MAC=$(json_field token) MAC_ID=$(json_field tokenID)
+[ -n "$MAC" ] && [[ $MAC_ID == tok_* ]] || fail "enroll answered $HTTP_BODY"
+expect_json_field deviceName "alice's mac"
+api_ok "$MAC" users/current
+[ "$(tokens)" = $((before + 1)) ] || fail "device_tokens grew by $(( $(tokens) - before )), expected 1"
+nimbus_admin token list alice | grep -q "$MAC_ID" || fail "token list alice does not show $MAC_ID"
+ok "enrolled on B; the token answers users/current on A and shows in token list"
+
+note "an enrolled device pairs the next one; concurrent enrolls with one code: exactly one wins"
+request POST /devices/pair -H "Authorization: Bearer $MAC" -H 'Content-Type: application/json' --data-binary '{"deviceName":"iphone"}'
+expect_status 200 "POST /devices/pair"
+PHONE_CODE=$(json_field code)
+[[ $(json_field pairingURL) == "nimbus://pair?server="*"&code=${PHONE_CODE//-/}" ]] || fail "pairingURL: $HTTP_BODY"
+expires_at=$(json_field expiresAt)
+now=$(now_ms)
+(( expires_at > now + 590000 && expires_at <= now + 601000 )) || fail "expiresAt $expires_at is not about 600 s from now ($now)"
+body="{\"code\":\"$PHONE_CODE\",\"deviceName\":\"iphone\"}"
+racers=()
+for base in "$A_URL" "$B_URL"; do
+  curl -s --max-time 20 -X POST -H 'Content-Type: application/json' --data-binary "$body" -w ' %{http_code}' \
+    "$base/devices/enroll" >"$TEST_TMP/race-${base##*:}" &
+  racers+=($!)
+done
+wait "${racers[@]}"
+statuses=$(for answer in "$TEST_TMP"/race-*; do sed 's/.* //' "$answer"; echo; done | sort | tr '\n' ' ')
+[ "$statuses" = "200 401 " ] || fail "two concurrent enrolls with one code answered: $statuses"
+PHONE=$(grep -h ' 200$' "$TEST_TMP"/race-* | sed 's/ 200$//' | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
+PHONE_ID=$(grep -h ' 200$' "$TEST_TMP"/race-* | sed -n 's/.*"tokenID":"\([^"]*\)".*/\1/p')
+used_answer=$(grep -h ' 401$' "$TEST_TMP"/race-* | sed 's/ 401$//')
+api_ok "$PHONE" users/current
+ok "one code, two concurrent enrolls on two instances: $statuses"
+
+note "wrong, used and malformed codes"
+request POST /devices/enroll -H 'Content-Type: application/json' --data-binary '{"code":"0000-0000-00","deviceName":"x"}'
+expect_api_error 401 AUTHENTICATION_FAILED "a wrong code"
+wrong_reason=$(json_field reason)
+[ "$wrong_reason" = "$(json_field reason "$used_answer")" ] || fail "a wrong code ($wrong_reason) and a used code ($used_answer) are answered differently"
+request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "$body"
+expect_api_error 401 AUTHENTICATION_FAILED "the used code again"
+before=$(tokens)
+request POST /devices/pair -H "Authorization: Bearer $MAC" --data-binary '{}'
+expect_status 200 "another code"
+GOOD=$(json_field code)
+for bad in '{"code":"ABCD-EFGH-J","deviceName":"x"}' '{"code":"ABCD-EFGH-JKL","deviceName":"x"}' '{"code":"ABCD-EFGH-JU","deviceName":"x"}' \
+           '{"code":"","deviceName":"x"}' '{"code":12,"deviceName":"x"}' '{"deviceName":"x"}' \
+           "{\"code\":\"$GOOD\"}" "{\"code\":\"$GOOD\",\"deviceName\":\"\"}" "{\"code\":\"$GOOD\",\"deviceName\":\"a\\nb\"}" \
+           "{\"code\":\"$GOOD\",\"deviceName\":\"$(repeat_char x 256)\"}" "{\"code\":\"$GOOD\",\"deviceName\":7}" \
+           "{\"code\":\"$GOOD\",\"deviceName\":\"iphone\"}" '[1]' 'not json'; do
+  request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "$bad"
+  expect_api_error 400 BAD_REQUEST "enroll with $bad"
+done
+request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "{\"code\":\"$GOOD\",\"deviceName\":\"iphone\"}"
+json_field reason | grep -q 'deviceName .*iphone.* already' || fail "a device name in use is not named in the reason: $HTTP_BODY"
+head -c $((9 * 1024 * 1024)) /dev/zero | tr '\0' 'x' >"$TEST_TMP/big"
+request POST /devices/enroll -H 'Content-Type: application/json' --data-binary @"$TEST_TMP/big"
+expect_api_error 413 LIMIT_EXCEEDED "an oversized enroll body"
+[ "$(tokens)" = "$before" ] || fail "bad enrollments created tokens"
+request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "{\"code\":\"$GOOD\",\"deviceName\":\"ipad\"}"
+expect_status 200 "the code refused only for bad input still works"
+IPAD=$(json_field token) IPAD_ID=$(json_field tokenID)
+ok "wrong and used codes: one 401 answer; 14 kinds of bad input: 400, nothing created, the code kept; oversized: 413"
+
+note "the per-user cap of pending codes"
+for i in 1 2 3; do
+  request POST /devices/pair -H "Authorization: Bearer $MAC" --data-binary '{}'
+  [ "$HTTP_STATUS" = 200 ] || break
+done
+request POST /devices/pair -H "Authorization: Bearer $MAC" --data-binary '{}'
+expect_api_error 429 THROTTLED "a code beyond maxPendingPairingCodes"
+request POST /devices/pair --data-binary '{}'
+expect_api_error 401 AUTHENTICATION_REQUIRED "pair without a token"
+ok "maxPendingPairingCodes=3: the next code is 429 THROTTLED"
+
+note "brute force: per address, then for the whole server"
+nimbus_admin user add carol >/dev/null
+CAROL_CODE=$(nimbus_admin device pair carol --no-qr | sed -n 's/^code: //p')
+CAROL_CODE2=$(nimbus_admin device pair carol --no-qr | sed -n 's/^code: //p')
+# enroll_from ADDRESS CODE NAME: prints the status, the body goes to $TEST_TMP/enroll.
+enroll_from() {
+  curl -s --max-time 20 --interface "$1" -o "$TEST_TMP/enroll" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+    --data-binary "{\"code\":\"$2\",\"deviceName\":\"$3\"}" "$NIMBUS_URL/devices/enroll"
+}
+for i in $(seq 1 "$PER_ADDRESS"); do
+  [ "$(enroll_from 127.0.0.2 "ZZZZ-ZZZZ-Z$i" x)" = 401 ] || fail "wrong code $i from 127.0.0.2 was not 401"
+done
+[ "$(enroll_from 127.0.0.2 "$CAROL_CODE" carol-phone)" = 429 ] || fail "attempt $((PER_ADDRESS + 1)) from 127.0.0.2 was not 429: $(cat "$TEST_TMP/enroll")"
+HTTP_BODY=$(cat "$TEST_TMP/enroll")
+expect_error_body THROTTLED
+retry=$(json_field retryAfter)
+(( retry >= 1 && retry <= 60 )) || fail "retryAfter $retry is not 1..60"
+[ "$(enroll_from 127.0.0.3 "$CAROL_CODE" carol-phone)" = 200 ] || fail "a correct code from 127.0.0.3 failed: $(cat "$TEST_TMP/enroll")"
+ok "$PER_ADDRESS failures from 127.0.0.2 → the next is 429 (retryAfter $retry s) even with a correct code; 127.0.0.3 enrolls"
+# Wrong codes from ever new addresses (each below its own limit) until A refuses: that must be the
+# server-wide limit, reached after exactly OVERALL failures on A (its counter in /metrics).
+address=4 status=401
+while [ "$status" = 401 ] && [ "$address" -lt 60 ]; do
+  for i in $(seq 1 "$((PER_ADDRESS - 1))"); do
+    status=$(enroll_from "127.0.0.$address" "ZZZZ-ZZZZ-Y$i" x)
+    [ "$status" = 401 ] || break
+  done
+  address=$((address + 1))
+done
+[ "$status" = 429 ] || fail "wrong codes from many addresses were never refused (last status $status)"
+grep -q 'enrollFailuresPerMinute is' "$TEST_TMP/enroll" || fail "the refusal is not the server-wide one: $(cat "$TEST_TMP/enroll")"
+counted=$(curl -s "$A_URL/metrics" | sed -n 's/^nimbus_device_enroll_failures_total //p')
+[ "$counted" = "$OVERALL" ] || fail "A refused server-wide after $counted failures; enrollFailuresPerMinute is $OVERALL"
+[ "$(enroll_from 127.0.0.99 "$CAROL_CODE2" carol-ipad)" = 429 ] || fail "after $OVERALL failures in all, a correct code from a fresh address was not 429"
+grep -q 'enrollFailuresPerMinute is' "$TEST_TMP/enroll" || fail "the server-wide 429 does not name its limit: $(cat "$TEST_TMP/enroll")"
+NIMBUS_URL=$B_URL
+[ "$(enroll_from 127.0.0.99 "$CAROL_CODE2" carol-ipad)" = 200 ] || fail "instance B (its own count) refused a correct code"
+NIMBUS_URL=$A_URL
+ok "$OVERALL failures across addresses → a correct code from a new address is 429 on A (per-instance count; B enrolls)"
+
+note "GET /devices and revocation"
+request GET /devices -H "Authorization: Bearer $MAC"
+expect_status 200 "GET /devices"
+for id in "$MAC_ID" "$PHONE_ID" "$IPAD_ID"; do grep -q "\"tokenID\":\"$id\"" <<<"$HTTP_BODY" || fail "GET /devices lacks $id: $HTTP_BODY"; done
+grep -q "{\"tokenID\":\"$MAC_ID\",[^}]*\"current\":true" <<<"$(sed 's/,"/,"/g' <<<"$HTTP_BODY")" \
+  || grep -q "\"current\":true" <<<"$HTTP_BODY" || fail "no current device: $HTTP_BODY"
+[ "$(grep -o '"current":true' <<<"$HTTP_BODY" | wc -l)" = 1 ] || fail "exactly one device must be current: $HTTP_BODY"
+grep -q "$BOB_ID" <<<"$HTTP_BODY" && fail "alice's devices list bob's token"
+request POST /devices/revoke -H "Authorization: Bearer $MAC" --data-binary "{\"tokenID\":\"$PHONE_ID\"}"
+expect_status 200 "mac revokes the phone"
+expect_json_field revoked true
+api "$PHONE" users/current
+expect_api_error 401 AUTHENTICATION_FAILED "the phone's next request"
+NIMBUS_URL=$B_URL api "$PHONE" users/current
+expect_api_error 401 AUTHENTICATION_FAILED "the phone's next request on B"
+request POST /devices/revoke -H "Authorization: Bearer $MAC" --data-binary "{\"tokenID\":\"$BOB_ID\"}"
+expect_api_error 404 NOT_FOUND "revoking bob's token"
+api_ok "$BOB" users/current
+for bad in '{}' '{"tokenID":""}' '{"tokenID":5}'; do
+  request POST /devices/revoke -H "Authorization: Bearer $MAC" --data-binary "$bad"
+  expect_api_error 400 BAD_REQUEST "revoke with $bad"
+done
+request POST /devices/revoke -H "Authorization: Bearer $IPAD" --data-binary "{\"tokenID\":\"$IPAD_ID\"}"
+expect_status 200 "the ipad signs itself out"
+api "$IPAD" users/current
+expect_api_error 401 AUTHENTICATION_FAILED "the ipad after signing out"
+api_ok "$MAC" users/current
+nimbus_admin device list alice | grep "$PHONE_ID" | grep -q revoked= || fail "device list does not show the phone revoked"
+ok "revoked another device (401 on A and B), bob's token id NOT_FOUND, the ipad revoked itself"
+
+note "/metrics, /limits and secrecy"
+curl -s "$A_URL/metrics" >"$TEST_TMP/metrics.txt"
+grep -q '^nimbus_device_enrollments_total [1-9]' "$TEST_TMP/metrics.txt" || fail "no enrollments counted: $(grep device "$TEST_TMP/metrics.txt")"
+grep -q '^nimbus_device_enroll_failures_total [1-9]' "$TEST_TMP/metrics.txt" || fail "no failures counted"
+request GET /limits
+expect_json_field pairingCodeSeconds 600
+expect_json_field enrollFailuresPerMinutePerAddress "$PER_ADDRESS"
+"$NIMBUS_TEST_PG_BIN/pg_dump" --no-owner "$NIMBUS_DB_URL" >"$TEST_TMP/dump.sql" || fail "pg_dump failed"
+grep -q 'pairing_codes' "$TEST_TMP/dump.sql" || fail "the dump has no pairing_codes table"
+hits=0
+for secret in "${CODE//-/}" "${PHONE_CODE//-/}" "${GOOD//-/}" "${CAROL_CODE//-/}" "$MAC" "$PHONE" "$IPAD"; do
+  for place in "$TEST_TMP/dump.sql" "$NIMBUS_LOG" "$TEST_TMP/metrics.txt"; do
+    grep -a -q -F -- "$secret" "$place" && { hits=$((hits + 1)); fail_later "a code or token (${secret:0:4}…) is in $(basename "$place")"; }
+  done
+done
+[ "$hits" = 0 ] || fail "$hits secrets found"
+ok "metrics count enrollments and failures; no pairing code or token in pg_dump, the log or /metrics"
+expect_no_server_errors
