@@ -35,12 +35,12 @@ final class Transport: Sendable {
     }
 
     /// POSTs a JSON body and returns the answer's JSON object; a non-2xx answer throws its error.
-    func post(_ url: URL, body: JSONObject, waitSeconds: Int = 0, zoneID: ZoneID = .default) async throws -> JSONObject {
-        try await post(url, bodyData: JSON.encode(body), waitSeconds: waitSeconds, zoneID: zoneID)
+    func post(_ url: URL, body: JSONObject, waitSeconds: Int = 0, zoneID: ZoneID = .default, authorized: Bool = true) async throws -> JSONObject {
+        try await post(url, bodyData: JSON.encode(body), waitSeconds: waitSeconds, zoneID: zoneID, authorized: authorized)
     }
 
-    func post(_ url: URL, bodyData: Data, waitSeconds: Int = 0, zoneID: ZoneID = .default) async throws -> JSONObject {
-        var request = request(url, method: "POST", waitSeconds: waitSeconds)
+    func post(_ url: URL, bodyData: Data, waitSeconds: Int = 0, zoneID: ZoneID = .default, authorized: Bool = true) async throws -> JSONObject {
+        var request = request(url, method: "POST", waitSeconds: waitSeconds, authorized: authorized)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = bodyData
         return try await json(for: request, zoneID: zoneID)
