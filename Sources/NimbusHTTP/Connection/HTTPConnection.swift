@@ -281,7 +281,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func sendContinueIfBodyFits(_ head: HTTPRequestHead) {
         if case .length(let length) = head.framing, length > parser.maxBodyBytes { return }
         if case .none = head.framing { return }
-        outbound.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
+        outbound.append(contentsOf: HTTPResponseHeadEncoder.continueHead)
         flush()
     }
 
@@ -326,7 +326,7 @@ final class HTTPConnection: @unchecked Sendable {
         responseComplete = true
         cancelHandler = nil
         var head = serializeHead(response.status, response.headers, contentLength: response.body.count)
-        let bodyAllowed = !isHeadRequest && response.status != .notModified && response.status.code >= 200 && response.status.code != 204
+        let bodyAllowed = !isHeadRequest && HTTPResponseHeadEncoder.hasContent(response.status)
         guard bodyAllowed, response.body.count > Self.copiedBodyBytes, outbound.isEmpty else {
             if bodyAllowed { head.append(contentsOf: response.body) }
             outbound.append(contentsOf: head)
@@ -442,35 +442,11 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func serializeHead(_ status: HTTPStatus, _ headers: HTTPHeaders, contentLength: Int?) -> [UInt8] {
-        var text = "\(requestVersion == .http1_0 ? "HTTP/1.0" : "HTTP/1.1") \(status.code) \(status.reasonPhrase)\r\n"
-        text += "Date: \(loop.cachedDateHeader)\r\n"
-        var closeRequested = false
-        for field in headers {
-            if field.name.equalsIgnoringASCIICase("Connection") {
-                closeRequested = field.value.lowercased().contains("close")
-                continue
-            }
-            if field.name.equalsIgnoringASCIICase("Content-Length") || field.name.equalsIgnoringASCIICase("Transfer-Encoding") {
-                continue
-            }
-            text += "\(field.name): \(field.value)\r\n"
-        }
-        if closeRequested || closeAfterResponse || loop.draining { keepAlive = false }
-        if let contentLength {
-            // RFC 9110 §8.6: no Content-Length on 1xx, 204, or a 304 (which has no body here).
-            if status.code >= 200, status.code != 204, status.code != 304 {
-                text += "Content-Length: \(contentLength)\r\n"
-            }
-        } else if requestVersion == .http1_1 {
-            text += "Transfer-Encoding: chunked\r\n"
-        }
-        if !keepAlive {
-            text += "Connection: close\r\n"
-        } else if requestVersion == .http1_0 {
-            text += "Connection: keep-alive\r\n"
-        }
-        text += "\r\n"
-        return Array(text.utf8)
+        if HTTPResponseHeadEncoder.asksToClose(headers) || closeAfterResponse || loop.draining { keepAlive = false }
+        var head: [UInt8] = []
+        HTTPResponseHeadEncoder.encode(status, headers, version: requestVersion, contentLength: contentLength,
+                                       keepAlive: keepAlive, date: loop.cachedDateHeader, into: &head)
+        return head
     }
 
     /// Writes what it can; waits for EPOLLOUT when the socket is full.

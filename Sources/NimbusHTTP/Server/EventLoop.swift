@@ -239,7 +239,7 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             guard !draining, server.reserveConnectionSlot() else {
-                server.rejectOverCapacity(descriptor)
+                server.rejectOverCapacity(descriptor, date: cachedDateHeader)
                 continue
             }
             let connection = HTTPConnection(descriptor: descriptor, peer: peer, loop: self)

@@ -108,13 +108,14 @@ package final class HTTPServer: Sendable {
     }
 
     /// Past the connection limit: answer 503 at once and close, never queue or crash.
-    func rejectOverCapacity(_ descriptor: Int32) {
+    func rejectOverCapacity(_ descriptor: Int32, date: String) {
         let response = configuration.errorResponse(.serviceUnavailable, "The server is at its limit of \(configuration.maxConnections) connections; try again shortly.")
-        var text = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\nContent-Length: \(response.body.count)\r\n"
-        for field in response.headers where !field.name.equalsIgnoringASCIICase("Content-Length") {
-            text += "\(field.name): \(field.value)\r\n"
-        }
-        let bytes = Array((text + "\r\n").utf8) + response.body
+        var headers = response.headers
+        headers.replaceOrAdd(name: "Retry-After", value: "1")
+        var bytes: [UInt8] = []
+        HTTPResponseHeadEncoder.encode(.serviceUnavailable, headers, version: .http1_1, contentLength: response.body.count,
+                                       keepAlive: false, date: date, into: &bytes)
+        bytes.append(contentsOf: response.body)
         _ = bytes.withUnsafeBytes { Socket.send(descriptor, $0) }
         close(descriptor)
     }
