@@ -1,0 +1,12 @@
+import NimbusSupport
+
+/// Monotonic time for the connection's timers: the system's, or one a test moves by hand.
+protocol MonotonicClock {
+    /// Nanoseconds from an arbitrary start; never goes backwards.
+    var nanoseconds: UInt64 { get }
+}
+
+/// The system's monotonic clock (CLOCK_MONOTONIC).
+struct SystemMonotonicClock: MonotonicClock {
+    var nanoseconds: UInt64 { monotonicNanoseconds() }
+}
