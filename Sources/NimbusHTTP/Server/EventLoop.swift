@@ -244,7 +244,6 @@ final class EventLoop: @unchecked Sendable {
             }
             let connection = HTTPConnection(descriptor: descriptor, peer: peer, loop: self)
             register(connection, events: Self.epollIn | Self.epollRDHUP)
-            connection.start()
         }
     }
 
