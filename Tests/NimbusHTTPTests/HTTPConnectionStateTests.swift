@@ -165,6 +165,7 @@ extension HTTPConnectionState {
         clock.nanoseconds += 1
         #expect(state.deadlinePassed() == row.expected)
         #expect(state.phase == row.phaseAfter)
+        #expect(!state.interest.contains(.read), "a timed-out connection reads no more")
         #expect(state.deadline == 0)
         #expect(state.deadlinePassed().isEmpty, "a timer acts once")
     }

@@ -218,6 +218,7 @@ import Testing
         state.inputArrived()
         #expect(state.parseFailed(.badRequest, reason: "bare LF") == [.respondWithError(.badRequest, reason: "bare LF")])
         #expect(state.requestID == 1)
+        #expect(state.interest == [.peerClose], "no more reading")
         let head = state.startResponse(requestID: 1, streamed: false, contentLength: 0, closeRequested: false)
         #expect(head == HTTPExchange.ResponseHead(version: .http1_1, keepAlive: false, isHeadRequest: false))
         #expect(state.outputDrained() == [.close])

@@ -293,6 +293,9 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
         phase = .responding
         deadline = 0
         exchange = .error(after: exchange)
+        // Nothing more is read: with EPOLLIN left on, unread input would wake the loop on every
+        // wait while an answer the client does not read waits for room.
+        reading = false
         return HTTPConnectionActions(.respondWithError(status, reason: reason))
     }
 
