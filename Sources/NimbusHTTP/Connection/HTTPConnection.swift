@@ -1,6 +1,4 @@
-import CLinux
 import Glibc
-import NimbusSupport
 
 /// One client connection on its event loop: the socket, the bytes read and to write, the parser,
 /// and the handler's side of each exchange. What to do when is `HTTPConnectionState`'s decision:
