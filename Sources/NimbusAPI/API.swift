@@ -160,7 +160,7 @@ package final class API: Sendable {
         private let parsed: Result<[UInt8], SyncError>
 
         init(_ header: String?) {
-            parsed = Result { try DatabaseRoutes.bearerDigest(header) }.mapError { $0 as? SyncError ?? SyncError(.authenticationFailed, "\($0)") }
+            parsed = Result { () throws(SyncError) in try DatabaseRoutes.bearerDigest(header) }
         }
 
         /// The token's SHA-256; throws AUTHENTICATION_REQUIRED or AUTHENTICATION_FAILED.

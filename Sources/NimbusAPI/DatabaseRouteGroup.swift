@@ -56,7 +56,7 @@ struct DatabaseRouteGroup {
                                accounts: AccountStore, publicURL: String?) async throws -> HTTPResponse? {
         let (container, environment) = try address(request.pathParameters)
         let digest = try answering.bearer.digest()
-        let baseURL = (publicURL ?? "http://\(request.authority ?? "127.0.0.1")").trimmingSuffix("/")
+        let baseURL = Wire.baseURL(request, publicURL: publicURL)
         if route.sessionMayBeCached, let cached = accounts.cachedSession(tokenDigest: digest, container: container, environment: environment) {
             do {
                 let body = try DatabaseRoutes.parseBody(request.body)

@@ -59,7 +59,7 @@ struct DatabaseRoutes: Sendable {
         let records = RecordHandlers(records: store.records, schemas: store.schemas, assets: store.assets, hub: store.hub, limits: limits)
         let zones = ZoneHandlers(zones: store.zones, hub: store.hub, limits: limits)
         let subscriptions = SubscriptionHandlers(subscriptions: store.subscriptions, schemas: store.schemas,
-                                                 notifications: store.notifications, limits: limits, publicURL: publicURL)
+                                                 notifications: store.notifications, limits: limits)
         let assets = store.assets, limits = limits
         var group = DatabaseRouteGroup(accounts: store.accounts, publicURL: publicURL, api: api)
         // records/modify and records/changes may start from a cached session: their statements
@@ -82,7 +82,7 @@ struct DatabaseRoutes: Sendable {
     }
 
     /// `Authorization: Bearer <token>` → the token's SHA-256.
-    static func bearerDigest(_ header: String?) throws -> [UInt8] {
+    static func bearerDigest(_ header: String?) throws(SyncError) -> [UInt8] {
         guard let header else {
             throw SyncError(.authenticationRequired, "This request needs an Authorization: Bearer <token> header.")
         }
@@ -126,6 +126,11 @@ enum Wire {
     }
 
     static func zoneID(_ name: String) -> JSONValue { .object(["zoneName": .string(name)]) }
+
+    /// Base of absolute URLs in answers: `--public-url`, else `http://` and the request's authority.
+    static func baseURL(_ request: HTTPRequest, publicURL: String?) -> String {
+        (publicURL ?? "http://\(request.authority ?? "127.0.0.1")").trimmingSuffix("/")
+    }
 
     /// An error item: the request-level error fields plus what it is about.
     static func item(_ error: ItemError, desiredKeys: Set<String>? = nil, extra: JSONObject = [:],

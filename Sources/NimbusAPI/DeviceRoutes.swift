@@ -55,11 +55,11 @@ struct DeviceRoutes: Sendable {
     }
 
     private func pair(_ request: HTTPRequest, owner: TokenOwner) async throws -> HTTPResponse {
-        let body = try DeviceRequests.object(request.body)
-        let hint = try DeviceRequests.deviceName(body, required: false)
+        let body = try DatabaseRoutes.parseBody(request.body)
+        let hint = try DeviceRequests.deviceNameHint(body)
         let issued = try await devices.pair(userID: owner.userID, byToken: owner.tokenID, deviceNameHint: hint, limits: limits)
         counters.codesIssued.withLock { $0 += 1 }
-        let server = (publicURL ?? "http://\(request.authority ?? "127.0.0.1")").trimmingSuffix("/")
+        let server = Wire.baseURL(request, publicURL: publicURL)
         return Wire.json(.object([
             "code": .string(issued.code.display),
             "expiresAt": .integer(issued.expiresAt),
@@ -68,11 +68,9 @@ struct DeviceRoutes: Sendable {
     }
 
     private func enroll(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let body = try DeviceRequests.object(request.body)
+        let body = try DatabaseRoutes.parseBody(request.body)
         let code = try DeviceRequests.code(body)
-        guard let deviceName = try DeviceRequests.deviceName(body, required: true) else {
-            throw SyncError(.badRequest, "deviceName is required: name the new device (1–255 characters).")
-        }
+        let deviceName = try DeviceRequests.deviceName(body)
         let address = request.peer.description
         if case .refused(let seconds, let scope) = throttle.withLock({ $0.admit(address, now: clock.nowMilliseconds()) }) {
             counters.throttled.withLock { $0 += 1 }
@@ -109,7 +107,7 @@ struct DeviceRoutes: Sendable {
     }
 
     private func revoke(_ request: HTTPRequest, owner: TokenOwner) async throws -> HTTPResponse {
-        let body = try DeviceRequests.object(request.body)
+        let body = try DatabaseRoutes.parseBody(request.body)
         guard case .string(let tokenID)? = body["tokenID"], !tokenID.isEmpty else {
             throw SyncError(.badRequest, "tokenID is required: the id of the device token to revoke (tok_..., from GET /devices).")
         }
@@ -121,10 +119,6 @@ struct DeviceRoutes: Sendable {
 
 /// The fields of device requests, checked once.
 enum DeviceRequests {
-    static func object(_ bytes: [UInt8]) throws -> JSONValue {
-        try DatabaseRoutes.parseBody(bytes)
-    }
-
     /// `code`: a pairing code as entered (case, dashes and spaces ignored).
     static func code(_ body: JSONValue) throws -> PairingCode {
         guard let value = body["code"], !value.isNull else {
@@ -138,15 +132,20 @@ enum DeviceRequests {
         }
     }
 
-    /// `deviceName`: nil when absent and not required.
-    static func deviceName(_ body: JSONValue, required: Bool) throws -> String? {
+    /// `deviceName`, required.
+    static func deviceName(_ body: JSONValue) throws -> String {
         guard let value = body["deviceName"], !value.isNull else {
-            if required { throw SyncError(.badRequest, "deviceName is required: name the new device (1–255 characters).") }
-            return nil
+            throw SyncError(.badRequest, "deviceName is required: name the new device (1–255 characters).")
         }
         guard case .string(let name) = value else { throw SyncError(.badRequest, "deviceName must be a string.") }
         if let problem = DeviceName.problem(name) { throw SyncError(.badRequest, problem) }
         return name
+    }
+
+    /// `deviceName` as a hint: nil when absent or null.
+    static func deviceNameHint(_ body: JSONValue) throws -> String? {
+        guard let value = body["deviceName"], !value.isNull else { return nil }
+        return try deviceName(body)
     }
 }
 

@@ -9,7 +9,6 @@ struct SubscriptionHandlers: Sendable {
     let schemas: SchemaStore
     let notifications: NotificationStore
     let limits: Limits
-    let publicURL: String?
 
     func list(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
         let subscriptions = try await subscriptions.listSubscriptions(context.session)
@@ -94,10 +93,9 @@ struct SubscriptionHandlers: Sendable {
         let session = context.session
         let channel = notifications.channelID(databaseID: session.databaseID)
         let sequence = try await notifications.currentNotificationSequence(databaseID: session.databaseID)
-        let base = publicURL ?? "http://\(context.request.authority ?? "127.0.0.1")"
         return Wire.json(.object([
             "apnsToken": .string(channel),
-            "webcourierURL": .string(base.trimmingSuffix("/") + "/webcourier/1/" + channel),
+            "webcourierURL": .string(context.baseURL + "/webcourier/1/" + channel),
             "cursor": .string(notifications.cursor(databaseID: session.databaseID, sequence: sequence)),
         ]))
     }

@@ -65,19 +65,29 @@ enum AdminCommands {
                 let token = try await store.accounts.issueToken(user: arguments.positionals[1], device: device)
                 print("token-id: \(token.tokenID)\ntoken: \(token.secret)")
             case ("list", 2):
-                for token in try await store.accounts.listTokens(user: arguments.positionals[1]) {
-                    var line = "\(token.tokenID)\tdevice=\(token.deviceName)\tcreated=\(format(token.createdAt))"
-                    line += "\tlast-used=\(token.lastUsedAt.map(format) ?? "never")"
-                    if let revoked = token.revokedAt { line += "\trevoked=\(format(revoked))" }
-                    print(line)
-                }
+                try await listTokens(user: arguments.positionals[1], store: store)
             case ("revoke", 2):
-                try await store.accounts.revokeToken(tokenID: arguments.positionals[1])
-                print("revoked \(arguments.positionals[1])")
+                try await revokeToken(arguments.positionals[1], store: store)
             default:
                 throw UsageError(message: "use 'token issue <user> --device <name>', 'token list <user>' or 'token revoke <token-id>'", command: "token")
             }
         }
+    }
+
+    /// `token list USER` (and `device list USER`): one line per token, revoked ones included.
+    static func listTokens(user: String, store: Store) async throws {
+        for token in try await store.accounts.listTokens(user: user) {
+            var line = "\(token.tokenID)\tdevice=\(token.deviceName)\tcreated=\(format(token.createdAt))"
+            line += "\tlast-used=\(token.lastUsedAt.map(format) ?? "never")"
+            if let revoked = token.revokedAt { line += "\trevoked=\(format(revoked))" }
+            print(line)
+        }
+    }
+
+    /// `token revoke TOKEN-ID` (and `device revoke TOKEN-ID`).
+    static func revokeToken(_ tokenID: String, store: Store) async throws {
+        try await store.accounts.revokeToken(tokenID: tokenID)
+        print("revoked \(tokenID)")
     }
 
     static func schema(_ argv: [String]) async throws -> Int32 {

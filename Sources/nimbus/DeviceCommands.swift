@@ -29,9 +29,9 @@ enum DeviceCommands {
         case ("pair", 2):
             return try await pair(user: arguments.positionals[1], arguments: arguments)
         case ("list", 2):
-            return try await AdminCommands.token(["list", arguments.positionals[1]] + databaseArguments(argv))
+            return try await AdminCommands.withStore(arguments) { try await AdminCommands.listTokens(user: arguments.positionals[1], store: $0) }
         case ("revoke", 2):
-            return try await AdminCommands.token(["revoke", arguments.positionals[1]] + databaseArguments(argv))
+            return try await AdminCommands.withStore(arguments) { try await AdminCommands.revokeToken(arguments.positionals[1], store: $0) }
         default:
             throw UsageError(message: "use 'device pair <user>', 'device list <user>' or 'device revoke <token-id>'", command: "device")
         }
@@ -63,25 +63,5 @@ enum DeviceCommands {
                 }
             }
         }
-    }
-
-    /// The database options of `argv` (for the `token` commands behind `list` and `revoke`).
-    private static func databaseArguments(_ argv: [String]) -> [String] {
-        let names = Set(DatabaseOptions.specs.map { "--" + $0.name })
-        var result: [String] = []
-        var index = 0
-        while index < argv.count {
-            let argument = argv[index]
-            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
-            if names.contains(name) {
-                result.append(argument)
-                if !argument.contains("="), index + 1 < argv.count, !(DatabaseOptions.specs.first { "--" + $0.name == name }?.isFlag ?? false) {
-                    result.append(argv[index + 1])
-                    index += 1
-                }
-            }
-            index += 1
-        }
-        return result
     }
 }

@@ -3,19 +3,8 @@ import Testing
 
 /// Pairing codes, device names and the enrollment throttle (docs/api.md "Devices").
 @Suite struct DeviceRulesTests {
-    struct Counter: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func freshCodesAreTenSymbolsOfTheAlphabetShownFourFourTwo() throws {
-        var random = Counter(state: 1)
+        var random = SplitMix64(seed: 1)
         var seen = Set<String>()
         for _ in 0..<2000 {
             let code = PairingCode(using: &random)
