@@ -61,11 +61,14 @@ let package = Package(
         .testTarget(name: "NimbusSupportTests", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "NimbusStoreTests", dependencies: ["NimbusStore", "NimbusPostgres"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusSupport"], swiftSettings: swiftSettings),
+        // What the database tests share: a migrated throwaway database with an open store.
+        .target(name: "NimbusTestSupport", dependencies: ["NimbusStore", "NimbusPostgres", "NimbusCore"], path: "Tests/NimbusTestSupport",
+                swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusStoreTests", dependencies: ["NimbusStore", "NimbusPostgres", "NimbusTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "NimbusAPITests",
-            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport"],
+            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport", "NimbusTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),

@@ -30,30 +30,9 @@ struct AssetRoutes: Sendable {
     }
 
     /// `assets/upload` (a database operation).
-    static func requestUploads(_ context: DatabaseRoutes.Context, assets: AssetStore, limits: Limits) async throws -> HTTPResponse? {
-        let zoneName = try Wire.zoneName(context.body)
-        guard case .array(let entries)? = context.body["tokens"] else {
-            throw SyncError(.badRequest, "assets/upload needs a \"tokens\" array of {\"recordType\", \"fieldName\", \"recordName\"?}.")
-        }
-        guard entries.count <= limits.maxAssetTokensPerRequest else {
-            throw SyncError(.limitExceeded, "The request asks for \(entries.count) upload URLs; maxAssetTokensPerRequest is \(limits.maxAssetTokensPerRequest).")
-        }
-        var requests: [(recordType: String, fieldName: String, recordName: String)] = []
-        for entry in entries {
-            guard case .string(let type)? = entry["recordType"], Names.isValidRecordType(type),
-                  case .string(let field)? = entry["fieldName"], Names.isValidFieldName(field) else {
-                throw SyncError(.badRequest, "Each token needs a valid recordType and fieldName.")
-            }
-            var name = UUID().uuidString
-            if let value = entry["recordName"], !value.isNull {
-                guard case .string(let text) = value, Names.isValidRecordName(text) else {
-                    throw SyncError(.badRequest, "recordName must be 1–255 letters, digits, '-', '_', '.', ':'.")
-                }
-                name = text
-            }
-            requests.append((type, field, name))
-        }
-        let ids = try await assets.createUploads(context.session, zoneName: zoneName, requests: requests)
+    static func requestUploads(_ context: DatabaseRoutes.Context, _ request: AssetUploadsRequest, assets: AssetStore) async throws -> HTTPResponse? {
+        let requests = request.uploads.map { (recordType: $0.recordType, fieldName: $0.fieldName, recordName: $0.recordName) }
+        let ids = try await assets.createUploads(context.session, zoneName: request.zoneName, requests: requests)
         let tokens: [JSONValue] = zip(requests, ids).map { request, id in
             .object(["recordName": .string(request.recordName), "fieldName": .string(request.fieldName),
                      "url": .string(context.baseURL + "/assets/1/upload/" + id)])

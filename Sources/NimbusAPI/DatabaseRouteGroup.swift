@@ -15,32 +15,42 @@ struct DatabaseRouteGroup {
 
     let accounts: AccountStore
     let publicURL: String?
+    let limits: Limits
     let api: API.RouteBuilder
     private var routes: [(method: String, name: String, sessionMayBeCached: Bool, run: DatabaseRoutes.Operation)] = []
 
-    init(accounts: AccountStore, publicURL: String?, api: API.RouteBuilder) {
+    init(accounts: AccountStore, publicURL: String?, limits: Limits, api: API.RouteBuilder) {
         self.accounts = accounts
         self.publicURL = publicURL
+        self.limits = limits
         self.api = api
     }
 
-    /// A POST operation; `sessionMayBeCached`: its statements check the token themselves, so it
-    /// may start from a session this instance saw before without asking the database.
-    mutating func post(_ name: String, sessionMayBeCached: Bool = false, _ run: @escaping DatabaseRoutes.Operation) {
-        routes.append(("POST", name, sessionMayBeCached, run))
+    /// A POST operation whose body is decoded into `Request` once, after authentication;
+    /// `sessionMayBeCached`: its statements check the token themselves, so it may start from a
+    /// session this instance saw before without asking the database.
+    mutating func post<Request: DatabaseRequest>(_ name: String, sessionMayBeCached: Bool = false,
+                                                 _ run: @escaping @Sendable (DatabaseRoutes.Context, Request) async throws -> HTTPResponse?) {
+        routes.append(("POST", name, sessionMayBeCached, Self.decoding(run)))
     }
 
-    /// A GET operation (HEAD is served by it too).
-    mutating func get(_ name: String, _ run: @escaping DatabaseRoutes.Operation) {
+    /// A GET operation (HEAD is served by it too); it has no body.
+    mutating func get(_ name: String, _ run: @escaping @Sendable (DatabaseRoutes.Context) async throws -> HTTPResponse?) {
         routes.append(("GET", name, false, run))
+    }
+
+    private static func decoding<Request: DatabaseRequest>(
+        _ run: @escaping @Sendable (DatabaseRoutes.Context, Request) async throws -> HTTPResponse?
+    ) -> DatabaseRoutes.Operation {
+        { context in try await run(context, Request(body: context.body, limits: context.limits)) }
     }
 
     func register(in router: inout HTTPRouter) {
         for route in routes {
             let pattern = Self.prefix + route.name
-            let accounts = accounts, publicURL = publicURL
+            let accounts = accounts, publicURL = publicURL, limits = limits
             router.add(route.method, pattern, api.streaming(pattern) { request, answering in
-                try await Self.handle(request, answering: answering, route: route, accounts: accounts, publicURL: publicURL)
+                try await Self.handle(request, answering: answering, route: route, accounts: accounts, publicURL: publicURL, limits: limits)
             })
         }
         let unknown = api.immediate(Self.unknownOperationPattern) { request in
@@ -53,7 +63,7 @@ struct DatabaseRouteGroup {
 
     private static func handle(_ request: HTTPRequest, answering: API.Answering,
                                route: (method: String, name: String, sessionMayBeCached: Bool, run: DatabaseRoutes.Operation),
-                               accounts: AccountStore, publicURL: String?) async throws -> HTTPResponse? {
+                               accounts: AccountStore, publicURL: String?, limits: Limits) async throws -> HTTPResponse? {
         let (container, environment) = try address(request.pathParameters)
         let digest = try answering.bearer.digest()
         let baseURL = Wire.baseURL(request, publicURL: publicURL)
@@ -61,7 +71,7 @@ struct DatabaseRouteGroup {
             do {
                 let body = try DatabaseRoutes.parseBody(request.body)
                 return try await route.run(DatabaseRoutes.Context(session: cached, tokenDigest: digest, sessionIsVerified: false, body: body,
-                                                                  request: request, answering: answering, baseURL: baseURL))
+                                                                  request: request, answering: answering, baseURL: baseURL, limits: limits))
             } catch {
                 // Every failure of a cached session's request is checked against the database.
                 guard try await accounts.session(tokenDigest: digest, container: container, environment: environment) != nil else {
@@ -75,7 +85,7 @@ struct DatabaseRouteGroup {
         }
         let body = route.method == "POST" ? try DatabaseRoutes.parseBody(request.body) : JSONValue.object([:])
         return try await route.run(DatabaseRoutes.Context(session: session, tokenDigest: digest, sessionIsVerified: true, body: body,
-                                                          request: request, answering: answering, baseURL: baseURL))
+                                                          request: request, answering: answering, baseURL: baseURL, limits: limits))
     }
 
     /// The container and environment of the path; only the private database is served.

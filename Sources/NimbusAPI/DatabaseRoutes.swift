@@ -26,6 +26,7 @@ struct DatabaseRoutes: Sendable {
         var answering: API.Answering
         /// Base of absolute URLs in answers: `--public-url`, else from the request's Host.
         var baseURL: String
+        var limits: Limits
 
         /// A record as answered: download URLs filled in for its assets.
         func render(_ record: Record, desiredKeys: Set<String>?, assets: AssetStore) -> JSONValue {
@@ -60,8 +61,8 @@ struct DatabaseRoutes: Sendable {
         let zones = ZoneHandlers(zones: store.zones, hub: store.hub, limits: limits)
         let subscriptions = SubscriptionHandlers(subscriptions: store.subscriptions, schemas: store.schemas,
                                                  notifications: store.notifications, limits: limits)
-        let assets = store.assets, limits = limits
-        var group = DatabaseRouteGroup(accounts: store.accounts, publicURL: publicURL, api: api)
+        let assets = store.assets
+        var group = DatabaseRouteGroup(accounts: store.accounts, publicURL: publicURL, limits: limits, api: api)
         // records/modify and records/changes may start from a cached session: their statements
         // check the token themselves.
         group.post("records/modify", sessionMayBeCached: true, records.modify)
@@ -76,8 +77,8 @@ struct DatabaseRoutes: Sendable {
         group.get("subscriptions/list", subscriptions.list)
         group.post("subscriptions/lookup", subscriptions.lookup)
         group.post("subscriptions/modify", subscriptions.modify)
-        group.post("tokens/create", subscriptions.createToken)
-        group.post("assets/upload") { context in try await AssetRoutes.requestUploads(context, assets: assets, limits: limits) }
+        group.post("tokens/create") { (context, _: EmptyRequest) in try await subscriptions.createToken(context) }
+        group.post("assets/upload") { context, request in try await AssetRoutes.requestUploads(context, request, assets: assets) }
         group.register(in: &router)
     }
 

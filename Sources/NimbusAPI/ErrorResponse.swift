@@ -7,14 +7,14 @@ import NimbusSupport
 package enum ErrorResponse {
     /// The response for a request-level error.
     package static func make(_ error: SyncError) -> HTTPResponse {
-        var object: [String: Any] = [
-            "uuid": UUID().uuidString.lowercased(),
-            "serverErrorCode": error.code.name,
-            "reason": error.reason,
+        var object: JSONObject = [
+            "uuid": .string(UUID().uuidString.lowercased()),
+            "serverErrorCode": .string(error.code.name),
+            "reason": .string(error.reason),
         ]
         var headers: HTTPHeaders = [:]
         if let retryAfter = error.retryAfter {
-            object["retryAfter"] = retryAfter
+            object["retryAfter"] = .integer(Int64(retryAfter))
             headers.add(name: "Retry-After", value: String(retryAfter))
         }
         if error.code == .authenticationRequired || error.code == .authenticationFailed {
@@ -22,7 +22,7 @@ package enum ErrorResponse {
                 ? "Bearer error=\"invalid_token\"" : "Bearer")
         }
         let status = HTTPStatus(code: error.code.httpStatus, reasonPhrase: reasonPhrase(error.code.httpStatus))
-        return HTTPResponse(status: status, contentType: "application/json; charset=utf-8", body: JSON.encode(object), headers: headers)
+        return HTTPResponse(status: status, contentType: "application/json; charset=utf-8", body: JSONValue.object(object).serialized(sortedKeys: true), headers: headers)
     }
 
     /// Maps any thrown error to a response: domain errors as they are (the stores map database
@@ -32,8 +32,9 @@ package enum ErrorResponse {
         let id = UUID().uuidString.lowercased()
         logger.error("internal error", ["uuid": id, "error": "\(error)"])
         var response = make(SyncError(.internalError, "The server failed to answer this request (error id \(id))."))
-        response.body = JSON.encode(["uuid": id, "serverErrorCode": "INTERNAL_ERROR",
-                                     "reason": "The server failed to answer this request (error id \(id))."])
+        let body: JSONObject = ["uuid": .string(id), "serverErrorCode": "INTERNAL_ERROR",
+                                "reason": .string("The server failed to answer this request (error id \(id)).")]
+        response.body = JSONValue.object(body).serialized(sortedKeys: true)
         return response
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusSupport
 import NimbusHTTP
 import NimbusStore
 
@@ -12,45 +13,11 @@ struct RecordHandlers: Sendable {
     let hub: ChangeHub
     let limits: Limits
 
-    func modify(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
-        let body = context.body
-        let zoneName = try Wire.zoneName(body)
-        guard case .array(let entries)? = body["operations"] else {
-            throw SyncError(.badRequest, "records/modify needs an \"operations\" array.")
-        }
-        guard entries.count <= limits.maxOperationsPerRequest else {
-            throw SyncError(.limitExceeded, "The request has \(entries.count) operations; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
-        }
-        var atomic = false
-        if let value = body["atomic"], !value.isNull {
-            guard case .bool(let flag) = value else { throw SyncError(.badRequest, "atomic must be true or false.") }
-            atomic = flag
-        }
-        var sharedKeys: Set<String>?
-        if let keys = body["desiredKeys"], !keys.isNull {
-            guard let parsed = RecordOperation.parseDesiredKeys(keys) else { throw SyncError(.badRequest, "desiredKeys must be an array of field names.") }
-            sharedKeys = parsed
-        }
-        var operations: [Result<RecordOperation, ItemError>] = []
-        var seen = Set<String>()
-        for entry in entries {
-            var parsed = RecordOperation.parse(entry)
-            if case .success(let operation) = parsed, let problem = Self.zoneContradiction(entry, requestZone: zoneName) {
-                parsed = .failure(ItemError(.badRequest, problem, recordName: operation.recordName))
-            }
-            if case .success(var operation) = parsed {
-                if operation.recordName.isEmpty { operation.recordName = UUID().uuidString }
-                if operation.desiredKeys == nil { operation.desiredKeys = sharedKeys }
-                guard seen.insert(operation.recordName).inserted else {
-                    throw SyncError(.badRequest, "Record \(operation.recordName) appears in more than one operation; send one operation per record.")
-                }
-                parsed = .success(operation)
-            }
-            operations.append(parsed)
-        }
-        let results = try await records.modifyRecords(context.session, zoneName: zoneName, operations: operations, atomic: atomic, limits: limits,
+    func modify(_ context: DatabaseRoutes.Context, _ request: ModifyRecordsRequest) async throws -> HTTPResponse {
+        let operations = request.operations
+        let results = try await records.modifyRecords(context.session, zoneName: request.zoneName, operations: operations, atomic: request.atomic, limits: limits,
                                                     unverifiedTokenDigest: context.sessionIsVerified ? nil : context.tokenDigest)
-        let keysByName = Dictionary(operations.compactMap { try? $0.get() }.map { ($0.recordName, $0.desiredKeys) }, uniquingKeysWith: { first, _ in first })
+        let keysByName = request.desiredKeysByName
         // Written straight to bytes; saved records without assets (no download URLs to add) and
         // without desiredKeys skip the JSON tree (the same bytes: RecordTests).
         var bytes: [UInt8] = Array(#"{"records":["#.utf8)
@@ -73,50 +40,19 @@ struct RecordHandlers: Sendable {
         return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: bytes)
     }
 
-    /// A record's own `zoneID` must name the request's zone (docs/api.md: ambiguous input is refused).
-    static func zoneContradiction(_ entry: JSONValue, requestZone: String) -> String? {
-        guard let zone = entry["record"]?["zoneID"], !zone.isNull else { return nil }
-        guard case .string(let name)? = zone["zoneName"] else {
-            return "The record's zoneID must be {\"zoneName\": \"...\"}."
-        }
-        guard name == requestZone else {
-            return "The record names zone \(name), but the request is for zone \(requestZone); send it in a request whose zoneID is \(name)."
-        }
-        return nil
-    }
-
-    func lookup(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
-        let body = context.body
-        let zoneName = try Wire.zoneName(body)
-        guard case .array(let entries)? = body["records"] else {
-            throw SyncError(.badRequest, "records/lookup needs a \"records\" array of {\"recordName\"}.")
-        }
-        guard entries.count <= limits.maxOperationsPerRequest else {
-            throw SyncError(.limitExceeded, "The request names \(entries.count) records; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
-        }
-        var desiredKeys: Set<String>?
-        if let keys = body["desiredKeys"], !keys.isNull {
-            guard let parsed = RecordOperation.parseDesiredKeys(keys) else { throw SyncError(.badRequest, "desiredKeys must be an array of field names.") }
-            desiredKeys = parsed
-        }
-        var names: [String?] = []
-        for entry in entries {
-            guard case .string(let name)? = entry["recordName"] else {
-                throw SyncError(.badRequest, "Each element of records must be {\"recordName\": \"...\"}.")
-            }
-            names.append(Names.isValidRecordName(name) ? name : nil)
-        }
-        let found = try await records.lookupRecords(context.session, zoneName: zoneName, names: names.compactMap { $0 })
+    func lookup(_ context: DatabaseRoutes.Context, _ request: LookupRecordsRequest) async throws -> HTTPResponse {
+        let found = try await records.lookupRecords(context.session, zoneName: request.zoneName, names: request.validNames)
         var iterator = found.makeIterator()
         var items: [JSONValue] = []
-        for (index, name) in names.enumerated() {
-            guard let name else {
-                let text = entries[index]["recordName"]?.stringValue ?? ""
-                items.append(Wire.item(ItemError(.badRequest, "Record name \(Names.quoted(text)) is invalid.", recordName: text)))
+        for entry in request.names {
+            guard case .valid(let name) = entry else {
+                if case .invalid(let text) = entry {
+                    items.append(Wire.item(ItemError(.badRequest, "Record name \(Names.quoted(text)) is invalid.", recordName: text)))
+                }
                 continue
             }
             if let record = iterator.next() ?? nil {
-                items.append(context.render(record, desiredKeys: desiredKeys, assets: assets))
+                items.append(context.render(record, desiredKeys: request.desiredKeys, assets: assets))
             } else {
                 items.append(Wire.item(ItemError(.notFound, "Record \(name) does not exist.", recordName: name)))
             }
@@ -124,39 +60,21 @@ struct RecordHandlers: Sendable {
         return Wire.json(.object(["records": .array(items)]))
     }
 
-    func query(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
-        let body = context.body
-        let zoneName = try Wire.zoneName(body)
+    func query(_ context: DatabaseRoutes.Context, _ request: QueryRecordsRequest) async throws -> HTTPResponse {
         let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
-        let query = try RecordQuery.parse(body, schema: schema.recordTypes, limits: limits)
+        let query = try request.query(schema: schema.recordTypes)
         if schema.recordTypes[query.recordType] == nil, context.session.environment == .production {
             throw SyncError(.badRequest, "Record type \(query.recordType) is not deployed to production.")
         }
-        let page = try await records.queryRecords(context.session, zoneName: zoneName, query: query)
+        let page = try await records.queryRecords(context.session, zoneName: request.zoneName, query: query)
         var object: JSONObject = ["records": .array(page.records.map { context.render($0, desiredKeys: query.desiredKeys, assets: assets) })]
         if let marker = page.continuationMarker { object["continuationMarker"] = .string(marker) }
         return Wire.json(.object(object))
     }
 
-    func changes(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
-        let body = context.body
-        let zoneName = try Wire.zoneName(body, required: true)
-        let token = try Wire.syncToken(body)
-        let limit = try RecordQuery.resultsLimit(body["resultsLimit"], limits: limits)
-        let wait = try Wire.waitSeconds(body, limits: limits)
-        var desiredKeys: Set<String>?
-        if let keys = body["desiredKeys"], !keys.isNull {
-            guard let parsed = RecordOperation.parseDesiredKeys(keys) else { throw SyncError(.badRequest, "desiredKeys must be an array of field names.") }
-            desiredKeys = parsed
-        }
-        var types: Set<String>?
-        if let value = body["desiredRecordTypes"], !value.isNull {
-            guard let parsed = RecordOperation.parseDesiredKeys(value), parsed.allSatisfy(Names.isValidRecordType) else {
-                throw SyncError(.badRequest, "desiredRecordTypes must be an array of record type names.")
-            }
-            types = parsed
-        }
-        let records = records, session = context.session, keys = desiredKeys, recordTypes = types, renderer = context.renderer(assets: assets)
+    func changes(_ context: DatabaseRoutes.Context, _ request: RecordChangesRequest) async throws -> HTTPResponse? {
+        let zoneName = request.zoneName, token = request.syncToken, limit = request.resultsLimit, wait = request.wait
+        let records = records, session = context.session, keys = request.desiredKeys, recordTypes = request.desiredRecordTypes, renderer = context.renderer(assets: assets)
         let unverifiedDigest = context.sessionIsVerified ? nil : context.tokenDigest
         // Without desiredKeys most records go out as the store wrote them from their rows.
         let renderingWireJSON = keys == nil
@@ -184,7 +102,7 @@ struct RecordHandlers: Sendable {
             bytes.append(contentsOf: changes.moreComing ? #","moreComing":true}"#.utf8 : #","moreComing":false}"#.utf8)
             return bytes
         }
-        let first = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: types,
+        let first = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: recordTypes,
                                                   renderingWireJSON: renderingWireJSON, unverifiedTokenDigest: unverifiedDigest)
         if !first.changes.isEmpty || wait == 0 {
             return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: answer(first))

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusSupport
 import NimbusHTTP
 import NimbusStore
 
@@ -15,19 +16,8 @@ struct SubscriptionHandlers: Sendable {
         return Wire.json(.object(["subscriptions": .array(subscriptions.map(\.json))]))
     }
 
-    func lookup(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
-        guard case .array(let entries)? = context.body["subscriptions"] else {
-            throw SyncError(.badRequest, "subscriptions/lookup needs a \"subscriptions\" array of {\"subscriptionID\"}.")
-        }
-        guard entries.count <= limits.maxOperationsPerRequest else {
-            throw SyncError(.limitExceeded, "The request names \(entries.count) subscriptions; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
-        }
-        let ids = try entries.map { entry -> String in
-            guard case .string(let id)? = entry["subscriptionID"] else {
-                throw SyncError(.badRequest, "Each element of subscriptions must be {\"subscriptionID\": \"...\"}.")
-            }
-            return id
-        }
+    func lookup(_ context: DatabaseRoutes.Context, _ request: LookupSubscriptionsRequest) async throws -> HTTPResponse? {
+        let ids = request.ids
         let all = Dictionary(try await subscriptions.listSubscriptions(context.session).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let items: [JSONValue] = ids.map { id in
             all[id]?.json ?? Wire.item(ItemError(.notFound, "Subscription \(Names.quoted(id)) does not exist."),
@@ -36,38 +26,9 @@ struct SubscriptionHandlers: Sendable {
         return Wire.json(.object(["subscriptions": .array(items)]))
     }
 
-    func modify(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
-        guard case .array(let entries)? = context.body["operations"] else {
-            throw SyncError(.badRequest, "subscriptions/modify needs an \"operations\" array.")
-        }
-        guard entries.count <= limits.maxOperationsPerRequest else {
-            throw SyncError(.limitExceeded, "The request has \(entries.count) operations; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
-        }
+    func modify(_ context: DatabaseRoutes.Context, _ request: ModifySubscriptionsRequest) async throws -> HTTPResponse? {
         let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
-        enum Planned { case run(SubscriptionOperation), refused(String, ItemError) }
-        var planned: [Planned] = []
-        for entry in entries {
-            let subscriptionValue = entry["subscription"] ?? .null
-            let id = subscriptionValue["subscriptionID"]?.stringValue ?? ""
-            guard case .string(let kind)? = entry["operationType"], ["create", "update", "delete"].contains(kind) else {
-                planned.append(.refused(id, ItemError(.badRequest, "operationType must be create, update or delete.")))
-                continue
-            }
-            if kind == "delete" {
-                guard Names.isValidRecordName(id) else {
-                    planned.append(.refused(id, ItemError(.badRequest, "A delete needs subscription.subscriptionID.")))
-                    continue
-                }
-                planned.append(.run(.delete(id)))
-                continue
-            }
-            do {
-                let subscription = try Subscription.parse(subscriptionValue, schema: schema.recordTypes, limits: limits)
-                planned.append(.run(.save(subscription, mustExist: kind == "update")))
-            } catch {
-                planned.append(.refused(id, ItemError(error.code, error.reason)))
-            }
-        }
+        let planned = request.entries(schema: schema.recordTypes)
         let operations = planned.compactMap { entry -> SubscriptionOperation? in
             if case .run(let operation) = entry { return operation } else { return nil }
         }

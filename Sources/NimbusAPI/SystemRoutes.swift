@@ -13,7 +13,7 @@ struct SystemRoutes: Sendable {
     func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
         let store = store, metrics = metrics
         // The limits never change while running: encode them once.
-        let limitsBody = JSON.encode(Dictionary(uniqueKeysWithValues: limits.namedValues.map { ($0.name, $0.value) }))
+        let limitsBody = JSONValue.object(JSONObject(limits.namedValues.map { ($0.name, .integer(Int64($0.value))) })).serialized(sortedKeys: true)
         router.add("GET", "/limits", api.immediate("/limits") { _ in
             HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: limitsBody)
         })
@@ -25,8 +25,8 @@ struct SystemRoutes: Sendable {
         router.add("GET", "/healthz", api.task("/healthz") { _ in
             do {
                 let seconds = try await store.ping()
-                let body: [String: Any] = ["status": "ok", "database": ["roundTripMs": (seconds * 1e6).rounded() / 1e3]]
-                return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: JSON.encode(body),
+                let body: JSONObject = ["status": "ok", "database": .object(["roundTripMs": .double((seconds * 1e6).rounded() / 1e3)])]
+                return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: JSONValue.object(body).serialized(sortedKeys: true),
                                     headers: ["Cache-Control": "no-store"])
             } catch {
                 return ErrorResponse.make(SyncError(.tryAgainLater, "The database is unreachable: \(Self.describe(error))", retryAfter: 1))

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusSupport
 import NimbusHTTP
 import NimbusStore
 
@@ -14,19 +15,8 @@ struct ZoneHandlers: Sendable {
         return Wire.json(.object(["zones": .array(zones.map { zoneJSON($0, context.session) })]))
     }
 
-    func lookup(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
-        guard case .array(let entries)? = context.body["zones"] else {
-            throw SyncError(.badRequest, "zones/lookup needs a \"zones\" array of {\"zoneName\"}.")
-        }
-        guard entries.count <= limits.maxOperationsPerRequest else {
-            throw SyncError(.limitExceeded, "The request names \(entries.count) zones; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
-        }
-        let names = try entries.map { entry -> String in
-            // Both {"zoneName"} and {"zoneID": {"zoneName"}} are accepted.
-            if case .string(let name)? = entry["zoneName"] { return name }
-            if case .string(let name)? = entry["zoneID"]?["zoneName"] { return name }
-            throw SyncError(.badRequest, "Each element of zones must be {\"zoneName\": \"...\"}.")
-        }
+    func lookup(_ context: DatabaseRoutes.Context, _ request: LookupZonesRequest) async throws -> HTTPResponse {
+        let names = request.names
         let found = try await zones.lookupZones(context.session, names: names.filter(Names.isValidZoneName))
         let items: [JSONValue] = names.map { name in
             if let zone = found[name] { return zoneJSON(zone, context.session) }
@@ -35,41 +25,9 @@ struct ZoneHandlers: Sendable {
         return Wire.json(.object(["zones": .array(items)]))
     }
 
-    func modify(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
-        guard case .array(let entries)? = context.body["operations"] else {
-            throw SyncError(.badRequest, "zones/modify needs an \"operations\" array.")
-        }
-        guard entries.count <= limits.maxOperationsPerRequest else {
-            throw SyncError(.limitExceeded, "The request has \(entries.count) operations; maxOperationsPerRequest is \(limits.maxOperationsPerRequest).")
-        }
-        enum Planned { case run(ZoneOperation), refused(String, ItemError) }
-        var planned: [Planned] = []
-        for entry in entries {
-            let name = entry["zone"]?["zoneID"]?["zoneName"]?.stringValue ?? entry["zone"]?["zoneName"]?.stringValue ?? ""
-            func fail(_ reason: String) { planned.append(.refused(name, ItemError(.badRequest, reason))) }
-            guard case .string(let kind)? = entry["operationType"], kind == "create" || kind == "delete" else {
-                fail("operationType must be create or delete.")
-                continue
-            }
-            guard Names.isValidZoneName(name) else {
-                fail("Zone name \(Names.quoted(name)) is invalid: use 1–255 letters, digits, '-', '_', '.', ':'.")
-                continue
-            }
-            if name.hasPrefix("_") && name != Names.defaultZone {
-                fail("Zone names starting with '_' are reserved.")
-                continue
-            }
-            if kind == "delete" && name == Names.defaultZone {
-                fail("The default zone cannot be deleted.")
-                continue
-            }
-            planned.append(.run(kind == "create" ? .create(name) : .delete(name)))
-        }
-        let operations = planned.compactMap { entry -> ZoneOperation? in
-            if case .run(let operation) = entry { return operation } else { return nil }
-        }
-        var results = try await zones.modifyZones(context.session, operations: operations).makeIterator()
-        let items: [JSONValue] = planned.map { entry in
+    func modify(_ context: DatabaseRoutes.Context, _ request: ModifyZonesRequest) async throws -> HTTPResponse {
+        var results = try await zones.modifyZones(context.session, operations: request.operations).makeIterator()
+        let items: [JSONValue] = request.entries.map { entry in
             switch entry {
             case .refused(let name, let error):
                 return Wire.item(error, extra: ["zoneID": Wire.zoneID(name)])
@@ -85,10 +43,8 @@ struct ZoneHandlers: Sendable {
         return Wire.json(.object(["zones": .array(items)]))
     }
 
-    func changes(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
-        let token = try Wire.syncToken(context.body)
-        let limit = try RecordQuery.resultsLimit(context.body["resultsLimit"], limits: limits)
-        let wait = try Wire.waitSeconds(context.body, limits: limits)
+    func changes(_ context: DatabaseRoutes.Context, _ request: ZoneChangesRequest) async throws -> HTTPResponse? {
+        let token = request.syncToken, limit = request.resultsLimit, wait = request.wait
         let zones = zones, session = context.session
         @Sendable func answer(_ changes: ZoneChanges) -> JSONValue {
             let zones: [JSONValue] = changes.zones.map { zone in

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusSupport
 import NimbusPostgres
 
 package struct QueryPage: Sendable {

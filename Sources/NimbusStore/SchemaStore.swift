@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusSupport
 import NimbusPostgres
 
 /// Container schemas: what the development environment learned and what production was given.

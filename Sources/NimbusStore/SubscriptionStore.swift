@@ -1,5 +1,6 @@
 import Foundation
 import NimbusCore
+import NimbusSupport
 import NimbusPostgres
 
 package enum SubscriptionOperation: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusSupport
 @testable import NimbusCore
 
 /// Shared builders for the record-domain tests (planner, typer, operations, queries, schema files).

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusSupport
 @testable import NimbusCore
 import Testing
 

@@ -1,5 +1,6 @@
 import Testing
 import NimbusHTTP
+import NimbusSupport
 
 /// What a parse produced. Consecutive body events are merged, so outcomes of differently split
 /// feeds compare equal exactly when the parser behaved identically.
@@ -202,18 +203,6 @@ func paddingField(bytes: Int, name: String = "X-Pad") -> String {
     #expect(head.consumed == second.count)
 }
 
-/// A deterministic generator, so a failing mutation can be reproduced.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Test func mutatedRequestsParseIdenticallyUnderEverySplit() {
     let seeds = [
         "GET /a?b=c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
@@ -223,7 +212,7 @@ private struct SplitMix64: RandomNumberGenerator {
     ].map { Array($0.utf8) }
     let interesting: [UInt8] = Array("\r\n \t:;,0Fa\"".utf8) + [0x00, 0x7F, 0xC3]
     let small = parserLimits(requestLine: 30, headerLine: 24, headerBytes: 80, headerCount: 4, body: 12)
-    var random = SplitMix64(state: 0x5EED)
+    var random = SplitMix64(seed: 0x5EED)
     for round in 0..<400 {
         var input = seeds[round % seeds.count]
         for _ in 0...(round % 3) {

@@ -1,3 +1,4 @@
+import NimbusTestSupport
 import Foundation
 import NimbusCore
 import NimbusPostgres

@@ -1,5 +1,7 @@
+import NimbusTestSupport
 import Foundation
 import NimbusCore
+import NimbusSupport
 import NimbusPostgres
 @testable import NimbusStore
 import Synchronization

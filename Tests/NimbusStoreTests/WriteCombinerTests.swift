@@ -1,3 +1,4 @@
+import NimbusTestSupport
 import Foundation
 @testable import NimbusStore
 import NimbusSupport

@@ -1,4 +1,6 @@
+import NimbusTestSupport
 import NimbusCore
+import NimbusSupport
 @testable import NimbusStore
 import Testing
 

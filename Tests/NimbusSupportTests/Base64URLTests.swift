@@ -31,7 +31,7 @@ import NimbusSupport
     }
 
     @Test func roundTripsRandomBytesOfEveryLengthUpTo64() {
-        var random = SeededRandom(seed: 0xB64)
+        var random = SplitMix64(seed: 0xB64)
         for length in 0...64 {
             for _ in 0..<8 {
                 let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }

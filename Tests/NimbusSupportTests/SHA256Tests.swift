@@ -91,7 +91,7 @@ import NimbusSupport
     }
 
     @Test func streamingInRandomChunksMatchesOneShot() {
-        var random = SeededRandom(seed: 0x5EED_5A17)
+        var random = SplitMix64(seed: 0x5EED_5A17)
         for trial in 0..<20 {
             let message = (0..<Int.random(in: 0...20_000, using: &random)).map { _ in
                 UInt8.random(in: 0...255, using: &random)
@@ -152,22 +152,5 @@ import NimbusSupport
 
     private func countingBytes(_ count: Int) -> [UInt8] {
         (0..<count).map { UInt8(truncatingIfNeeded: $0) }
-    }
-}
-
-/// SplitMix64: a seeded generator so randomised tests reproduce exactly.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,3 +1,4 @@
+import NimbusSupport
 /// A field a query filters or sorts on: a record field or one of the system fields.
 package enum QueryField: Sendable, Hashable {
     case field(String)

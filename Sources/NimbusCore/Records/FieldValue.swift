@@ -1,4 +1,5 @@
 import Foundation
+import NimbusSupport
 
 /// A reference from one record to another (docs/api.md `REFERENCE`).
 package struct RecordReference: Sendable, Hashable {

@@ -1,3 +1,4 @@
+import NimbusSupport
 /// Who changed a record and when (docs/api.md `created` / `modified`).
 package struct RecordStamp: Sendable, Hashable {
     /// Milliseconds since the Unix epoch.

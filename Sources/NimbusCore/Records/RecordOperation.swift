@@ -1,3 +1,4 @@
+import NimbusSupport
 /// One field of an operation as sent: a value (or null to remove the field), maybe with a type.
 package struct RawField: Sendable, Hashable {
     package var name: String

@@ -1,3 +1,4 @@
+import NimbusSupport
 /// Types the fields of an operation against the container's schema (docs/api.md Schema and Details):
 /// declared or schema types are checked, unknown fields are typed from JSON in `development` and
 /// refused in `production`.

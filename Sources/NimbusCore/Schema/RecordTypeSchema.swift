@@ -1,3 +1,4 @@
+import NimbusSupport
 /// `development` (schema defined just in time) or `production` (only deployed types).
 package enum Environment: String, Sendable, CaseIterable {
     case development

@@ -1,3 +1,4 @@
+import NimbusSupport
 /// A subscription (docs/api.md "Subscriptions and notifications"): what to notify about, and how.
 package struct Subscription: Sendable, Hashable {
     package enum Kind: String, Sendable, CaseIterable {

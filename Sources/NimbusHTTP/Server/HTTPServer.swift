@@ -122,8 +122,7 @@ package final class HTTPServer: Sendable {
 
     /// The default error body: `{"serverErrorCode": ..., "reason": ...}` as JSON.
     package static let plainErrorResponse: ErrorResponder = { status, reason in
-        let escaped = reason.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        let body = "{\"serverErrorCode\":\"\(status.code == 413 ? "LIMIT_EXCEEDED" : "BAD_REQUEST")\",\"reason\":\"\(escaped)\"}"
-        return HTTPResponse(status: status, contentType: "application/json; charset=utf-8", body: Array(body.utf8))
+        let body: JSONObject = ["serverErrorCode": .string(status.code == 413 ? "LIMIT_EXCEEDED" : "BAD_REQUEST"), "reason": .string(reason)]
+        return HTTPResponse(status: status, contentType: "application/json; charset=utf-8", body: JSONValue.object(body).serialized())
     }
 }

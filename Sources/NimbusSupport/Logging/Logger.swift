@@ -62,11 +62,10 @@ package struct Logger: Sendable {
             text += " \(message())\n"
             line = text
         case .json:
-            var object: [String: String] = ["level": "\(level)", "subsystem": subsystem, "message": message(),
-                                            "time": Logger.timestamp()]
-            for (key, value) in metadata { object[key] = "\(value)" }
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-            line = (String(data: data, encoding: .utf8) ?? "{}") + "\n"
+            var object: JSONObject = ["level": .string("\(level)"), "subsystem": .string(subsystem), "message": .string(message()),
+                                      "time": .string(Logger.timestamp())]
+            for (key, value) in metadata { object[key] = .string("\(value)") }
+            line = String(decoding: JSONValue.object(object).serialized(sortedKeys: true), as: UTF8.self) + "\n"
         }
         Logger.write(line)
     }

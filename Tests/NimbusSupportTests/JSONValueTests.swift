@@ -1,4 +1,5 @@
 import NimbusCore
+import NimbusSupport
 import Testing
 
 @Suite struct JSONValueTests {

@@ -1,4 +1,5 @@
 import NimbusCore
+import NimbusSupport
 import Testing
 
 /// One input for a table-driven parser test, named after JSONTestSuite's file where there is one.

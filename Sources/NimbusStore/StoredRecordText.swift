@@ -1,32 +1,35 @@
+import NimbusCore
+import NimbusSupport
+
 /// A stored record as the database hands it over: its text columns as UTF-8 bytes in place.
 /// Change feeds send hundreds of records a page; writing each one's wire JSON straight from these
 /// bytes costs a fraction of building a `Record` (six strings, a fields dictionary) first.
 ///
 /// The buffers belong to the database result: use a value only while that result is alive.
-package struct StoredRecordText {
-    package struct Stamp {
-        package var timestamp: Int64
-        package var userRecordName: UnsafeRawBufferPointer
-        package var deviceID: UnsafeRawBufferPointer
+struct StoredRecordText {
+    struct Stamp {
+        var timestamp: Int64
+        var userRecordName: UnsafeRawBufferPointer
+        var deviceID: UnsafeRawBufferPointer
 
-        package init(timestamp: Int64, userRecordName: UnsafeRawBufferPointer, deviceID: UnsafeRawBufferPointer) {
+        init(timestamp: Int64, userRecordName: UnsafeRawBufferPointer, deviceID: UnsafeRawBufferPointer) {
             self.timestamp = timestamp
             self.userRecordName = userRecordName
             self.deviceID = deviceID
         }
     }
 
-    package var recordName: UnsafeRawBufferPointer
-    package var recordType: UnsafeRawBufferPointer
+    var recordName: UnsafeRawBufferPointer
+    var recordType: UnsafeRawBufferPointer
     /// The fields in their wire form as they were stored (`Record.storage(of:)`); ignored for a
     /// deleted record.
-    package var fields: UnsafeRawBufferPointer
-    package var sequence: Int64
-    package var created: Stamp
-    package var modified: Stamp
-    package var deleted: Bool
+    var fields: UnsafeRawBufferPointer
+    var sequence: Int64
+    var created: Stamp
+    var modified: Stamp
+    var deleted: Bool
 
-    package init(recordName: UnsafeRawBufferPointer, recordType: UnsafeRawBufferPointer, fields: UnsafeRawBufferPointer,
+    init(recordName: UnsafeRawBufferPointer, recordType: UnsafeRawBufferPointer, fields: UnsafeRawBufferPointer,
                  sequence: Int64, created: Stamp, modified: Stamp, deleted: Bool) {
         self.recordName = recordName
         self.recordType = recordType
@@ -39,7 +42,7 @@ package struct StoredRecordText {
 
     /// Appends the record's wire JSON: the bytes `Record.writeJSON(to:)` writes, or those of
     /// `Record.tombstoneJSON` for a deleted record.
-    package func writeJSON(zoneName: String, to bytes: inout [UInt8]) {
+    func writeJSON(zoneName: String, to bytes: inout [UInt8]) {
         var writer = JSONWriter(bytes: bytes, sortedKeys: false)
         bytes = []                      // keep the writer's buffer uniquely referenced
         writer.append(#"{"recordName":"#)

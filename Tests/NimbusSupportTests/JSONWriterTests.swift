@@ -1,4 +1,5 @@
 import NimbusCore
+import NimbusSupport
 import Testing
 
 @Suite struct JSONWriterTests {
@@ -104,20 +105,7 @@ extension JSONValue {
     }
 }
 
-/// A small, seeded generator so random tests are reproducible (Steele, Lea & Flood, SplitMix).
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     mutating func digits(count: Int, leadingNonZero: Bool) -> String {
         var text = ""
         for index in 0..<count {

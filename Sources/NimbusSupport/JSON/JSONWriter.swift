@@ -1,14 +1,14 @@
 /// Writes JSON values as compact UTF-8 (RFC 8259). See `JSONValue.serialized(sortedKeys:)`.
-struct JSONWriter {
-    private(set) var bytes: [UInt8]
-    let sortedKeys: Bool
+package struct JSONWriter {
+    package private(set) var bytes: [UInt8]
+    package let sortedKeys: Bool
 
-    init(bytes: [UInt8] = [], sortedKeys: Bool) {
+    package init(bytes: [UInt8] = [], sortedKeys: Bool) {
         self.bytes = bytes
         self.sortedKeys = sortedKeys
     }
 
-    mutating func write(_ value: JSONValue) {
+    package mutating func write(_ value: JSONValue) {
         switch value {
         case .null:
             append("null")
@@ -44,19 +44,19 @@ struct JSONWriter {
     }
 
     /// Bytes that are already JSON, as they are.
-    mutating func appendJSON(_ json: [UInt8]) {
+    package mutating func appendJSON(_ json: [UInt8]) {
         bytes.append(contentsOf: json)
     }
 
-    mutating func appendJSON(_ json: UnsafeRawBufferPointer) {
+    package mutating func appendJSON(_ json: UnsafeRawBufferPointer) {
         bytes.append(contentsOf: json)
     }
 
-    mutating func append(_ text: StaticString) {
+    package mutating func append(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    mutating func write(_ integer: Int64) {
+    package mutating func write(_ integer: Int64) {
         if integer < 0 { bytes.append(UInt8(ascii: "-")) }
         var magnitude = integer.magnitude
         let start = bytes.count
@@ -70,7 +70,7 @@ struct JSONWriter {
     /// Swift's `description` is the shortest text that parses back to the same bits, and its
     /// forms (`0.1`, `1e-05`, `1.5e+300`, `-0.0`) are all JSON numbers. An integral value prints
     /// with `.0` below 2^53 and with an exponent above it; either way it re-parses as a double.
-    mutating func write(_ double: Double) {
+    package mutating func write(_ double: Double) {
         guard double.isFinite else {
             append("null")
             return
@@ -84,14 +84,14 @@ struct JSONWriter {
 
     /// RFC 8259 §7: `"` and `\` and U+0000...U+001F must be escaped; nothing else is. `/` and
     /// non-ASCII are written as they are.
-    mutating func write(_ string: String) {
+    package mutating func write(_ string: String) {
         var string = string
         string.withUTF8 { write(utf8: $0) }
     }
 
     /// A JSON string of UTF-8 text given as bytes (valid UTF-8: only quotes, backslashes and
     /// control characters are escaped).
-    mutating func write(utf8: UnsafeBufferPointer<UInt8>) {
+    package mutating func write(utf8: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
         var runStart = 0
         for index in 0..<utf8.count {

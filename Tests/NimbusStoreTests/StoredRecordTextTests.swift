@@ -1,5 +1,8 @@
+import NimbusTestSupport
+import NimbusSupport
 import Testing
-@testable import NimbusCore
+import NimbusCore
+@testable import NimbusStore
 
 @Suite struct StoredRecordTextTests {
     private static let fields: [String: FieldValue] = [
