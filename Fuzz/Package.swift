@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "FuzzSupport", dependencies: ["NimbusHTTP"], swiftSettings: swiftSettings),
         fuzzTarget("FuzzHTTPParser", ["FuzzSupport", "NimbusHTTP"]),
         fuzzTarget("FuzzChunked", ["FuzzSupport", "NimbusHTTP"]),
-        fuzzTarget("FuzzRecordJSON", ["NimbusCore"]),
+        fuzzTarget("FuzzRecordJSON", ["NimbusCore", "NimbusSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import NimbusCore
+import NimbusSupport
 
 /// Traps with `message` unless `condition` holds (`fatalError` keeps its message in optimized builds).
 private func check(_ condition: Bool, _ message: @autoclosure () -> String) {
