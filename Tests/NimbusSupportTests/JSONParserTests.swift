@@ -1,4 +1,3 @@
-import NimbusCore
 import NimbusSupport
 import Testing
 
