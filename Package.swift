@@ -36,9 +36,15 @@ let package = Package(
             resources: [.embedInCode("Resources/openapi.json")],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "NimbusAdmin",
+            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
+            resources: [.embedInCode("Resources/index.html"), .embedInCode("Resources/console.css"), .embedInCode("Resources/console.js")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "nimbus",
-            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
+            dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
             swiftSettings: swiftSettings
         ),
         // The client side: Foundation only, imports no server target (and no server target imports it).

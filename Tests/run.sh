@@ -6,11 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Beside the server's packages, what the tests use: zbarimg decodes the QR codes the CLI draws (python3
-# turns the drawing printed by `nimbus device pair` into an image for it).
-bash deploy/install-deps.sh zbar-tools python3
+# Beside the server's packages, what the tests use: chromium renders the admin console (scenario 45);
+# zbarimg decodes the QR codes the CLI draws (python3 turns the drawing printed by `nimbus device
+# pair` into an image for it).
+bash deploy/install-deps.sh zbar-tools python3 chromium
 
 source Tests/test-postgres.sh
+# Servers started by the tests and benches put their admin console on a free port (several run at once).
+export NIMBUS_ADMIN_LISTEN=${NIMBUS_ADMIN_LISTEN:-127.0.0.1:0}
 start_test_postgres "$(mktemp -d /tmp/nimbus-test.XXXXXX)"
 trap stop_test_postgres EXIT
 echo "run.sh: test PostgreSQL on $NIMBUS_TEST_PG_SOCKET"

@@ -19,6 +19,8 @@
 #   BENCH_IDLE_CONNECTIONS=5000 BENCH_HOLD_SECONDS=4 BENCH_EVENT_LOOPS= (nimbus default: cores)
 #   BENCH_NGINX_WORKERS=2 BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 set -euo pipefail
+# Servers started by the tests and benches put their admin console on a free port (several run at once).
+export NIMBUS_ADMIN_LISTEN=${NIMBUS_ADMIN_LISTEN:-127.0.0.1:0}
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 

@@ -21,6 +21,8 @@ pg_pid() { [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ] && head -1 "$PG
 # The scratch cluster of the scripts with a PostgreSQL of their own (assets, longpoll, prune,
 # records): Tests/test-postgres.sh's pg_find_bin, pg_start and pg_stop.
 source "$(dirname "${BASH_SOURCE[0]}")/../Tests/test-postgres.sh"
+# Servers started by the tests and benches put their admin console on a free port (several run at once).
+export NIMBUS_ADMIN_LISTEN=${NIMBUS_ADMIN_LISTEN:-127.0.0.1:0}
 # start_bench_postgres [SETTING]...: a cluster in WORK/pg (socket SOCK, data PG_DATA) started with
 # pg_start's SETTINGs (NAME=VALUE, --conf LINE, --opts RAW); sets PG_VERSION.
 start_bench_postgres() {

@@ -21,13 +21,17 @@ package final class Metrics: Sendable {
     private struct State {
         var requests: [Series: Int] = [:]
         var latency: [String: Histogram] = [:]
+        var recent: RequestRing
     }
 
-    private let state = Lock(State())
+    private let state: Lock<State>
     /// Values read at scrape time: gauges, and counters kept elsewhere (name, help, type, value).
     private let readings = Lock<[(name: String, help: String, type: String, read: @Sendable () -> Double)]>([])
 
-    package init() {}
+    /// `recentRequests`: how many answered requests the console's request log keeps.
+    package init(recentRequests: Int = 1000) {
+        state = Lock(State(recent: RequestRing(capacity: recentRequests)))
+    }
 
     /// Counts one answered request and its latency (from `start`, a monotonic timestamp).
     package func record(route: String, method: String, status: Int, start: UInt64) {
@@ -41,8 +45,13 @@ package final class Metrics: Sendable {
             histogram.count += 1
             histogram.sum += seconds
             state.latency[route] = histogram
+            state.recent.append(RequestRing.Entry(at: Int64(Date().timeIntervalSince1970 * 1000), method: method, route: route,
+                                                  status: status, milliseconds: seconds * 1000))
         }
     }
+
+    /// The last answered requests and the per-minute counts (the console's overview and log).
+    package var recentRequests: RequestRing { state.withLock { $0.recent } }
 
     /// Adds a gauge whose value is read at each scrape.
     package func addGauge(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
@@ -56,15 +65,15 @@ package final class Metrics: Sendable {
 
     /// The Prometheus text exposition (version 0.0.4).
     package func render() -> String {
-        let snapshot = state.withLock { $0 }
+        let (requests, latency) = state.withLock { ($0.requests, $0.latency) }
         var text = "# HELP nimbus_http_requests_total Requests answered, by route pattern, method and status.\n"
         text += "# TYPE nimbus_http_requests_total counter\n"
-        for (series, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+        for (series, count) in requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
             text += "nimbus_http_requests_total{route=\"\(series.route)\",method=\"\(series.method)\",status=\"\(series.status)\"} \(count)\n"
         }
         text += "# HELP nimbus_http_request_duration_seconds Time from a complete request to its answer.\n"
         text += "# TYPE nimbus_http_request_duration_seconds histogram\n"
-        for (route, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+        for (route, histogram) in latency.sorted(by: { $0.key < $1.key }) {
             var cumulative = 0
             for (index, bound) in Metrics.bucketBounds.enumerated() {
                 cumulative += histogram.buckets[index]

@@ -108,6 +108,9 @@ package final class ChangeHub: @unchecked Sendable {
     /// Parked requests right now (metrics, tests).
     package var count: Int { state.withLock { $0.entries.count } }
 
+    /// The devices (`userID/deviceID` keys given to `park`) with a request parked right now.
+    package var waitingDeviceKeys: Set<String> { state.withLock { Set($0.byDevice.keys) } }
+
     /// Parks a request until `wait` seconds pass, with a heartbeat every `heartbeat` seconds.
     /// Over the per-device or total cap: THROTTLED.
     package func park(_ request: any ParkedRequest, databaseID: Int64, deviceKey: String,

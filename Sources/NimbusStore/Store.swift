@@ -45,6 +45,7 @@ package struct Store: DatabaseBacked {
     package var schemas: SchemaStore { SchemaStore(database: database) }
     package var pruner: Pruner { Pruner(database: database) }
     package var statistics: StatisticsStore { StatisticsStore(database: database) }
+    package var admin: AdminStore { AdminStore(database: database) }
     /// Parked long-polls (woken by commits here and by NOTIFY from other instances).
     package var hub: ChangeHub { database.hub }
     /// Signs change tokens and continuation markers.
@@ -67,6 +68,13 @@ package struct Store: DatabaseBacked {
         })
         listener.start()
         return listener
+    }
+
+    /// The migrations applied to the database, in order (the console's configuration page).
+    package func appliedMigrations() async throws -> [(version: Int64, name: String)] {
+        try await pool.withConnection { connection in
+            try connection.query("SELECT version, name FROM schema_migrations ORDER BY version") { row in (try row.int64(0), try row.string(1)) }
+        }
     }
 
     /// One round trip to the database; returns its duration in seconds.

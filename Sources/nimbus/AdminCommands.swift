@@ -155,7 +155,7 @@ enum AdminCommands {
         return 0
     }
 
-    private static func format(_ date: Date) -> String {
+    static func format(_ date: Date) -> String {
         date.formatted(.iso8601)
     }
 }

@@ -19,6 +19,7 @@ struct Nimbus {
             ("user", "Manage users: add, list."),
             ("token", "Manage device tokens: issue, list, revoke."),
             ("device", "Pair a user's devices with a code (and QR); list, revoke."),
+            ("admin", "Manage admin tokens for the admin console: issue, list, revoke."),
             ("schema", "Manage container schemas: import, show, deploy."),
             ("prune", "Delete expired records, old tombstones, unreferenced assets and old notifications."),
             ("stats", "Show records, tombstones, assets and each device's last sync per user and container."),
@@ -46,6 +47,8 @@ struct Nimbus {
                 exit(try await AdminCommands.token(arguments))
             case "device":
                 exit(try await DeviceCommands.run(arguments))
+            case "admin":
+                exit(try await AdminTokenCommands.run(arguments))
             case "schema":
                 exit(try await AdminCommands.schema(arguments))
             case "prune":

@@ -26,6 +26,7 @@ enum ServeCommand {
         options: [
             OptionSpec(name: "listen", valueName: "host:port", environment: "NIMBUS_LISTEN", defaultValue: "127.0.0.1:8080",
                        help: "Address to serve on; port 0 picks a free port."),
+            adminListenOption,
         ] + DatabaseOptions.specs + [
             OptionSpec(name: "public-url", valueName: "url", environment: "NIMBUS_PUBLIC_URL",
                        help: "Base of absolute URLs in answers (webcourierURL, downloadURL), e.g. https://sync.example.org; default: from the request's Host."),
@@ -59,6 +60,7 @@ enum ServeCommand {
         keepFreedMemoryForReuse()
         let logger = Logger(subsystem: "serve")
         let (host, port) = try parseListen(arguments.value("listen") ?? "127.0.0.1:8080")
+        if let admin = arguments.value("admin-listen"), admin != "off" { _ = try parseListen(admin, option: "admin-listen") }
         var limits = Limits()
         for limit in Limits().namedValues {
             if let value = try arguments.integer(limit.name.kebabCased) { _ = limits.set(limit.name, to: value) }
@@ -149,6 +151,16 @@ enum ServeCommand {
             throw error
         }
         logger.notice("listening on http://\(bound.host):\(bound.port)")
+        let adminServer: HTTPServer?
+        do {
+            adminServer = try startAdminServer(arguments: arguments, store: store, limits: limits, metrics: metrics, deviceListener: bound, logger: logger)
+        } catch {
+            await server.shutdown()
+            listener.stop()
+            pool.close()
+            database.close()
+            throw error
+        }
         let pruner = startPruner(store: store, limits: limits, arguments: arguments, logger: logger)
 
         await shutdownRequested.wait()
@@ -156,6 +168,7 @@ enum ServeCommand {
         // get the drain timeout, then LISTEN and the pool close.
         pruner?.cancel()
         store.hub.close()
+        await adminServer?.shutdown()
         await server.shutdown()
         await store.flushAnnouncements()
         listener.stop()
@@ -197,9 +210,9 @@ enum ServeCommand {
         }
     }
 
-    static func parseListen(_ text: String) throws -> (String, Int) {
+    static func parseListen(_ text: String, option: String = "listen") throws -> (String, Int) {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
-            throw UsageError(message: "option '--listen' needs HOST:PORT, not '\(text)'", command: "serve")
+            throw UsageError(message: "option '--\(option)' needs HOST:PORT\(option == "listen" ? "" : " or off"), not '\(text)'", command: "serve")
         }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

@@ -28,6 +28,9 @@ if [ -z "${NIMBUS_BIN:-}" ]; then
   NIMBUS_BIN="$(cd "$REPO_DIR" && swift build --show-bin-path)/nimbus"
 fi
 export NIMBUS_BIN
+# Every server a scenario starts gets its admin console on a free port (the default, 8081, would
+# collide between instances); admin_url finds it.
+export NIMBUS_ADMIN_LISTEN=${NIMBUS_ADMIN_LISTEN:-127.0.0.1:0}
 
 # Seconds to wait for `listening on` (an embedded cluster's first start runs initdb).
 NIMBUS_START_TIMEOUT=${NIMBUS_START_TIMEOUT:-60}
@@ -153,6 +156,18 @@ start_nimbus() {
   done
   NIMBUS_PORT=${NIMBUS_URL##*:}
   note "nimbus pid $NIMBUS_PID listening on $NIMBUS_URL (log $NIMBUS_LOG)"
+}
+
+# admin_url: the admin console's base URL of the last started server (from its log; the admin
+# listener starts just after the device listener). Fails when it does not appear within 5 s.
+admin_url() {
+  local url deadline=$(( $(now_ms) + 5000 ))
+  while :; do
+    url=$(grep -a -o -m1 'admin console on http://[0-9.]*:[0-9]*' "$NIMBUS_LOG" | sed 's/^admin console on //')
+    [ -n "$url" ] && { printf '%s' "$url"; return 0; }
+    [ "$(now_ms)" -gt "$deadline" ] && fail "nimbus did not print 'admin console on' within 5 s"
+    sleep 0.05
+  done
 }
 
 # wait_exit PID [SECONDS]: waits for a child process to end; returns its exit status, or 124 if

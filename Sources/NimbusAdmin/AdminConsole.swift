@@ -1,0 +1,95 @@
+import Foundation
+import NimbusAPI
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+import NimbusSupport
+
+/// The administration listener's routes (`--admin-listen`): the console's page at `/` and its
+/// JSON API under `/api/`. Never served on the device-facing listener. Every `/api/` request
+/// needs an admin token (`nimbus admin token issue`); device tokens are not admin tokens.
+package struct AdminConsole: Sendable {
+    /// What the overview and configuration pages show about this process.
+    package struct ServerFacts: Sendable {
+        package var version: String
+        package var startedAt: Date
+        /// The effective options of `serve` (name → value), secrets left out.
+        package var options: [(name: String, value: String)]
+        /// Base of pairing URLs: `--public-url`, else the device listener's address.
+        package var publicURL: String
+
+        package init(version: String, startedAt: Date, options: [(name: String, value: String)], publicURL: String) {
+            self.version = version
+            self.startedAt = startedAt
+            self.options = options
+            self.publicURL = publicURL
+        }
+    }
+
+    let store: Store
+    let limits: Limits
+    let metrics: Metrics
+    let facts: ServerFacts
+
+    package init(store: Store, limits: Limits, metrics: Metrics, facts: ServerFacts) {
+        self.store = store
+        self.limits = limits
+        self.metrics = metrics
+        self.facts = facts
+    }
+
+    /// The handler to give the admin listener's HTTP server.
+    package var handler: HTTPServer.Handler {
+        var router = HTTPRouter()
+        for file in ConsoleFiles.all {
+            router.add("GET", file.path) { _, writer in writer.respond(ConsoleFiles.response(file)) }
+        }
+        AdminRoutes(store: store, limits: limits, metrics: metrics, facts: facts).register(in: &router)
+        let routes = router
+        return { request, writer in
+            switch routes.match(method: request.method, path: request.path) {
+            case .found(let route, let parameters):
+                var request = request
+                request.pathParameters = parameters
+                route.handler(request, writer)
+            case .methodNotAllowed(let allowed):
+                var response = ErrorResponse.make(SyncError(.badRequest, "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", "))."))
+                response.status = .methodNotAllowed
+                response.headers.add(name: "Allow", value: allowed.joined(separator: ", "))
+                writer.respond(response)
+            case .notFound:
+                writer.respond(ErrorResponse.make(SyncError(.notFound, "There is nothing at \(request.path).")))
+            }
+        }
+    }
+}
+
+/// The console's files, shipped inside the binary: plain HTML, CSS and one ES module; no
+/// framework, no build step, nothing from another origin.
+enum ConsoleFiles {
+    struct File: Sendable {
+        var path: String
+        var contentType: String
+        var bytes: [UInt8]
+    }
+
+    static let all: [File] = [
+        File(path: "/", contentType: "text/html; charset=utf-8", bytes: PackageResources.index_html),
+        File(path: "/console.css", contentType: "text/css; charset=utf-8", bytes: PackageResources.console_css),
+        File(path: "/console.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.console_js),
+    ]
+
+    /// Headers every console answer carries: only this origin may serve anything the page uses.
+    static let securityHeaders: [(String, String)] = [
+        ("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cache-Control", "no-store"),
+    ]
+
+    static func response(_ file: File) -> HTTPResponse {
+        var response = HTTPResponse(status: .ok, contentType: file.contentType, body: file.bytes)
+        for (name, value) in securityHeaders { response.headers.add(name: name, value: value) }
+        return response
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import NimbusAPI
+import NimbusCore
+import NimbusHTTP
+import NimbusStore
+import NimbusSupport
+
+/// `/api/...` of the admin listener: JSON in the docs/api.md error shape, an admin token on every
+/// request, and every mutation written to the audit trail before it is answered.
+struct AdminRoutes: Sendable {
+    let store: Store
+    let limits: Limits
+    let metrics: Metrics
+    let facts: AdminConsole.ServerFacts
+    private let logger = Logger(subsystem: "admin")
+
+    /// How many audit entries and requests a page shows at most.
+    static let maxListed = 500
+
+    func register(in router: inout HTTPRouter) {
+        get(&router, "/api/overview") { _, _ in try await overview() }
+        get(&router, "/api/users") { _, _ in try await users() }
+        get(&router, "/api/users/:user/devices") { request, _ in try await devices(user: request.pathParameters["user"] ?? "") }
+        post(&router, "/api/users/:user/pair") { request, admin in try await pair(request, admin: admin) }
+        post(&router, "/api/devices/revoke") { request, admin in try await revoke(request, admin: admin) }
+        get(&router, "/api/audit") { request, _ in try await audit(request) }
+        get(&router, "/api/requests") { request, _ in try requests(request) }
+        get(&router, "/api/configuration") { _, _ in try await configuration() }
+    }
+
+    private typealias Body = @Sendable (HTTPRequest, AdminIdentity) async throws -> JSONValue
+
+    private func get(_ router: inout HTTPRouter, _ pattern: String, _ body: @escaping Body) {
+        router.add("GET", pattern, handler(body))
+    }
+
+    private func post(_ router: inout HTTPRouter, _ pattern: String, _ body: @escaping Body) {
+        router.add("POST", pattern, handler(body))
+    }
+
+    /// Authenticates the admin token, runs the route, answers JSON or the error shape.
+    private func handler(_ body: @escaping Body) -> HTTPServer.Handler {
+        let admin = store.admin, logger = logger
+        return { request, writer in
+            Task {
+                do {
+                    let digest = try Self.bearerDigest(request.headers["Authorization"])
+                    guard let identity = try await admin.identity(tokenDigest: digest) else {
+                        throw SyncError(.authenticationFailed, "The admin token is unknown or revoked (device tokens are not admin tokens).")
+                    }
+                    let value = try await body(request, identity)
+                    var response = HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: value.serialized())
+                    response.headers.add(name: "Cache-Control", value: "no-store")
+                    writer.respond(response)
+                } catch {
+                    writer.respond(ErrorResponse.make(for: error, logger: logger))
+                }
+            }
+        }
+    }
+
+    static func bearerDigest(_ header: String?) throws(SyncError) -> [UInt8] {
+        guard let header else {
+            throw SyncError(.authenticationRequired, "The admin API needs an Authorization: Bearer <admin token> header (nimbus admin token issue NAME).")
+        }
+        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+            throw SyncError(.authenticationFailed, "The Authorization header must be \"Bearer <admin token>\".")
+        }
+        return AccountStore.tokenDigest(String(parts[1]))
+    }
+
+    static func body(_ request: HTTPRequest) throws -> JSONValue {
+        if request.body.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 10 || $0 == 13 }) { return .object([:]) }
+        guard let value = try? JSONValue.parse(request.body), case .object = value else {
+            throw SyncError(.badRequest, "The body must be a JSON object.")
+        }
+        return value
+    }
+
+    static func milliseconds(_ date: Date?) -> JSONValue {
+        date.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null
+    }
+
+    // MARK: - Routes
+
+    private func overview() async throws -> JSONValue {
+        let roundTrip = try? await store.ping()
+        let pool = store.poolStatistics
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let minutes: [JSONValue] = metrics.recentRequests.perMinute(now: now).map { minute in
+            let counts = JSONObject(minute.countsByStatus.sorted { $0.key < $1.key }.map { (String($0.key), .integer(Int64($0.value))) })
+            return .object(["minute": .integer(minute.minute * 60_000), "countsByStatus": .object(counts)])
+        }
+        return .object([
+            "version": .string(facts.version),
+            "startedAt": Self.milliseconds(facts.startedAt),
+            "uptimeSeconds": .integer(Int64(Date().timeIntervalSince(facts.startedAt))),
+            "database": .object(["reachable": .bool(roundTrip != nil), "roundTripMs": roundTrip.map { .double(($0 * 1e6).rounded() / 1e3) } ?? .null]),
+            "pool": .object(["inUse": .integer(Int64(pool.inUse)), "idle": .integer(Int64(pool.idle)), "max": .integer(Int64(pool.max)),
+                             "waiting": .integer(Int64(pool.waiting))]),
+            "parkedWaiters": .integer(Int64(store.hub.count)),
+            "requestsPerMinute": .array(minutes),
+        ])
+    }
+
+    private func users() async throws -> JSONValue {
+        .object(["users": .array(try await store.accounts.listUsers().map { user in
+            .object(["name": .string(user.name), "userRecordName": .string(user.userRecordName),
+                     "createdAt": Self.milliseconds(user.createdAt), "activeTokens": .integer(Int64(user.activeTokens))])
+        })])
+    }
+
+    private func devices(user: String) async throws -> JSONValue {
+        let waiting = store.hub.waitingDeviceKeys
+        let userID = try await store.devices.user(named: user)
+        return .object(["user": .string(user), "devices": .array(try await store.accounts.listTokens(user: user).map { token in
+            .object(["tokenID": .string(token.tokenID), "deviceName": .string(token.deviceName),
+                     "createdAt": Self.milliseconds(token.createdAt), "lastUsedAt": Self.milliseconds(token.lastUsedAt),
+                     "revokedAt": Self.milliseconds(token.revokedAt),
+                     "waiting": .bool(token.revokedAt == nil && waiting.contains("\(userID)/\(token.deviceName)"))])
+        })])
+    }
+
+    private func pair(_ request: HTTPRequest, admin: AdminIdentity) async throws -> JSONValue {
+        let user = request.pathParameters["user"] ?? ""
+        let body = try Self.body(request)
+        var hint: String?
+        if let value = body["deviceName"], !value.isNull {
+            guard case .string(let name) = value else { throw SyncError(.badRequest, "deviceName must be a string.") }
+            if let problem = DeviceName.problem(name, field: "deviceName") { throw SyncError(.badRequest, problem) }
+            hint = name
+        }
+        let userID = try await store.devices.user(named: user)
+        let issued = try await store.devices.pair(userID: userID, byToken: nil, deviceNameHint: hint, limits: limits)
+        let url = PairingURL.make(server: facts.publicURL, code: issued.code)
+        try await store.admin.audit(admin, action: "device.pair", target: user, detail: ["deviceName": hint.map(JSONValue.string) ?? .null])
+        return .object(["code": .string(issued.code.display), "expiresAt": .integer(issued.expiresAt), "pairingURL": .string(url),
+                        "qrSVG": .string(try QRCode(text: url).svg())])
+    }
+
+    private func revoke(_ request: HTTPRequest, admin: AdminIdentity) async throws -> JSONValue {
+        guard case .string(let tokenID)? = try Self.body(request)["tokenID"], tokenID.hasPrefix("tok_"), tokenID.count <= 64 else {
+            throw SyncError(.badRequest, "The body must be {\"tokenID\": \"tok_...\"} naming a device token.")
+        }
+        try await store.accounts.revokeToken(tokenID: tokenID)
+        try await store.admin.audit(admin, action: "device.revoke", target: tokenID)
+        return .object(["tokenID": .string(tokenID), "revoked": .bool(true)])
+    }
+
+    private func audit(_ request: HTTPRequest) async throws -> JSONValue {
+        let limit = try Self.limit(request)
+        return .object(["entries": .array(try await store.admin.auditTrail(limit: limit).map { entry in
+            .object(["at": Self.milliseconds(entry.at), "tokenID": .string(entry.tokenID), "adminName": .string(entry.adminName),
+                     "action": .string(entry.action), "target": .string(entry.target),
+                     "detail": (try? JSONValue.parse(Array(entry.detail.utf8))) ?? .object([:])])
+        })])
+    }
+
+    private func requests(_ request: HTTPRequest) throws -> JSONValue {
+        let limit = try Self.limit(request)
+        var status: Int?
+        if let text = request.queryParameter("status"), !text.isEmpty {
+            guard let code = Int(text), (100...599).contains(code) else { throw SyncError(.badRequest, "status must be an HTTP status from 100 to 599.") }
+            status = code
+        }
+        let route = request.queryParameter("route").flatMap { $0.isEmpty ? nil : $0 }
+        let ring = metrics.recentRequests
+        let entries = ring.newestFirst.lazy.filter { entry in
+            (status == nil || entry.status == status) && (route == nil || entry.route.contains(route ?? ""))
+        }.prefix(limit)
+        return .object(["capacity": .integer(Int64(ring.capacity)), "requests": .array(entries.map { entry in
+            .object(["at": .integer(entry.at), "method": .string(entry.method), "route": .string(entry.route),
+                     "status": .integer(Int64(entry.status)), "milliseconds": .double((entry.milliseconds * 1000).rounded() / 1000)])
+        })])
+    }
+
+    private func configuration() async throws -> JSONValue {
+        .object([
+            "version": .string(facts.version),
+            "options": .object(JSONObject(facts.options.map { ($0.name, .string($0.value)) })),
+            "limits": .object(JSONObject(limits.namedValues.map { ($0.name, .integer(Int64($0.value))) })),
+            "migrations": .array(try await store.appliedMigrations().map { .object(["version": .integer($0.version), "name": .string($0.name)]) }),
+        ])
+    }
+
+    /// `?limit=`: 1 to `maxListed`, default 100.
+    static func limit(_ request: HTTPRequest) throws -> Int {
+        guard let text = request.queryParameter("limit"), !text.isEmpty else { return 100 }
+        guard let limit = Int(text), (1...maxListed).contains(limit) else {
+            throw SyncError(.badRequest, "limit must be a whole number from 1 to \(maxListed).")
+        }
+        return limit
+    }
+}
