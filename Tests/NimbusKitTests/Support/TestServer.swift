@@ -56,7 +56,7 @@ final class TestServer: @unchecked Sendable {
         // The rate limit is off unless a test sets it (one token drives many requests here).
         let rateLimit = extraArguments.contains("--requests-per-second-per-token") ? [] : ["--requests-per-second-per-token", "0"]
         process.arguments = ["serve", "--database-url", databaseURL, "--listen", "127.0.0.1:\(requested)",
-                             "--prune-interval", "0s", "--event-loops", "1", "--pool-size", "4"] + rateLimit + extraArguments
+                             "--prune-interval", "0s", "--event-loops", "1", "--pool-size", "4", "--admin-listen", "off"] + rateLimit + extraArguments
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
