@@ -47,7 +47,9 @@ struct SyncEngineErrorTests {
     }
 
     @Test func aThrottledDeviceWaitsAtLeastRetryAfterAndLosesNothing() async throws {
-        let server = try TestServer.start(["--requests-per-second-per-token", "2", "--request-burst-per-token", "2"])
+        // One request a second after a burst of two: eight sends are throttled unless they take
+        // over six seconds (at two a second, a loaded CI machine spread them past the refill).
+        let server = try TestServer.start(["--requests-per-second-per-token", "1", "--request-burst-per-token", "2"])
         defer { server.stop() }
         let mac = try Device.make(server, token: try server.device(user: "thr", device: "mac"))
         await mac.engine.setBatchSize(1)
