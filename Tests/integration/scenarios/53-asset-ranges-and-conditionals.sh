@@ -151,11 +151,11 @@ else
 fi
 
 note "a download cut off by the client"
-curl -s --max-time 30 -H "Authorization: Bearer $MAC" --limit-rate 200k -o "$TEST_TMP/cut-down" "$BIG_URL" &
+curl -s --max-time 30 -H "Authorization: Bearer $MAC" --limit-rate 200k -o "$TEST_TMP/cut-down" -w '%{http_code} %{size_download}' "$BIG_URL" >"$TEST_TMP/cut-status" &
 curl_pid=$!
 track_pid "$curl_pid"
 sleep 1
-process_alive "$curl_pid" || fail "a 3 MB download at 200 KB/s ended within a second"
+process_alive "$curl_pid" || fail "a 3 MB download at 200 KB/s ended within a second (status and bytes: $(cat "$TEST_TMP/cut-status"); $(head -c 300 "$TEST_TMP/cut-down"))"
 kill -KILL "$curl_pid"
 wait "$curl_pid" 2>/dev/null
 healthy "after a cut download"
