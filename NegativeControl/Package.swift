@@ -23,8 +23,11 @@ let package = Package(
         .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(name: "NimbusAPI", dependencies: ["NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
                 resources: [.embedInCode("Resources/openapi.json")], swiftSettings: swiftSettings),
+        .target(name: "NimbusAdmin", dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
+                resources: [.embedInCode("Resources/index.html"), .embedInCode("Resources/console.css"), .embedInCode("Resources/console.js")],
+                swiftSettings: swiftSettings),
         .executableTarget(name: "nimbus",
-                          dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
+                          dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
                           swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]

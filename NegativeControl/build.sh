@@ -13,7 +13,7 @@ root=$(dirname "$here")
 build_path=${1:-$root/.build-nc}
 rm -rf "$here/Sources"
 mkdir -p "$here/Sources/NimbusStore"
-for target in CLibPQ CLinux NimbusSupport NimbusHTTP NimbusPostgres NimbusCore NimbusAPI nimbus; do
+for target in CLibPQ CLinux NimbusSupport NimbusHTTP NimbusPostgres NimbusCore NimbusAPI NimbusAdmin nimbus; do
   ln -s "../../Sources/$target" "$here/Sources/$target"
 done
 for file in "$root"/Sources/NimbusStore/*.swift; do
