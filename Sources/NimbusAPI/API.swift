@@ -66,14 +66,10 @@ package final class API: Sendable {
                 request.pathParameters = parameters
                 route.handler(request, writer)
             case .methodNotAllowed(let allowed):
-                var response = ErrorResponse.make(SyncError(.badRequest, "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", ")).")
-                )
-                response.status = .methodNotAllowed
-                response.headers.add(name: "Allow", value: allowed.joined(separator: ", "))
                 metrics.record(route: "(unrouted)", method: request.method, status: 405, start: start)
-                writer.respond(response)
+                writer.respond(ErrorResponse.methodNotAllowed(request, allowed: allowed))
             case .notFound:
-                let response = ErrorResponse.make(SyncError(.notFound, "There is nothing at \(request.path)."))
+                let response = ErrorResponse.notFound(request)
                 metrics.record(route: "(unrouted)", method: request.method, status: 404, start: start)
                 writer.respond(response)
             }
@@ -160,7 +156,7 @@ package final class API: Sendable {
         private let parsed: Result<[UInt8], SyncError>
 
         init(_ header: String?) {
-            parsed = Result { () throws(SyncError) in try DatabaseRoutes.bearerDigest(header) }
+            parsed = Result { () throws(SyncError) in try RequestInput.bearerDigest(header) }
         }
 
         /// The token's SHA-256; throws AUTHENTICATION_REQUIRED or AUTHENTICATION_FAILED.

@@ -69,7 +69,7 @@ struct DatabaseRouteGroup {
         let baseURL = Wire.baseURL(request, publicURL: publicURL)
         if route.sessionMayBeCached, let cached = accounts.cachedSession(tokenDigest: digest, container: container, environment: environment) {
             do {
-                let body = try DatabaseRoutes.parseBody(request.body)
+                let body = try RequestInput.parseBody(request.body)
                 return try await route.run(DatabaseRoutes.Context(session: cached, tokenDigest: digest, sessionIsVerified: false, body: body,
                                                                   request: request, answering: answering, baseURL: baseURL, limits: limits))
             } catch {
@@ -83,7 +83,7 @@ struct DatabaseRouteGroup {
         guard let session = try await accounts.session(tokenDigest: digest, container: container, environment: environment) else {
             throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         }
-        let body = route.method == "POST" ? try DatabaseRoutes.parseBody(request.body) : JSONValue.object([:])
+        let body = route.method == "POST" ? try RequestInput.parseBody(request.body) : JSONValue.object([:])
         return try await route.run(DatabaseRoutes.Context(session: session, tokenDigest: digest, sessionIsVerified: true, body: body,
                                                           request: request, answering: answering, baseURL: baseURL, limits: limits))
     }

@@ -81,30 +81,6 @@ struct DatabaseRoutes: Sendable {
         group.post("assets/upload") { context, request in try await AssetRoutes.requestUploads(context, request, assets: assets) }
         group.register(in: &router)
     }
-
-    /// `Authorization: Bearer <token>` → the token's SHA-256.
-    static func bearerDigest(_ header: String?) throws(SyncError) -> [UInt8] {
-        guard let header else {
-            throw SyncError(.authenticationRequired, "This request needs an Authorization: Bearer <token> header.")
-        }
-        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
-            throw SyncError(.authenticationFailed, "The Authorization header must be \"Bearer <token>\".")
-        }
-        return AccountStore.tokenDigest(String(parts[1]))
-    }
-
-    static func parseBody(_ bytes: [UInt8]) throws -> JSONValue {
-        if bytes.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 10 || $0 == 13 }) { return .object([:]) }
-        let value: JSONValue
-        do {
-            value = try JSONValue.parse(bytes)
-        } catch {
-            throw SyncError(.badRequest, "The body is not valid JSON: \(error.description)")
-        }
-        guard case .object = value else { throw SyncError(.badRequest, "The body must be a JSON object.") }
-        return value
-    }
 }
 
 /// Shared pieces of the wire format.

@@ -55,7 +55,7 @@ struct DeviceRoutes: Sendable {
     }
 
     private func pair(_ request: HTTPRequest, owner: TokenOwner) async throws -> HTTPResponse {
-        let body = try DatabaseRoutes.parseBody(request.body)
+        let body = try RequestInput.parseBody(request.body)
         let hint = try DeviceRequests.deviceNameHint(body)
         let issued = try await devices.pair(userID: owner.userID, byToken: owner.tokenID, deviceNameHint: hint, limits: limits)
         counters.codesIssued.withLock { $0 += 1 }
@@ -68,7 +68,7 @@ struct DeviceRoutes: Sendable {
     }
 
     private func enroll(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let body = try DatabaseRoutes.parseBody(request.body)
+        let body = try RequestInput.parseBody(request.body)
         let code = try DeviceRequests.code(body)
         let deviceName = try DeviceRequests.deviceName(body)
         let address = request.peer.description
@@ -107,7 +107,7 @@ struct DeviceRoutes: Sendable {
     }
 
     private func revoke(_ request: HTTPRequest, owner: TokenOwner) async throws -> HTTPResponse {
-        let body = try DatabaseRoutes.parseBody(request.body)
+        let body = try RequestInput.parseBody(request.body)
         guard case .string(let tokenID)? = body["tokenID"], !tokenID.isEmpty else {
             throw SyncError(.badRequest, "tokenID is required: the id of the device token to revoke (tok_..., from GET /devices).")
         }

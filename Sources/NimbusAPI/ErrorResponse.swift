@@ -38,6 +38,20 @@ package enum ErrorResponse {
         return response
     }
 
+    /// 405 for a path that exists with other methods, with `Allow`.
+    package static func methodNotAllowed(_ request: HTTPRequest, allowed: [String]) -> HTTPResponse {
+        var response = make(SyncError(.badRequest, "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", ")).")
+        )
+        response.status = .methodNotAllowed
+        response.headers.add(name: "Allow", value: allowed.joined(separator: ", "))
+        return response
+    }
+
+    /// 404 for a path no route serves.
+    package static func notFound(_ request: HTTPRequest) -> HTTPResponse {
+        make(SyncError(.notFound, "There is nothing at \(request.path)."))
+    }
+
     /// Errors the HTTP core answers itself (parse errors, timeouts, capacity): their code is
     /// BAD_REQUEST except 413 (LIMIT_EXCEEDED) and 503 (TRY_AGAIN_LATER).
     package static let forHTTPCore: HTTPServer.ErrorResponder = { status, reason in

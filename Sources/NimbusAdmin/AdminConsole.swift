@@ -53,12 +53,9 @@ package struct AdminConsole: Sendable {
                 request.pathParameters = parameters
                 route.handler(request, writer)
             case .methodNotAllowed(let allowed):
-                var response = ErrorResponse.make(SyncError(.badRequest, "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", "))."))
-                response.status = .methodNotAllowed
-                response.headers.add(name: "Allow", value: allowed.joined(separator: ", "))
-                writer.respond(response)
+                writer.respond(ErrorResponse.methodNotAllowed(request, allowed: allowed))
             case .notFound:
-                writer.respond(ErrorResponse.make(SyncError(.notFound, "There is nothing at \(request.path).")))
+                writer.respond(ErrorResponse.notFound(request))
             }
         }
     }

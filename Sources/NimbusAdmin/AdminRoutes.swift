@@ -44,7 +44,8 @@ struct AdminRoutes: Sendable {
         return { request, writer in
             Task {
                 do {
-                    let digest = try Self.bearerDigest(request.headers["Authorization"])
+                    let digest = try RequestInput.bearerDigest(request.headers["Authorization"], credential: "admin token",
+                                                                 hint: " (nimbus admin token issue NAME)")
                     guard let identity = try await admin.identity(tokenDigest: digest) else {
                         throw SyncError(.authenticationFailed, "The admin token is unknown or revoked (device tokens are not admin tokens).")
                     }
@@ -57,25 +58,6 @@ struct AdminRoutes: Sendable {
                 }
             }
         }
-    }
-
-    static func bearerDigest(_ header: String?) throws(SyncError) -> [UInt8] {
-        guard let header else {
-            throw SyncError(.authenticationRequired, "The admin API needs an Authorization: Bearer <admin token> header (nimbus admin token issue NAME).")
-        }
-        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
-            throw SyncError(.authenticationFailed, "The Authorization header must be \"Bearer <admin token>\".")
-        }
-        return AccountStore.tokenDigest(String(parts[1]))
-    }
-
-    static func body(_ request: HTTPRequest) throws -> JSONValue {
-        if request.body.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 10 || $0 == 13 }) { return .object([:]) }
-        guard let value = try? JSONValue.parse(request.body), case .object = value else {
-            throw SyncError(.badRequest, "The body must be a JSON object.")
-        }
-        return value
     }
 
     static func milliseconds(_ date: Date?) -> JSONValue {
@@ -124,7 +106,7 @@ struct AdminRoutes: Sendable {
 
     private func pair(_ request: HTTPRequest, admin: AdminIdentity) async throws -> JSONValue {
         let user = request.pathParameters["user"] ?? ""
-        let body = try Self.body(request)
+        let body = try RequestInput.parseBody(request.body)
         var hint: String?
         if let value = body["deviceName"], !value.isNull {
             guard case .string(let name) = value else { throw SyncError(.badRequest, "deviceName must be a string.") }
@@ -140,7 +122,7 @@ struct AdminRoutes: Sendable {
     }
 
     private func revoke(_ request: HTTPRequest, admin: AdminIdentity) async throws -> JSONValue {
-        guard case .string(let tokenID)? = try Self.body(request)["tokenID"], tokenID.hasPrefix("tok_"), tokenID.count <= 64 else {
+        guard case .string(let tokenID)? = try RequestInput.parseBody(request.body)["tokenID"], tokenID.hasPrefix("tok_"), tokenID.count <= 64 else {
             throw SyncError(.badRequest, "The body must be {\"tokenID\": \"tok_...\"} naming a device token.")
         }
         try await store.accounts.revokeToken(tokenID: tokenID)

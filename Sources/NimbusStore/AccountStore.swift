@@ -217,10 +217,11 @@ extension AccountStore {
         return token
     }
 
-    /// A fresh token: a 256-bit secret (base64url) and a public id `tok_...` (72 bits).
-    static func makeToken(using random: inout some RandomNumberGenerator) -> IssuedToken {
+    /// A fresh token: a 256-bit secret (base64url) and a public id `tok_...` (72 bits; `adm_...`
+    /// for admin tokens).
+    static func makeToken(idPrefix: String = "tok_", using random: inout some RandomNumberGenerator) -> IssuedToken {
         let secret = Base64URL.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) })
-        let tokenID = "tok_" + Base64URL.encode((0..<9).map { _ in UInt8.random(in: .min ... .max, using: &random) })
+        let tokenID = idPrefix + Base64URL.encode((0..<9).map { _ in UInt8.random(in: .min ... .max, using: &random) })
         return IssuedToken(tokenID: tokenID, secret: secret)
     }
 

@@ -46,8 +46,7 @@ extension AdminStore {
     package func issueToken(name: String) async throws -> IssuedToken {
         if let problem = DeviceName.problem(name, field: "The admin token's name") { throw SyncError(.badRequest, problem) }
         var random = SystemRandomNumberGenerator()
-        let device = AccountStore.makeToken(using: &random)
-        let token = IssuedToken(tokenID: "adm_" + device.tokenID.dropFirst("tok_".count), secret: device.secret)
+        let token = AccountStore.makeToken(idPrefix: "adm_", using: &random)
         let digest = AccountStore.tokenDigest(token.secret)
         _ = try await pool.withConnection { connection in
             try connection.run("INSERT INTO admin_tokens (token_id, token_sha256, name) VALUES (\(token.tokenID), \(digest), \(name))")
