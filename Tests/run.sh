@@ -19,6 +19,9 @@ trap stop_test_postgres EXIT
 echo "run.sh: test PostgreSQL on $NIMBUS_TEST_PG_SOCKET"
 
 status=0
+# Every Swift test's output also goes to a log, so the end of the run can list what failed (a CI
+# excerpt shows only the end).
+test_log=$(mktemp /tmp/nimbus-swift-tests.XXXXXX)
 swift build --build-tests
 # Tests that bound a latency run on their own, one after another, after the rest, so that 600
 # tests running in parallel on 2 cores do not stretch what they measure: the prune-beside-writers
@@ -29,9 +32,9 @@ QUIET_TESTS=(
 )
 skip_args=()
 for test in "${QUIET_TESTS[@]}"; do skip_args+=(--skip "$test"); done
-swift test --skip-build "${skip_args[@]}" || status=1
+swift test --skip-build "${skip_args[@]}" 2>&1 | tee -a "$test_log" || status=1
 for test in "${QUIET_TESTS[@]}"; do
-  swift test --skip-build --filter "$test" || status=1
+  swift test --skip-build --filter "$test" 2>&1 | tee -a "$test_log" || status=1
 done
 
 export NIMBUS_BIN="$(swift build --show-bin-path)/nimbus"
@@ -39,4 +42,9 @@ bash Tests/integration/run.sh || status=1
 bash Tests/fuzz-smoke.sh || status=1
 bash Tests/soak/schemathesis.sh || status=1
 
+if grep -q -E '✘|error: ' "$test_log"; then
+  echo "run.sh: Swift test failures (from $test_log):"
+  grep -E '✘|error: ' "$test_log" | head -40
+fi
+echo "run.sh: exit $status"
 exit $status
