@@ -110,21 +110,25 @@ package final class API: Sendable {
                     writer.respond(refusal)
                     return
                 }
-                let answering = Answering(writer: writer, bearer: bearer) {
-                    metrics.record(route: pattern, method: request.method, status: 200, start: start)
+                let who = RequestWho()
+                let answering = Answering(writer: writer, bearer: bearer, who: who) {
+                    metrics.record(route: pattern, method: request.method, status: 200, start: start, who: who)
                 }
                 // On the connection's event loop: statements that wait there (`PGPool.query`)
                 // suspend the task and leave the thread to other connections; blocking calls
                 // (`PGPool.withConnection`) hop to a thread that may block.
                 Task(executorPreference: CurrentLoop.context?.taskExecutor ?? BlockingExecutor.shared) {
                     let response: HTTPResponse?
+                    var code: String?
                     do {
                         response = try await body(request, answering)
                     } catch {
+                        code = (error as? SyncError)?.code.name ?? "INTERNAL_ERROR"
                         response = ErrorResponse.make(for: error, logger: logger)
                     }
                     guard let response else { return }
-                    metrics.record(route: pattern, method: request.method, status: response.status.code, start: start)
+                    metrics.record(route: pattern, method: request.method, status: response.status.code, start: start, who: who,
+                                   serverErrorCode: code)
                     writer.respond(response)
                 }
             }
@@ -148,6 +152,8 @@ package final class API: Sendable {
     struct Answering: Sendable {
         let writer: HTTPResponseWriter
         let bearer: Bearer
+        /// Who asked, set once the route has checked the token (for the request log).
+        let who: RequestWho
         let answered: @Sendable () -> Void
     }
 
@@ -161,5 +167,18 @@ package final class API: Sendable {
 
         /// The token's SHA-256; throws AUTHENTICATION_REQUIRED or AUTHENTICATION_FAILED.
         func digest() throws -> [UInt8] { try parsed.get() }
+    }
+}
+
+/// Who made a request, learnt once its token was checked; read when the answer is logged.
+package final class RequestWho: Sendable {
+    private let state = Lock<(user: String, device: String)?>(nil)
+
+    package init() {}
+
+    package var value: (user: String, device: String)? { state.withLock { $0 } }
+
+    func set(user: String, device: String) {
+        state.withLock { $0 = (user, device) }
     }
 }

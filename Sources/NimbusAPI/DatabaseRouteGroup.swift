@@ -68,6 +68,7 @@ struct DatabaseRouteGroup {
         let digest = try answering.bearer.digest()
         let baseURL = Wire.baseURL(request, publicURL: publicURL)
         if route.sessionMayBeCached, let cached = accounts.cachedSession(tokenDigest: digest, container: container, environment: environment) {
+            answering.who.set(user: cached.userRecordName, device: cached.deviceID)
             do {
                 let body = try RequestInput.parseBody(request.body)
                 return try await route.run(DatabaseRoutes.Context(session: cached, tokenDigest: digest, sessionIsVerified: false, body: body,
@@ -83,6 +84,7 @@ struct DatabaseRouteGroup {
         guard let session = try await accounts.session(tokenDigest: digest, container: container, environment: environment) else {
             throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         }
+        answering.who.set(user: session.userRecordName, device: session.deviceID)
         let body = route.method == "POST" ? try RequestInput.parseBody(request.body) : JSONValue.object([:])
         return try await route.run(DatabaseRoutes.Context(session: session, tokenDigest: digest, sessionIsVerified: true, body: body,
                                                           request: request, answering: answering, baseURL: baseURL, limits: limits))

@@ -33,8 +33,10 @@ package final class Metrics: Sendable {
         state = Lock(State(recent: RequestRing(capacity: recentRequests)))
     }
 
-    /// Counts one answered request and its latency (from `start`, a monotonic timestamp).
-    package func record(route: String, method: String, status: Int, start: UInt64) {
+    /// Counts one answered request and its latency (from `start`, a monotonic timestamp); who
+    /// asked and the error code go to the console's request log only.
+    package func record(route: String, method: String, status: Int, start: UInt64, who: RequestWho? = nil, serverErrorCode: String? = nil) {
+        let asker = who?.value
         let seconds = Double(monotonicNanoseconds() &- start) / 1e9
         state.withLock { state in
             state.requests[Series(route: route, method: method, status: status), default: 0] += 1
@@ -46,7 +48,8 @@ package final class Metrics: Sendable {
             histogram.sum += seconds
             state.latency[route] = histogram
             state.recent.append(RequestRing.Entry(at: Int64(Date().timeIntervalSince1970 * 1000), method: method, route: route,
-                                                  status: status, milliseconds: seconds * 1000))
+                                                  status: status, milliseconds: seconds * 1000, user: asker?.user,
+                                                  device: asker?.device, serverErrorCode: serverErrorCode))
         }
     }
 

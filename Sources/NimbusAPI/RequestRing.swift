@@ -11,13 +11,22 @@ package struct RequestRing: Sendable {
         package var route: String
         package var status: Int
         package var milliseconds: Double
+        /// Who asked, once the token was checked: the user's userRecordName and the device's name.
+        package var user: String?
+        package var device: String?
+        /// The error answer's serverErrorCode.
+        package var serverErrorCode: String?
 
-        package init(at: Int64, method: String, route: String, status: Int, milliseconds: Double) {
+        package init(at: Int64, method: String, route: String, status: Int, milliseconds: Double,
+                     user: String? = nil, device: String? = nil, serverErrorCode: String? = nil) {
             self.at = at
             self.method = method
             self.route = route
             self.status = status
             self.milliseconds = milliseconds
+            self.user = user
+            self.device = device
+            self.serverErrorCode = serverErrorCode
         }
     }
 

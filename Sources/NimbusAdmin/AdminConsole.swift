@@ -17,12 +17,16 @@ package struct AdminConsole: Sendable {
         package var options: [(name: String, value: String)]
         /// Base of pairing URLs: `--public-url`, else the device listener's address.
         package var publicURL: String
+        /// The scheduled prune: its options (the console's runs use them too) and next run.
+        package var pruneSchedule: PruneSchedule
 
-        package init(version: String, startedAt: Date, options: [(name: String, value: String)], publicURL: String) {
+        package init(version: String, startedAt: Date, options: [(name: String, value: String)], publicURL: String,
+                     pruneSchedule: PruneSchedule) {
             self.version = version
             self.startedAt = startedAt
             self.options = options
             self.publicURL = publicURL
+            self.pruneSchedule = pruneSchedule
         }
     }
 
@@ -30,6 +34,7 @@ package struct AdminConsole: Sendable {
     let limits: Limits
     let metrics: Metrics
     let facts: ServerFacts
+    private let pruneJob = ConsolePruneJob()
 
     package init(store: Store, limits: Limits, metrics: Metrics, facts: ServerFacts) {
         self.store = store
@@ -44,7 +49,7 @@ package struct AdminConsole: Sendable {
         for file in ConsoleFiles.all {
             router.add("GET", file.path) { _, writer in writer.respond(ConsoleFiles.response(file)) }
         }
-        AdminRoutes(store: store, limits: limits, metrics: metrics, facts: facts).register(in: &router)
+        AdminRoutes(store: store, limits: limits, metrics: metrics, facts: facts, pruneJob: pruneJob).register(in: &router)
         let routes = router
         return { request, writer in
             switch routes.match(method: request.method, path: request.path) {
@@ -61,7 +66,7 @@ package struct AdminConsole: Sendable {
     }
 }
 
-/// The console's files, shipped inside the binary: plain HTML, CSS and one ES module; no
+/// The console's files, shipped inside the binary: plain HTML, CSS and ES modules; no
 /// framework, no build step, nothing from another origin.
 enum ConsoleFiles {
     struct File: Sendable {
@@ -74,6 +79,11 @@ enum ConsoleFiles {
         File(path: "/", contentType: "text/html; charset=utf-8", bytes: PackageResources.index_html),
         File(path: "/console.css", contentType: "text/css; charset=utf-8", bytes: PackageResources.console_css),
         File(path: "/console.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.console_js),
+        File(path: "/ui.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.ui_js),
+        File(path: "/pages-server.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.pages_server_js),
+        File(path: "/pages-devices.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.pages_devices_js),
+        File(path: "/pages-data.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.pages_data_js),
+        File(path: "/pages-operations.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.pages_operations_js),
     ]
 
     /// Headers every console answer carries: only this origin may serve anything the page uses.

@@ -12,6 +12,7 @@ struct AdminRoutes: Sendable {
     let limits: Limits
     let metrics: Metrics
     let facts: AdminConsole.ServerFacts
+    let pruneJob: ConsolePruneJob
     private let logger = Logger(subsystem: "admin")
 
     /// How many audit entries and requests a page shows at most.
@@ -26,15 +27,17 @@ struct AdminRoutes: Sendable {
         get(&router, "/api/audit") { request, _ in try await audit(request) }
         get(&router, "/api/requests") { request, _ in try requests(request) }
         get(&router, "/api/configuration") { _, _ in try await configuration() }
+        registerData(in: &router)
+        registerOperations(in: &router)
     }
 
-    private typealias Body = @Sendable (HTTPRequest, AdminIdentity) async throws -> JSONValue
+    typealias Body = @Sendable (HTTPRequest, AdminIdentity) async throws -> JSONValue
 
-    private func get(_ router: inout HTTPRouter, _ pattern: String, _ body: @escaping Body) {
+    func get(_ router: inout HTTPRouter, _ pattern: String, _ body: @escaping Body) {
         router.add("GET", pattern, handler(body))
     }
 
-    private func post(_ router: inout HTTPRouter, _ pattern: String, _ body: @escaping Body) {
+    func post(_ router: inout HTTPRouter, _ pattern: String, _ body: @escaping Body) {
         router.add("POST", pattern, handler(body))
     }
 
@@ -70,6 +73,11 @@ struct AdminRoutes: Sendable {
         let roundTrip = try? await store.ping()
         let pool = store.poolStatistics
         let now = Int64(Date().timeIntervalSince1970 * 1000)
+        // Error answers of the last hour by serverErrorCode, from the requests the ring still holds.
+        var errors: [String: Int] = [:]
+        for entry in metrics.recentRequests.newestFirst where entry.at > now - 3_600_000 {
+            if let code = entry.serverErrorCode { errors[code, default: 0] += 1 }
+        }
         let minutes: [JSONValue] = metrics.recentRequests.perMinute(now: now).map { minute in
             let counts = JSONObject(minute.countsByStatus.sorted { $0.key < $1.key }.map { (String($0.key), .integer(Int64($0.value))) })
             return .object(["minute": .integer(minute.minute * 60_000), "countsByStatus": .object(counts)])
@@ -83,6 +91,12 @@ struct AdminRoutes: Sendable {
                              "waiting": .integer(Int64(pool.waiting))]),
             "parkedWaiters": .integer(Int64(store.hub.count)),
             "requestsPerMinute": .array(minutes),
+            "errorsByCode": .object(JSONObject(errors.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
+            "lastPrune": try await store.admin.lastPrune().map { run in
+                .object(["at": Self.milliseconds(run.finishedAt), "recordsDeleted": .integer(run.records), "tombstonesDeleted": .integer(run.tombstones),
+                         "assetsDeleted": .integer(run.assets), "notificationsDeleted": .integer(run.notifications), "seconds": .double(run.seconds)])
+            } ?? .null,
+            "nextPruneAt": Self.milliseconds(facts.pruneSchedule.nextAt),
         ])
     }
 
@@ -96,11 +110,18 @@ struct AdminRoutes: Sendable {
     private func devices(user: String) async throws -> JSONValue {
         let waiting = store.hub.waitingDeviceKeys
         let userID = try await store.devices.user(named: user)
-        return .object(["user": .string(user), "devices": .array(try await store.accounts.listTokens(user: user).map { token in
+        let positions = Dictionary(grouping: try await store.admin.syncPositions(user: user), by: \.tokenID)
+        return .object(["user": .string(user), "maxCountedLag": .integer(Int64(AdminStore.maxCountedLag)),
+                        "devices": .array(try await store.accounts.listTokens(user: user).map { token in
             .object(["tokenID": .string(token.tokenID), "deviceName": .string(token.deviceName),
                      "createdAt": Self.milliseconds(token.createdAt), "lastUsedAt": Self.milliseconds(token.lastUsedAt),
                      "revokedAt": Self.milliseconds(token.revokedAt),
-                     "waiting": .bool(token.revokedAt == nil && waiting.contains("\(userID)/\(token.deviceName)"))])
+                     "waiting": .bool(token.revokedAt == nil && waiting.contains("\(userID)/\(token.deviceName)")),
+                     "zones": .array((positions[token.tokenID] ?? []).map { position in
+                         .object(["container": .string(position.container), "environment": .string(position.environment),
+                                  "zoneName": .string(position.zoneName), "lastSyncAt": Self.milliseconds(position.syncedAt),
+                                  "lag": .integer(Int64(position.lag))])
+                     })])
         })])
     }
 
@@ -147,13 +168,17 @@ struct AdminRoutes: Sendable {
             status = code
         }
         let route = request.queryParameter("route").flatMap { $0.isEmpty ? nil : $0 }
+        let user = request.queryParameter("user").flatMap { $0.isEmpty ? nil : $0 }
         let ring = metrics.recentRequests
         let entries = ring.newestFirst.lazy.filter { entry in
             (status == nil || entry.status == status) && (route == nil || entry.route.contains(route ?? ""))
+                && (user == nil || entry.user == user)
         }.prefix(limit)
         return .object(["capacity": .integer(Int64(ring.capacity)), "requests": .array(entries.map { entry in
             .object(["at": .integer(entry.at), "method": .string(entry.method), "route": .string(entry.route),
-                     "status": .integer(Int64(entry.status)), "milliseconds": .double((entry.milliseconds * 1000).rounded() / 1000)])
+                     "status": .integer(Int64(entry.status)), "milliseconds": .double((entry.milliseconds * 1000).rounded() / 1000),
+                     "user": entry.user.map(JSONValue.string) ?? .null, "device": entry.device.map(JSONValue.string) ?? .null,
+                     "serverErrorCode": entry.serverErrorCode.map(JSONValue.string) ?? .null])
         })])
     }
 
@@ -166,11 +191,11 @@ struct AdminRoutes: Sendable {
         ])
     }
 
-    /// `?limit=`: 1 to `maxListed`, default 100.
-    static func limit(_ request: HTTPRequest) throws -> Int {
-        guard let text = request.queryParameter("limit"), !text.isEmpty else { return 100 }
-        guard let limit = Int(text), (1...maxListed).contains(limit) else {
-            throw SyncError(.badRequest, "limit must be a whole number from 1 to \(maxListed).")
+    /// `?limit=`: 1 to `maximum`, default `default`.
+    static func limit(_ request: HTTPRequest, default: Int = 100, maximum: Int = maxListed) throws -> Int {
+        guard let text = request.queryParameter("limit"), !text.isEmpty else { return `default` }
+        guard let limit = Int(text), (1...maximum).contains(limit) else {
+            throw SyncError(.badRequest, "limit must be a whole number from 1 to \(maximum).")
         }
         return limit
     }

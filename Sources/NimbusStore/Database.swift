@@ -17,6 +17,8 @@ package final class Database: Sendable {
     package let hub: ChangeHub
     /// Tells the other instances about committed changes (NOTIFY after the commit).
     let announcer: Announcer
+    /// Where devices last synced each zone (the console's lag), written every few seconds.
+    let syncPositions: SyncPositionRecorder
     /// What the write fast path takes on trust and checks inside its one statement.
     let caches = WriteCaches()
     /// Shares statements and commits among concurrent create-only writes.
@@ -32,6 +34,7 @@ package final class Database: Sendable {
         self.clock = clock
         self.hub = hub
         announcer = Announcer(pool: pool)
+        syncPositions = SyncPositionRecorder(pool: pool)
     }
 
     /// Committed changes: wakes this instance's parked requests now and the other instances'

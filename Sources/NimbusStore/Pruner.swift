@@ -61,6 +61,15 @@ extension Pruner {
             guard locked else { return nil }
             do {
                 let report = try await runPrune(options, limits: limits, progress: progress)
+                if !options.dryRun {
+                    let records = report.counts.reduce(0) { $0 + $1.records }, tombstones = report.counts.reduce(0) { $0 + $1.tombstones }
+                    _ = try await lease.run { connection in
+                        try connection.run("""
+                            INSERT INTO prune_runs (records, tombstones, assets, notifications, seconds)
+                            VALUES (\(Int64(records)), \(Int64(tombstones)), \(Int64(report.assets)), \(Int64(report.notifications)), \(report.seconds))
+                            """)
+                    }
+                }
                 _ = try await lease.run { try $0.run("SELECT pg_advisory_unlock(\(Self.pruneLockKey))") }
                 return report
             } catch {

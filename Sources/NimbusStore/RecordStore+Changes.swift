@@ -104,6 +104,8 @@ extension RecordStore {
         let position = moreComing ? (changes.last?.0 ?? since) : zone.changeSequence
         let token = signer.encode(ZoneChangeToken(databaseID: session.databaseID, zoneID: zone.id, sequence: max(position, since)),
                                   zoneName: zoneName)
+        database.syncPositions.note(tokenID: session.tokenID, zoneID: zone.id, sequence: max(position, since),
+                                       atMilliseconds: clock.nowMilliseconds())
         return RecordChanges(changes: changes.map { $0.1 }, token: token, moreComing: moreComing, zone: zone)
     }
 }

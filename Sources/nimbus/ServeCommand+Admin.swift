@@ -16,7 +16,7 @@ extension ServeCommand {
 
     /// Starts the admin listener unless it is `off`; nil when off.
     static func startAdminServer(arguments: ParsedArguments, store: Store, limits: Limits, metrics: Metrics,
-                                 deviceListener: (host: String, port: Int), logger: Logger) throws -> HTTPServer? {
+                                 deviceListener: (host: String, port: Int), pruneSchedule: PruneSchedule, logger: Logger) throws -> HTTPServer? {
         let text = arguments.value("admin-listen") ?? adminListenOption.defaultValue ?? "off"
         guard text != "off" else {
             logger.info("admin listener disabled")
@@ -32,7 +32,7 @@ extension ServeCommand {
         http.errorResponse = ErrorResponse.forHTTPCore
         let facts = AdminConsole.ServerFacts(
             version: Nimbus.version, startedAt: Date(), options: effectiveOptions(arguments),
-            publicURL: arguments.value("public-url") ?? "http://\(deviceListener.host):\(deviceListener.port)")
+            publicURL: arguments.value("public-url") ?? "http://\(deviceListener.host):\(deviceListener.port)", pruneSchedule: pruneSchedule)
         let server = HTTPServer(configuration: http, handler: AdminConsole(store: store, limits: limits, metrics: metrics, facts: facts).handler)
         let bound = try server.start()
         logger.notice("admin console on http://\(bound.host):\(bound.port)")

@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+import NimbusAdmin
 import NimbusAPI
 import NimbusCore
 import NimbusHTTP
@@ -151,9 +152,11 @@ enum ServeCommand {
             throw error
         }
         logger.notice("listening on http://\(bound.host):\(bound.port)")
+        let schedule = PruneSchedule(options: pruneOptions(limits: limits, arguments: arguments))
         let adminServer: HTTPServer?
         do {
-            adminServer = try startAdminServer(arguments: arguments, store: store, limits: limits, metrics: metrics, deviceListener: bound, logger: logger)
+            adminServer = try startAdminServer(arguments: arguments, store: store, limits: limits, metrics: metrics, deviceListener: bound,
+                                               pruneSchedule: schedule, logger: logger)
         } catch {
             await server.shutdown()
             listener.stop()
@@ -161,7 +164,7 @@ enum ServeCommand {
             database.close()
             throw error
         }
-        let pruner = startPruner(store: store, limits: limits, arguments: arguments, logger: logger)
+        let pruner = startPruner(store: store, limits: limits, arguments: arguments, schedule: schedule, logger: logger)
 
         await shutdownRequested.wait()
         // Parked long-polls are answered at once (empty, same token), then in-flight requests
@@ -181,19 +184,17 @@ enum ServeCommand {
 
     /// The scheduled pruning job: first a minute after start, then every interval. Instances
     /// share it through an advisory lock; the one holding it prunes, the others skip.
-    static func startPruner(store: Store, limits: Limits, arguments: ParsedArguments, logger: Logger) -> Task<Void, Never>? {
+    static func startPruner(store: Store, limits: Limits, arguments: ParsedArguments, schedule: PruneSchedule,
+                            logger: Logger) -> Task<Void, Never>? {
         guard let text = arguments.value("prune-interval"), let interval = DurationText.seconds(text), interval > 0 else {
             logger.info("pruning job disabled")
             return nil
         }
-        var options = PruneOptions()
-        options.tombstonesOlderThanSeconds = Int64(limits.tombstoneRetentionDays) * 86_400
-        options.notificationRetentionSeconds = Int64(limits.notificationRetentionDays) * 86_400
-        options.assetGraceSeconds = arguments.value("asset-grace").flatMap(DurationText.seconds) ?? 86_400
-        let prune = options
+        let prune = schedule.options
         return Task {
             var delay = min(interval, 60)
             while !Task.isCancelled {
+                schedule.setNext(Date().addingTimeInterval(TimeInterval(delay)))
                 try? await Task.sleep(nanoseconds: UInt64(delay) * 1_000_000_000)
                 delay = interval
                 if Task.isCancelled { return }
@@ -208,6 +209,15 @@ enum ServeCommand {
                 }
             }
         }
+    }
+
+    /// What the scheduled job (and the console's runs) prune: the retention limits and `--asset-grace`.
+    static func pruneOptions(limits: Limits, arguments: ParsedArguments) -> PruneOptions {
+        var options = PruneOptions()
+        options.tombstonesOlderThanSeconds = Int64(limits.tombstoneRetentionDays) * 86_400
+        options.notificationRetentionSeconds = Int64(limits.notificationRetentionDays) * 86_400
+        options.assetGraceSeconds = arguments.value("asset-grace").flatMap(DurationText.seconds) ?? 86_400
+        return options
     }
 
     static func parseListen(_ text: String, option: String = "listen") throws -> (String, Int) {

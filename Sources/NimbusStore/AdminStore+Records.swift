@@ -1,0 +1,125 @@
+import Foundation
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+
+/// A user's zone as the console's record browser lists it.
+package struct BrowsableZone: Sendable, Hashable {
+    package var container: String
+    package var environment: String
+    package var zoneName: String
+    package var liveRecords: Int
+    package var tombstones: Int
+}
+
+/// A record as the console shows it: its fields as stored (typed, `{"name": {"value", "type"}}`).
+package struct BrowsedRecord: Sendable, Hashable {
+    package var recordName: String
+    package var recordType: String
+    /// The fields' JSON text.
+    package var fields: String
+    package var modifiedAt: Date
+    package var modifiedByDevice: String
+    package var deleted: Bool
+}
+
+/// Which records a page of the browser shows.
+package struct RecordBrowse: Sendable, Hashable {
+    package var user: String
+    package var container: String
+    package var environment: Environment
+    package var zoneName: String
+    package var recordType: String?
+    package var includeTombstones = false
+    /// Records after this name (the previous page's last).
+    package var after = ""
+    package var limit = 50
+
+    package init(user: String, container: String, environment: Environment, zoneName: String) {
+        self.user = user
+        self.container = container
+        self.environment = environment
+        self.zoneName = zoneName
+    }
+}
+
+extension AdminStore {
+    /// The device name the console's own writes carry (`modifiedBy` of a record it deleted).
+    package static let consoleDevice = "admin-console"
+
+    /// `user`'s live zones in every container and environment, with their record counts.
+    package func zones(user: String) async throws -> [BrowsableZone] {
+        _ = try await devices.user(named: user)
+        return try await pool.query("""
+            SELECT d.container, d.environment, z.zone_name,
+                   (SELECT count(*) FILTER (WHERE NOT r.deleted) FROM records r WHERE r.zone_id = z.id),
+                   (SELECT count(*) FILTER (WHERE r.deleted) FROM records r WHERE r.zone_id = z.id)
+            FROM users u JOIN databases d ON d.owner_user_id = u.id JOIN zones z ON z.database_id = d.id AND NOT z.deleted
+            WHERE u.name = \(user)
+            ORDER BY d.container, d.environment, z.zone_name
+            """) { row in
+            BrowsableZone(container: try row.string(0), environment: try row.string(1), zoneName: try row.string(2),
+                          liveRecords: Int(try row.int64(3)), tombstones: Int(try row.int64(4)))
+        }
+    }
+
+    /// One page of a zone's records by name; `moreComing` when another page follows.
+    package func browse(_ browse: RecordBrowse) async throws -> (records: [BrowsedRecord], moreComing: Bool) {
+        let zoneID = try await zoneID(browse)
+        let type: PGData = browse.recordType.map { .text($0) } ?? .null
+        let rows = try await pool.query("""
+            SELECT record_name, record_type, fields::text, modified_at, modified_by_device, deleted FROM records
+            WHERE zone_id = \(zoneID) AND record_name > \(browse.after)
+              AND (\(type)::text IS NULL OR record_type = \(type)::text) AND (\(browse.includeTombstones) OR NOT deleted)
+            ORDER BY record_name LIMIT \(Int64(browse.limit + 1))
+            """) { row in
+            BrowsedRecord(recordName: try row.string(0), recordType: try row.string(1), fields: try row.string(2),
+                          modifiedAt: try row.date(3), modifiedByDevice: try row.string(4), deleted: try row.bool(5))
+        }
+        return (Array(rows.prefix(browse.limit)), rows.count > browse.limit)
+    }
+
+    /// Deletes one record through the normal delete path (a tombstone the devices fetch,
+    /// delete notifications, `DELETE_SELF` references), as the device `admin-console`, and
+    /// writes the audit entry.
+    package func deleteRecord(_ address: RecordBrowse, recordName: String, by admin: AdminIdentity, limits: Limits) async throws {
+        let session = try await session(address)
+        let results = try await records.modifyRecords(session, zoneName: address.zoneName,
+                                                      operations: [.success(RecordOperation(kind: .forceDelete, recordName: recordName))],
+                                                      atomic: true, limits: limits)
+        if case .failed(let error)? = results.first { throw SyncError(error.code, error.reason) }
+        try await audit(admin, action: "record.delete", target: recordName,
+                        detail: ["user": .string(address.user), "container": .string(address.container),
+                                 "environment": .string(address.environment.rawValue), "zoneName": .string(address.zoneName)])
+    }
+
+    private func zoneID(_ browse: RecordBrowse) async throws -> Int64 {
+        _ = try await devices.user(named: browse.user)
+        guard let id = try await pool.queryFirst("""
+            SELECT z.id FROM users u JOIN databases d ON d.owner_user_id = u.id AND d.scope = 'private'
+            JOIN zones z ON z.database_id = d.id AND NOT z.deleted
+            WHERE u.name = \(browse.user) AND d.container = \(browse.container) AND d.environment = \(browse.environment.rawValue)
+              AND z.zone_name = \(browse.zoneName)
+            """, decode: { try $0.int64(0) }) else {
+            throw SyncError(.zoneNotFound, "\(browse.user) has no zone \(browse.zoneName) in \(browse.container) (\(browse.environment.rawValue)).")
+        }
+        return id
+    }
+
+    /// A session of the console's own acting for `user` in the address's database.
+    private func session(_ address: RecordBrowse) async throws -> Session {
+        _ = try await zoneID(address)
+        guard let found = try await pool.queryFirst("""
+            SELECT u.id, u.record_name, d.id FROM users u JOIN databases d ON d.owner_user_id = u.id AND d.scope = 'private'
+            WHERE u.name = \(address.user) AND d.container = \(address.container) AND d.environment = \(address.environment.rawValue)
+            """, decode: { (try $0.int64(0), try $0.string(1), try $0.int64(2)) }) else {
+            throw SyncError(.zoneNotFound, "\(address.user) has no database in \(address.container).")
+        }
+        return Session(userID: found.0, userRecordName: found.1, tokenID: "", deviceID: Self.consoleDevice, databaseID: found.2,
+                       container: address.container, environment: address.environment)
+    }
+}
+
+extension AdminStore {
+    fileprivate var devices: DeviceStore { DeviceStore(database: database) }
+}
