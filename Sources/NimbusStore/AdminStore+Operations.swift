@@ -73,6 +73,7 @@ extension AdminStore {
     /// Retention as of now, for tombstones kept `tombstoneSeconds` and a next prune in
     /// `secondsToNextPrune`; at most `limit` horizons and devices.
     package func retention(tombstoneSeconds: Int64, secondsToNextPrune: Int64, limit: Int = 200) async throws -> RetentionSummary {
+        await database.syncPositions.flush()
         let cutoff: SQL = "now() - \(tombstoneSeconds) * interval '1 second' + \(secondsToNextPrune) * interval '1 second'"
         var typesQuery: SQL = """
             WITH expiring AS (

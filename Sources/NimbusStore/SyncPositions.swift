@@ -9,7 +9,8 @@ import NimbusSupport
 /// Noted positions are kept per (token, zone), newest only, and written in one statement: at
 /// once after a quiet spell, then at most once every `minimumInterval` while devices keep
 /// syncing, so a busy server writes one small statement every few seconds, not one per read.
-/// `flush()` writes what is pending now (the console calls it before showing positions).
+/// `flush()` writes what is pending now (the console calls it before showing positions). Writes
+/// may cross (a flush beside the timed write), so a row only moves forward.
 final class SyncPositionRecorder: Sendable {
     private struct Key: Hashable {
         var tokenID: String
@@ -95,8 +96,7 @@ final class SyncPositionRecorder: Sendable {
                                 \(PGData.int64Array(entries.map(\.value.at)))) AS n(t, z, s, ms)
                     WHERE EXISTS (SELECT 1 FROM device_tokens d WHERE d.token_id = n.t)
                     ON CONFLICT (token_id, zone_id) DO UPDATE
-                    SET change_seq = EXCLUDED.change_seq, synced_at = EXCLUDED.synced_at
-                    WHERE p.synced_at <= EXCLUDED.synced_at
+                    SET change_seq = GREATEST(p.change_seq, EXCLUDED.change_seq), synced_at = GREATEST(p.synced_at, EXCLUDED.synced_at)
                     """)
             }
         } catch {
