@@ -18,6 +18,7 @@ function showSignIn(reason) {
   document.getElementById("sign-in").hidden = false;
   document.getElementById("sign-in-error").textContent = reason ?? "";
   document.body.dataset.page = "sign-in";
+  document.body.dataset.renderMs = String(Math.round(performance.now()));
   document.body.dataset.rendered = String(++renders);
 }
 session.showSignIn = showSignIn;
