@@ -87,7 +87,7 @@ final class SyncPositionRecorder: Sendable {
         guard !batch.isEmpty else { return false }
         let entries = Array(batch)
         do {
-            try await pool.withConnection { connection in
+            _ = try await pool.withConnection { connection in
                 try connection.run("""
                     INSERT INTO device_zone_positions AS p (token_id, zone_id, change_seq, synced_at)
                     SELECT t, z, s, to_timestamp(ms / 1000.0)

@@ -7,6 +7,12 @@ import Testing
         RequestRing.Entry(at: at, method: "GET", route: "/r\(index)", status: status, milliseconds: 1)
     }
 
+    /// The figure docs/console.md gives: 1,000 entries of at most 128 bytes (the strings are shared
+    /// literals and the session's own).
+    @Test func anEntryTakesAtMost128Bytes() {
+        #expect(MemoryLayout<RequestRing.Entry>.stride <= 128)
+    }
+
     @Test func keepsTheLastCapacityEntriesNewestFirst() {
         var ring = RequestRing(capacity: 3)
         for index in 1...3 { ring.append(entry(index)) }
