@@ -84,8 +84,6 @@ extension AdminRoutes {
 
     private func storage() async throws -> JSONValue {
         let summary = try await store.admin.storage()
-        var perUser: [String: Int64] = [:]
-        for database in summary.databases { perUser[database.user, default: 0] += database.assetBytes }
         return .object([
             "userQuotaBytes": .integer(Int64(limits.userQuotaBytes)),
             "databases": .array(summary.databases.map { database in
@@ -94,8 +92,8 @@ extension AdminRoutes {
                          "recordBytes": .integer(database.recordBytes), "assets": .integer(Int64(database.assets)),
                          "assetBytes": .integer(database.assetBytes)])
             }),
-            "quota": .array(perUser.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { user, bytes in
-                .object(["user": .string(user), "assetBytes": .integer(bytes)])
+            "quota": .array(summary.assetBytesByUser.map { user in
+                .object(["user": .string(user.user), "assetBytes": .integer(user.bytes)])
             }),
             "largestAssets": .array(summary.largestAssets.map { asset in
                 .object(["user": .string(asset.user), "container": .string(asset.container), "size": .integer(asset.size),

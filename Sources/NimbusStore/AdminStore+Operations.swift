@@ -63,6 +63,8 @@ package struct LargeAsset: Sendable, Hashable {
 
 package struct StorageSummary: Sendable {
     package var databases: [DatabaseStorage]
+    /// Users by the asset bytes they store (what `userQuotaBytes` limits), most first.
+    package var assetBytesByUser: [(user: String, bytes: Int64)]
     package var largestAssets: [LargeAsset]
     /// Complete assets no record points at: collected once their grace period has passed.
     package var orphans: Int
@@ -123,9 +125,10 @@ extension AdminStore {
         return RetentionSummary(types: types, horizons: horizons, devicesFallingBehind: behind)
     }
 
-    /// Records and asset bytes per user, container and environment; the `limit` largest assets;
+    /// Records and asset bytes per user, container and environment (the `databases` largest);
+    /// asset bytes of the `databases` users storing most; the `assets` largest assets;
     /// unreferenced assets awaiting collection.
-    package func storage(limit: Int = 20) async throws -> StorageSummary {
+    package func storage(databases databaseLimit: Int = 100, assets assetLimit: Int = 20) async throws -> StorageSummary {
         let databases = try await pool.query("""
             WITH r AS (
                 SELECT z.database_id, count(*) FILTER (WHERE NOT r.deleted) AS live, count(*) FILTER (WHERE r.deleted) AS dead,
@@ -139,6 +142,7 @@ extension AdminStore {
             FROM databases d JOIN users u ON u.id = d.owner_user_id
             LEFT JOIN r ON r.database_id = d.id LEFT JOIN a ON a.database_id = d.id
             ORDER BY COALESCE(r.bytes, 0) + COALESCE(a.bytes, 0) DESC, u.name, d.container, d.environment
+            LIMIT \(Int64(databaseLimit))
             """) { row in
             DatabaseStorage(user: try row.string(0), container: try row.string(1), environment: try row.string(2),
                             records: Int(try row.int64(3)), tombstones: Int(try row.int64(4)), recordBytes: try row.int64(5),
@@ -148,16 +152,20 @@ extension AdminStore {
             SELECT u.name, d.container, a.size, a.created_at,
                    (SELECT count(*) FROM asset_references r WHERE r.database_id = a.database_id AND r.sha256 = a.sha256 AND r.size = a.size)
             FROM assets a JOIN databases d ON d.id = a.database_id JOIN users u ON u.id = d.owner_user_id
-            WHERE a.complete ORDER BY a.size DESC, a.id LIMIT \(Int64(limit))
+            WHERE a.complete ORDER BY a.size DESC, a.id LIMIT \(Int64(assetLimit))
             """) { row in
             LargeAsset(user: try row.string(0), container: try row.string(1), size: try row.int64(2), createdAt: try row.date(3),
                         references: Int(try row.int64(4)))
         }
+        let quota = try await pool.query("""
+            SELECT u.name, sum(a.size)::int8 FROM assets a JOIN databases d ON d.id = a.database_id JOIN users u ON u.id = d.owner_user_id
+            WHERE a.complete GROUP BY u.name ORDER BY 2 DESC, 1 LIMIT \(Int64(databaseLimit))
+            """) { row in (user: try row.string(0), bytes: try row.int64(1)) }
         let orphans = try await pool.queryFirst("""
             SELECT count(*), COALESCE(sum(a.size), 0)::int8 FROM assets a
             WHERE a.complete AND NOT EXISTS (SELECT 1 FROM asset_references r WHERE r.database_id = a.database_id AND r.sha256 = a.sha256 AND r.size = a.size)
             """, decode: { (Int(try $0.int64(0)), try $0.int64(1)) }) ?? (0, 0)
-        return StorageSummary(databases: databases, largestAssets: largest, orphans: orphans.0, orphanBytes: orphans.1)
+        return StorageSummary(databases: databases, assetBytesByUser: quota, largestAssets: largest, orphans: orphans.0, orphanBytes: orphans.1)
     }
 }
 

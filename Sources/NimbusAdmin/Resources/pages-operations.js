@@ -28,7 +28,7 @@ async function follow(panel, run) {
 }
 
 export async function retention() {
-  const r = await api("/api/retention");
+  const [r, current] = await Promise.all([api("/api/retention"), api("/api/retention/runs/current")]);
   const panel = el("div", { id: "run" });
   const start = (dryRun) => async () => {
     if (!dryRun && !confirm("Prune now? Expired records, tombstones, assets and notifications are deleted.")) return;
@@ -38,7 +38,6 @@ export async function retention() {
       panel.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
     }
   };
-  const current = await api("/api/retention/runs/current");
   if (current.run != null) follow(panel, current);
   return [el("h1", {}, "Retention"),
     el("p", {}, `Tombstones are kept ${r.tombstoneRetentionDays} days. Next scheduled prune: ${r.nextPruneAt ? time(r.nextPruneAt) : "not scheduled"}.`),
@@ -63,10 +62,10 @@ export async function retention() {
 export async function storage() {
   const s = await api("/api/storage");
   return [el("h1", {}, "Storage"),
-    el("h2", {}, "By user, container and environment"),
+    el("h2", {}, "By user, container and environment (the 100 largest)"),
     table(["User", "Container", "Environment", "Records", "Tombstones", "Record bytes", "Assets", "Asset bytes"], s.databases.map((d) =>
       [d.user, d.container, d.environment, d.records, d.tombstones, bytes(d.recordBytes), d.assets, bytes(d.assetBytes)])),
-    el("h2", {}, `Quota use (userQuotaBytes ${bytes(s.userQuotaBytes)})`),
+    el("h2", {}, `Quota use of the 100 users storing most (userQuotaBytes ${bytes(s.userQuotaBytes)})`),
     table(["User", "Asset bytes", "Of quota"], s.quota.map((q) =>
       [q.user, bytes(q.assetBytes), `${((100 * q.assetBytes) / s.userQuotaBytes).toFixed(1)} %`])),
     el("h2", {}, "Largest assets"),
