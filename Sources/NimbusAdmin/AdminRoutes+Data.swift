@@ -11,6 +11,7 @@ extension AdminRoutes {
         get(&router, "/api/users/:user/zones") { request, _ in try await zones(request) }
         get(&router, "/api/records") { request, _ in try await records(request) }
         post(&router, "/api/records/delete") { request, admin in try await deleteRecord(request, admin: admin) }
+        getResponse(&router, "/api/assets") { request, _ in try await asset(request) }
         get(&router, "/api/schema") { request, _ in try await schema(request) }
         post(&router, "/api/schema/import") { request, admin in try await importSchema(request, admin: admin) }
         post(&router, "/api/schema/deploy") { request, admin in try await deploySchema(request, admin: admin) }
@@ -74,6 +75,23 @@ extension AdminRoutes {
         }
         try await store.admin.deleteRecord(address, recordName: name, by: admin, limits: limits)
         return .object(["recordName": .string(name), "deleted": .bool(true)])
+    }
+
+    /// `?user&container&environment&fileChecksum&size`: the asset's bytes as a download (the
+    /// zone is not part of an asset's address; any zone name passes the address check).
+    private func asset(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let address = try address { name in name == "zoneName" ? Names.defaultZone : request.queryParameter(name) }
+        guard let checksum = request.queryParameter("fileChecksum"), let size = request.queryParameter("size").flatMap({ Int64($0) }) else {
+            throw SyncError(.badRequest, "fileChecksum and size are required.")
+        }
+        guard size <= Int64(limits.maxAssetBytes) else {
+            throw SyncError(.badRequest, "size is larger than any asset may be (maxAssetBytes \(limits.maxAssetBytes)).")
+        }
+        let bytes = try await store.admin.assetBytes(address, fileChecksum: checksum, size: size)
+        var response = HTTPResponse(status: .ok, contentType: "application/octet-stream", body: bytes)
+        response.headers.add(name: "Content-Disposition", value: "attachment; filename=\"asset.bin\"")
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
     }
 
     // MARK: - Schema

@@ -23,6 +23,7 @@ struct AdminRoutes: Sendable {
         get(&router, "/api/users") { _, _ in try await users() }
         get(&router, "/api/users/:user/devices") { request, _ in try await devices(user: request.pathParameters["user"] ?? "") }
         post(&router, "/api/users/:user/pair") { request, admin in try await pair(request, admin: admin) }
+        post(&router, "/api/users/:user/tokens") { request, admin in try await issue(request, admin: admin) }
         post(&router, "/api/devices/revoke") { request, admin in try await revoke(request, admin: admin) }
         get(&router, "/api/audit") { request, _ in try await audit(request) }
         get(&router, "/api/requests") { request, _ in try requests(request) }
@@ -41,8 +42,24 @@ struct AdminRoutes: Sendable {
         router.add("POST", pattern, handler(body))
     }
 
+    /// A GET route that answers with a response of its own (not JSON): downloads.
+    func getResponse(_ router: inout HTTPRouter, _ pattern: String,
+                     _ body: @escaping @Sendable (HTTPRequest, AdminIdentity) async throws -> HTTPResponse) {
+        router.add("GET", pattern, responding(body))
+    }
+
     /// Authenticates the admin token, runs the route, answers JSON or the error shape.
     private func handler(_ body: @escaping Body) -> HTTPServer.Handler {
+        responding { request, identity in
+            var response = HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8",
+                                        body: try await body(request, identity).serialized())
+            response.headers.add(name: "Cache-Control", value: "no-store")
+            return response
+        }
+    }
+
+    /// Authenticates the admin token, runs the route, answers its response or the error shape.
+    private func responding(_ body: @escaping @Sendable (HTTPRequest, AdminIdentity) async throws -> HTTPResponse) -> HTTPServer.Handler {
         let admin = store.admin, logger = logger
         return { request, writer in
             Task {
@@ -52,10 +69,7 @@ struct AdminRoutes: Sendable {
                     guard let identity = try await admin.identity(tokenDigest: digest) else {
                         throw SyncError(.authenticationFailed, "The admin token is unknown or revoked (device tokens are not admin tokens).")
                     }
-                    let value = try await body(request, identity)
-                    var response = HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: value.serialized())
-                    response.headers.add(name: "Cache-Control", value: "no-store")
-                    writer.respond(response)
+                    writer.respond(try await body(request, identity))
                 } catch {
                     writer.respond(ErrorResponse.make(for: error, logger: logger))
                 }
@@ -140,6 +154,19 @@ struct AdminRoutes: Sendable {
         try await store.admin.audit(admin, action: "device.pair", target: user, detail: ["deviceName": hint.map(JSONValue.string) ?? .null])
         return .object(["code": .string(issued.code.display), "expiresAt": .integer(issued.expiresAt), "pairingURL": .string(url),
                         "qrSVG": .string(try QRCode(text: url).svg())])
+    }
+
+    /// `{"deviceName"}`: a device token issued at once, like `nimbus token issue USER --device NAME`;
+    /// the secret is in this answer only.
+    private func issue(_ request: HTTPRequest, admin: AdminIdentity) async throws -> JSONValue {
+        let user = request.pathParameters["user"] ?? ""
+        guard case .string(let name)? = try RequestInput.parseBody(request.body)["deviceName"] else {
+            throw SyncError(.badRequest, "The body must be {\"deviceName\": \"...\"} naming the new device.")
+        }
+        _ = try await store.devices.user(named: user)
+        let issued = try await store.accounts.issueToken(user: user, device: name)
+        try await store.admin.audit(admin, action: "device.issue", target: issued.tokenID, detail: ["user": .string(user), "deviceName": .string(name)])
+        return .object(["tokenID": .string(issued.tokenID), "token": .string(issued.secret), "deviceName": .string(name)])
     }
 
     private func revoke(_ request: HTTPRequest, admin: AdminIdentity) async throws -> JSONValue {

@@ -123,3 +123,26 @@ extension AdminStore {
 extension AdminStore {
     fileprivate var devices: DeviceStore { DeviceStore(database: database) }
 }
+
+extension AdminStore {
+    /// Bytes per stored chunk of an asset (migration 0004's `asset_chunks`).
+    static let assetChunkBytes: Int64 = 256 * 1024
+
+    /// The bytes of an asset of `user` in the address's database, by content (`fileChecksum`, the
+    /// base64 SHA-256, and size); NOT_FOUND unless such an upload completed there.
+    package func assetBytes(_ address: RecordBrowse, fileChecksum: String, size: Int64) async throws -> [UInt8] {
+        guard let digest = Data(base64Encoded: fileChecksum), digest.count == 32, size >= 0 else {
+            throw SyncError(.badRequest, "fileChecksum must be a base64 SHA-256 and size a byte count.")
+        }
+        guard let id = try await pool.queryFirst("""
+            SELECT a.id FROM users u JOIN databases d ON d.owner_user_id = u.id AND d.scope = 'private'
+            JOIN assets a ON a.database_id = d.id AND a.complete
+            WHERE u.name = \(address.user) AND d.container = \(address.container) AND d.environment = \(address.environment.rawValue)
+              AND a.sha256 = \([UInt8](digest)) AND a.size = \(size)
+            """, decode: { try $0.int64(0) }) else {
+            throw SyncError(.notFound, "\(address.user) has no asset \(fileChecksum) of \(size) bytes in \(address.container).")
+        }
+        let chunks = Int((size + Self.assetChunkBytes - 1) / Self.assetChunkBytes)
+        return try await assets.assetChunks(assetID: id, from: 0, to: chunks).flatMap { $0 }
+    }
+}

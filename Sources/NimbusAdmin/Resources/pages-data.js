@@ -1,21 +1,36 @@
 // Data pages: the record browser (paged, typed fields, tombstones on request, delete with a
 // typed confirmation) and the schema (development against production, import, deploy).
-import { api, el, table, time, form, query } from "/ui.js";
+import { api, el, table, time, form, query, tokenKey } from "/ui.js";
 
 function fieldText(field) {
   const value = field?.value;
-  if (field?.type === "ASSET" && value) return `asset, ${value.size ?? "?"} bytes, sha256 ${String(value.fileChecksum ?? "").slice(0, 12)}…`;
+  if ((field?.type === "ASSET" || field?.type === "ASSETID") && value) return `asset, ${value.size ?? "?"} bytes, sha256 ${String(value.fileChecksum ?? "").slice(0, 12)}…`;
   if (field?.type === "TIMESTAMP") return time(value);
   if (field?.type === "REFERENCE" && value) return `→ ${value.recordName}`;
   const text = typeof value === "string" ? value : JSON.stringify(value);
   return text.length > 120 ? `${text.slice(0, 120)}…` : text;
 }
 
-function fieldsCell(fields) {
+/** Fetches an asset with the admin token and hands it to the browser as a download. */
+const download = (p, asset) => async () => {
+  const response = await fetch(`/api/assets?${query({ user: p.user, container: p.container, environment: p.environment,
+    fileChecksum: asset.fileChecksum, size: asset.size })}`, { headers: { Authorization: `Bearer ${sessionStorage.getItem(tokenKey)}` } });
+  if (!response.ok) throw new Error((await response.json()).reason);
+  const url = URL.createObjectURL(await response.blob());
+  const link = el("a", { href: url, download: `${asset.fileChecksum.replace(/[^A-Za-z0-9]/g, "").slice(0, 16)}.bin` });
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+};
+
+function fieldsCell(fields, p) {
   const names = Object.keys(fields).sort();
   if (!names.length) return el("span", { class: "muted" }, "no fields");
-  return el("dl", { class: "fields" }, ...names.flatMap((name) => [
-    el("dt", {}, name, " ", el("span", { class: "muted" }, fields[name].type)), el("dd", {}, fieldText(fields[name]))]));
+  return el("dl", { class: "fields" }, ...names.flatMap((name) => {
+    const field = fields[name];
+    const asset = field.type === "ASSET" || field.type === "ASSETID" ? field.value : null;
+    return [el("dt", {}, name, " ", el("span", { class: "muted" }, field.type)), el("dd", {}, fieldText(field),
+      asset?.fileChecksum ? el("button", { type: "button", "data-download": asset.fileChecksum, onclick: download(p, asset) }, "Download") : "")];
+  }));
 }
 
 export async function records(parameters, rerender) {
@@ -52,7 +67,7 @@ export async function records(parameters, rerender) {
     el("div", { id: "delete-panel" }),
     table(["Record", "Type", "Fields", "Modified", "By", ""], page.records.map((r) => [
       r.recordName, el("a", { href: here({ recordType: r.recordType, after: "" }) }, r.recordType),
-      r.deleted ? el("em", {}, "tombstone") : fieldsCell(r.fields), time(r.modifiedAt), r.modifiedByDevice,
+      r.deleted ? el("em", {}, "tombstone") : fieldsCell(r.fields, p), time(r.modifiedAt), r.modifiedByDevice,
       r.deleted ? "" : el("button", { type: "button", "data-delete": r.recordName, onclick: confirmDelete(r) }, "Delete…")])),
     page.moreComing ? el("p", {}, el("a", { id: "next-page", href: here({ after: page.records.at(-1)?.recordName ?? "" }) }, "Next page →"))
       : el("p", { class: "muted" }, "End of zone."));

@@ -1,5 +1,5 @@
 // Users and their devices: sync position and lag per zone, waiting now, pairing and revocation.
-import { api, el, table, time, ago } from "/ui.js";
+import { api, el, table, time, ago, form } from "/ui.js";
 
 export async function users() {
   const { users } = await api("/api/users");
@@ -37,5 +37,12 @@ export async function user(name, rerender) {
     el("h2", {}, "Last sync per zone (lag: records changed since the device's last records/changes)"),
     zoneRows.length ? table(["Device", "Token id", "Container", "Environment", "Zone", "Last sync", "Lag"], zoneRows)
       : el("p", { class: "muted" }, "No device has fetched changes yet."),
-    el("h2", {}, "Pair a new device"), el("button", { type: "button", id: "pair", onclick: pair }, "Show a pairing code"), pairing];
+    el("h2", {}, "Pair a new device"), el("button", { type: "button", id: "pair", onclick: pair }, "Show a pairing code"), pairing,
+    el("h2", {}, "Issue a device token"),
+    form("issue-token", [{ name: "deviceName", label: "Device name", placeholder: "iPad" }], "Issue", async ({ deviceName }) => {
+      const issued = await api(`/api/users/${encodeURIComponent(name)}/tokens`, { method: "POST", body: JSON.stringify({ deviceName }) });
+      document.getElementById("issued").replaceChildren(el("p", {}, `token-id: ${issued.tokenID}`),
+        el("p", {}, "token (shown once): ", el("code", { id: "issued-token" }, issued.token)));
+      return "";
+    }), el("div", { id: "issued" })];
 }

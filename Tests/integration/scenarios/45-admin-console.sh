@@ -140,6 +140,25 @@ admin POST /api/schema/deploy "$ADMIN_TOKEN" '{"container":"iCloud.com.nothing.H
 expect_api_error 404 NOT_FOUND "deploying a container with no development schema"
 admin POST /api/schema/deploy "$ADMIN_TOKEN" "@$TEST_TMP/big"
 expect_api_error 413 LIMIT_EXCEEDED "a 2 MiB schema body"
+admin POST /api/users/anna/tokens "$ADMIN_TOKEN" '{"deviceName":""}'
+expect_api_error 400 BAD_REQUEST "a device token with an empty name"
+admin POST /api/users/anna/tokens "$ADMIN_TOKEN" '{}'
+expect_api_error 400 BAD_REQUEST "a device token without a name"
+admin POST /api/users/nobody/tokens "$ADMIN_TOKEN" '{"deviceName":"ipad"}'
+expect_api_error 404 NOT_FOUND "a device token for an unknown user"
+admin POST /api/users/anna/tokens "$ADMIN_TOKEN" '{"deviceName":"watch"}'
+expect_status 200 "a device token from the console"
+issued=$(json_field token)
+api_ok "$issued" users/current
+admin GET /api/audit
+contains "$HTTP_BODY" -q '"action":"device.issue"' || fail "the audit lacks the issued token: $HTTP_BODY"
+asset_query='user=anna&container=iCloud.com.mirxa.AppLocker&environment=development'
+admin GET "/api/assets?$asset_query&fileChecksum=nope&size=3"
+expect_api_error 400 BAD_REQUEST "an asset download with a malformed checksum"
+admin GET "/api/assets?$asset_query&fileChecksum=47DEQpj8HBSa%2B%2FTImW%2B5JCeuQeRkm5NMpJWZG3hSuFU%3D&size=0"
+expect_api_error 404 NOT_FOUND "an asset that was never uploaded"
+admin GET "/api/assets?$asset_query&fileChecksum=47DEQpj8HBSa%2B%2FTImW%2B5JCeuQeRkm5NMpJWZG3hSuFU%3D&size=99999999999"
+expect_api_error 400 BAD_REQUEST "an asset larger than maxAssetBytes"
 for path in /api/retention /api/storage /api/schema /api/retention/runs/current; do
   admin GET "$path"
   expect_status 200 "$path"

@@ -5,8 +5,10 @@
 # error, CSP violation, failed load, 5xx or request to another origin.
 # - every page renders; a screenshot of each is kept in Tests/integration/out/console/ (the
 #   README's and docs/console.md's images are copies of them);
-# - the devices page shows the lag of a device that is behind (3 records after its last fetch);
-# - revoking that device with the page's button (its confirm() accepted) makes its token fail;
+# - the devices page shows the lag of a device that is behind (4 records after its last fetch);
+# - revoking that device with the page's button (its confirm() accepted) makes its token fail; a
+#   token issued on the page works at once;
+# - the record browser offers an asset's download, which is the uploaded bytes;
 # - deleting a record from the record browser needs its name typed; it becomes a tombstone the
 #   devices fetch, and the audit page shows who did it;
 # - the retention page's dry run lists exactly what `nimbus prune --dry-run` lists;
@@ -31,10 +33,18 @@ OLD=$((NOW - 31 * DAY_MS))
 event() {  # event NAME TIMESTAMP: a BlockedAppEvent create
   printf '{"operationType":"create","record":{"recordName":"%s","recordType":"BlockedAppEvent","fields":{"appName":{"value":"Safari"},"bundleID":{"value":"com.apple.Safari"},"timestamp":{"value":%s,"type":"TIMESTAMP"}}}}' "$1" "$2"
 }
-note "seeding: 2 expired events and 1 fresh one; the phone fetches; then 3 more records (the phone's lag)"
+note "seeding: 2 expired events and 1 fresh one; the phone fetches; then 4 more records (the phone's lag)"
 api_ok "$MAC" records/modify "{\"operations\":[$(event old-1 $OLD),$(event old-2 $OLD),$(event fresh-1 $NOW)]}"
 api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"_defaultZone"}}'
 api_ok "$MAC" records/modify "{\"operations\":[$(event new-1 $NOW),$(event new-2 $NOW),$(event new-3 $NOW)]}"
+note "an asset: the mac's locked-app list (4,321 random bytes)"
+api_ok "$MAC" assets/upload '{"tokens":[{"recordType":"LockedAppList","fieldName":"apps"}]}'
+upload_url=$(json_field url) || fail "assets/upload gave no url: $HTTP_BODY"
+random_file "$TEST_TMP/apps" 4321
+upload=$(curl -sS --max-time 20 -H "Authorization: Bearer $MAC" --data-binary @"$TEST_TMP/apps" "$upload_url") || fail "upload failed"
+CHECKSUM=$(json_field fileChecksum "$upload")
+apps="{\"fileChecksum\":\"$CHECKSUM\",\"size\":4321,\"receipt\":\"$(json_field receipt "$upload")\"}"
+api_ok "$MAC" records/modify "{\"operations\":[{\"operationType\":\"create\",\"record\":{\"recordName\":\"locked-mac\",\"recordType\":\"LockedAppList\",\"fields\":{\"deviceName\":{\"value\":\"mac\"},\"apps\":{\"value\":$apps,\"type\":\"ASSETID\"}}}}]}"
 
 shots="$REPO_DIR/Tests/integration/out/console"
 mkdir -p "$shots"
@@ -50,9 +60,13 @@ browse() {
 rows_script='[...document.querySelectorAll("#run table tbody tr")].map(tr => [...tr.cells].map(td => td.textContent).join(" ")).sort().join("\n")'
 browse "visit:/#/overview?token=$ADMIN_TOKEN" "wait-text:Database round trip" shot:overview \
   "go:#/users" "wait-text:anna" shot:users \
-  "go:#/users/anna" "wait-text:3 records behind" shot:devices \
+  "go:#/users/anna" "wait-text:4 records behind" shot:devices \
   "click:[data-revoke=\"$PHONE_ID\"]" wait-rendered "expect-absent:[data-revoke=\"$PHONE_ID\"]" \
+  "type:#issue-token input[name=deviceName]=ipad" "click:#issue-token button" "wait-text:shown once" \
+  "eval:document.getElementById('issued-token').textContent" \
   "go:#/records?user=anna&container=$API_CONTAINER&environment=development&zoneName=_defaultZone" "wait-text:new-3" shot:records \
+  "eval:document.querySelector('[data-download]')?.dataset.download" \
+  "eval:fetch(\"/api/assets?user=anna&container=$API_CONTAINER&environment=development&fileChecksum=\" + encodeURIComponent(document.querySelector('[data-download]').dataset.download) + \"&size=4321\", {headers: {Authorization: 'Bearer ' + sessionStorage.getItem('nimbus.adminToken')}}).then(r => r.blob()).then(b => b.size)" \
   "click:[data-delete=\"new-2\"]" "type:#confirm-name=new-2" "click:#confirm-delete" wait-rendered "expect-absent:[data-delete=\"new-2\"]" \
   "go:#/retention" "wait-text:Expired or expiring within 24 h" "click:#dry-run" "wait-text:finished" shot:retention "eval:$rows_script" \
   "go:#/storage" "wait-text:Quota use" shot:storage \
@@ -70,7 +84,7 @@ grep -a 'ready in' "$TEST_TMP/browser.out" | sed 's/^/# /'
 
 api "$PHONE" users/current
 expect_api_error 401 AUTHENTICATION_FAILED "the device revoked from the devices page"
-ok "the devices page showed the phone 3 records behind, and its Revoke button made the phone's token fail"
+ok "the devices page showed the phone 4 records behind, and its Revoke button made the phone's token fail"
 
 api_ok "$MAC" records/lookup '{"zoneID":{"zoneName":"_defaultZone"},"records":[{"recordName":"new-2"},{"recordName":"new-3"}]}'
 expect_item_codes "NOT_FOUND ok" "the record deleted from the browser"
@@ -80,7 +94,19 @@ contains "$json" -q '"action":"record.delete"' && contains "$json" -q '"target":
 contains "$json" -q '"action":"schema.import"' && contains "$json" -q '"action":"schema.deploy"' || fail "the audit lacks the schema changes: $json"
 ok "a record deleted from the browser (its name typed) is gone for devices and audited; the schema import and deploy are audited"
 
-console_rows=$(sed -n 's/^eval = //p' "$TEST_TMP/browser.out" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read()))')
+evaluated() { sed -n 's/^eval = //p' "$TEST_TMP/browser.out" | sed -n "$1p" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read()))'; }
+issued=$(evaluated 1)
+api "$issued" users/current
+expect_status 200 "the token issued on the devices page"
+ok "a device token issued on the devices page works at once"
+[ "$(evaluated 2)" = "$CHECKSUM" ] || fail "the records page offers no download of the asset $CHECKSUM: $(evaluated 2)"
+[ "$(evaluated 3)" = 4321 ] || fail "the page's asset download got $(evaluated 3) bytes, not 4321"
+HTTP_STATUS=$(curl -sS --max-time 20 -o "$TEST_TMP/downloaded" -w '%{http_code}' -H "Authorization: Bearer $ADMIN_TOKEN" -G \
+  --data-urlencode user=anna --data-urlencode container=$API_CONTAINER --data-urlencode environment=development \
+  --data-urlencode "fileChecksum=$CHECKSUM" --data-urlencode size=4321 "$ADMIN/api/assets")
+[ "$HTTP_STATUS" = 200 ] && cmp -s "$TEST_TMP/downloaded" "$TEST_TMP/apps" || fail "the admin asset download ($HTTP_STATUS) differs from the upload"
+ok "the records page offers the asset's download, and it is the uploaded bytes"
+console_rows=$(evaluated 4)
 run_prune --dry-run --tombstones-older-than 90d
 [ "$PRUNE_STATUS" = 0 ] || fail "nimbus prune --dry-run: $PRUNE_ERR"
 cli_rows=$(printf '%s\n' "$PRUNE_OUT" | sed -n -E 's/^([^ ]+) ([^ ]+) user=([^ ]+) zone=([^ ]+) type=([^:]+): would delete records=([0-9]+) tombstones=([0-9]+)$/\1 \2 \3 \4 \5 \6 \7/p' | sort)
