@@ -39,6 +39,7 @@ let package = Package(
         .target(
             name: "NimbusAdmin",
             dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
+            // NegativeControl/Package.swift lists the same files.
             resources: ["index.html", "console.css", "console.js", "ui.js", "pages-server.js", "pages-devices.js", "pages-data.js",
                         "pages-operations.js"].map { .embedInCode("Resources/" + $0) },
             swiftSettings: swiftSettings

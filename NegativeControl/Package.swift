@@ -24,7 +24,8 @@ let package = Package(
         .target(name: "NimbusAPI", dependencies: ["NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
                 resources: [.embedInCode("Resources/openapi.json")], swiftSettings: swiftSettings),
         .target(name: "NimbusAdmin", dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
-                resources: [.embedInCode("Resources/index.html"), .embedInCode("Resources/console.css"), .embedInCode("Resources/console.js")],
+                resources: ["index.html", "console.css", "console.js", "ui.js", "pages-server.js", "pages-devices.js", "pages-data.js",
+                            "pages-operations.js"].map { .embedInCode("Resources/" + $0) },  // as in ../Package.swift
                 swiftSettings: swiftSettings),
         .executableTarget(name: "nimbus",
                           dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
