@@ -65,7 +65,7 @@ extension AdminStore {
 
     /// One page of a zone's records by name; `moreComing` when another page follows.
     package func browse(_ browse: RecordBrowse) async throws -> (records: [BrowsedRecord], moreComing: Bool) {
-        let zoneID = try await zoneID(browse)
+        let zoneID = try await locate(browse).zoneID
         let type: PGData = browse.recordType.map { .text($0) } ?? .null
         let rows = try await pool.query("""
             SELECT record_name, record_type, fields::text, modified_at, modified_by_device, deleted FROM records
@@ -93,30 +93,27 @@ extension AdminStore {
                                  "environment": .string(address.environment.rawValue), "zoneName": .string(address.zoneName)])
     }
 
-    private func zoneID(_ browse: RecordBrowse) async throws -> Int64 {
-        _ = try await devices.user(named: browse.user)
-        guard let id = try await pool.queryFirst("""
-            SELECT z.id FROM users u JOIN databases d ON d.owner_user_id = u.id AND d.scope = 'private'
+    /// The user, database and zone of an address in one statement; an unknown user is NOT_FOUND,
+    /// a zone it lacks ZONE_NOT_FOUND.
+    private func locate(_ address: RecordBrowse) async throws -> (userID: Int64, userRecordName: String, databaseID: Int64, zoneID: Int64) {
+        let found = try await pool.queryFirst("""
+            SELECT u.id, u.record_name, d.id, z.id FROM users u JOIN databases d ON d.owner_user_id = u.id AND d.scope = 'private'
             JOIN zones z ON z.database_id = d.id AND NOT z.deleted
-            WHERE u.name = \(browse.user) AND d.container = \(browse.container) AND d.environment = \(browse.environment.rawValue)
-              AND z.zone_name = \(browse.zoneName)
-            """, decode: { try $0.int64(0) }) else {
-            throw SyncError(.zoneNotFound, "\(browse.user) has no zone \(browse.zoneName) in \(browse.container) (\(browse.environment.rawValue)).")
+            WHERE u.name = \(address.user) AND d.container = \(address.container) AND d.environment = \(address.environment.rawValue)
+              AND z.zone_name = \(address.zoneName)
+            """, decode: { (userID: try $0.int64(0), userRecordName: try $0.string(1), databaseID: try $0.int64(2), zoneID: try $0.int64(3)) })
+        guard let found else {
+            _ = try await devices.user(named: address.user)
+            throw SyncError(.zoneNotFound, "\(address.user) has no zone \(address.zoneName) in \(address.container) (\(address.environment.rawValue)).")
         }
-        return id
+        return found
     }
 
     /// A session of the console's own acting for `user` in the address's database.
     private func session(_ address: RecordBrowse) async throws -> Session {
-        _ = try await zoneID(address)
-        guard let found = try await pool.queryFirst("""
-            SELECT u.id, u.record_name, d.id FROM users u JOIN databases d ON d.owner_user_id = u.id AND d.scope = 'private'
-            WHERE u.name = \(address.user) AND d.container = \(address.container) AND d.environment = \(address.environment.rawValue)
-            """, decode: { (try $0.int64(0), try $0.string(1), try $0.int64(2)) }) else {
-            throw SyncError(.zoneNotFound, "\(address.user) has no database in \(address.container).")
-        }
-        return Session(userID: found.0, userRecordName: found.1, tokenID: "", deviceID: Self.consoleDevice, databaseID: found.2,
-                       container: address.container, environment: address.environment)
+        let found = try await locate(address)
+        return Session(userID: found.userID, userRecordName: found.userRecordName, tokenID: "", deviceID: Self.consoleDevice,
+                       databaseID: found.databaseID, container: address.container, environment: address.environment)
     }
 }
 
