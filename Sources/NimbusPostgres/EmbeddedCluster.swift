@@ -62,16 +62,48 @@ package final class EmbeddedCluster: @unchecked Sendable {
         return "postgresql:///nimbus?host=\(socket.path)&user=nimbus"
     }
 
+    /// Whether `dataDirectory` holds a cluster (in it, or where its `postgres-location` says).
+    package static func hasCluster(dataDirectory: URL) -> Bool {
+        let data = dataDirectory.standardizedFileURL
+        var base = data
+        if let moved = try? String(contentsOf: data.appendingPathComponent("postgres-location"), encoding: .utf8) {
+            base = URL(fileURLWithPath: moved.trimmed)
+        }
+        return FileManager.default.fileExists(atPath: base.appendingPathComponent("postgres/PG_VERSION").path)
+    }
+
+    /// Set when the database user cannot reach the data directory and the cluster lives
+    /// elsewhere: one line saying where, and how to reach it.
+    package private(set) var relocation: String?
+
+    /// The socket URL the cluster of `dataDirectory` listens on while it runs.
+    package static func socketURL(dataDirectory: URL) -> String {
+        let data = dataDirectory.standardizedFileURL
+        var base = data
+        if let moved = try? String(contentsOf: data.appendingPathComponent("postgres-location"), encoding: .utf8) {
+            base = URL(fileURLWithPath: moved.trimmed)
+        }
+        return "postgresql:///nimbus?host=\(base.appendingPathComponent("run").path)&user=nimbus"
+    }
+
     /// Prepares the directory and takes its lock; throws if another server holds it.
     package init(dataDirectory: URL) throws {
         let data = dataDirectory.standardizedFileURL
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let user = geteuid() == 0 ? try Self.unprivilegedUser() : nil
+        try Self.createDataDirectory(data, reachableBy: user)
         self.dataDirectory = data
         lockDescriptor = try Self.lock(data)
         do {
             binaries = try Binaries.locate()
-            runAsUser = geteuid() == 0 ? try Self.unprivilegedUser() : nil
+            runAsUser = user
             (clusterDirectory, socketDirectory) = try Self.layout(data, runAsUser: runAsUser)
+            if clusterDirectory.deletingLastPathComponent().standardizedFileURL.path != data.path {
+                relocation = """
+                    the database user \(user ?? "") cannot reach \(data.path) (a parent directory is private), so its \
+                    PostgreSQL cluster lives in \(clusterDirectory.deletingLastPathComponent().path); `nimbus db-url --data-dir \(data.path)` \
+                    prints its URL, and deleting \(data.path) does not delete it
+                    """
+            }
         } catch {
             close(lockDescriptor)
             throw error
@@ -84,6 +116,7 @@ package final class EmbeddedCluster: @unchecked Sendable {
 
     /// Initializes the cluster if needed, starts it and creates the `nimbus` database.
     package func start() throws {
+        if let relocation { logger.warning(relocation) }
         try prepareDirectories()
         if !FileManager.default.fileExists(atPath: clusterDirectory.appendingPathComponent("PG_VERSION").path) {
             try initialize()
@@ -176,18 +209,24 @@ package final class EmbeddedCluster: @unchecked Sendable {
 
     /// The cluster in `<data>/postgres`, the socket in `<data>/run`. When started as root and the
     /// unprivileged user cannot reach the data directory (a checkout under /root), both move to
-    /// `/var/lib/nimbus/clusters/<hash of the data path>` and `<data>/postgres` records where.
+    /// `/var/lib/nimbus/clusters/<hash of the data path>` and `<data>/postgres-location` records
+    /// where. A cluster found there without that record belonged to a data directory that was
+    /// deleted: it is moved aside, never taken over by the new directory.
     private static func layout(_ data: URL, runAsUser user: String?) throws -> (cluster: URL, socket: URL) {
         var base = data
         if let user, !(try userCanTraverse(user, data)) {
             let key = Hex.encode(SHA256.hash(data.path)).prefix(16)
             base = URL(fileURLWithPath: "/var/lib/nimbus/clusters/\(key)")
+            let pointer = data.appendingPathComponent("postgres-location")
+            if !FileManager.default.fileExists(atPath: pointer.path), FileManager.default.fileExists(atPath: base.path) {
+                let aside = base.path + "-orphaned-\(Int(Date().timeIntervalSince1970))"
+                try FileManager.default.moveItem(atPath: base.path, toPath: aside)
+                Logger(subsystem: "embedded-postgres").warning(
+                    "a cluster of an earlier data directory at \(data.path) was left in \(base.path); moved it to \(aside)")
+            }
             try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
             try chown(base, to: user)
-            let pointer = data.appendingPathComponent("postgres-location")
             try? base.path.write(to: pointer, atomically: true, encoding: .utf8)
-            Logger(subsystem: "embedded-postgres").notice(
-                "user \(user) cannot reach the data directory; the cluster lives in \(base.path)")
         }
         let socket = base.appendingPathComponent("run")
         // sockaddr_un.sun_path holds 107 bytes; ".s.PGSQL.5432" needs 14 of them.
@@ -195,6 +234,26 @@ package final class EmbeddedCluster: @unchecked Sendable {
             throw PGError(.cluster, "the data directory path is too long for a Unix socket; choose a shorter --data-dir")
         }
         return (base.appendingPathComponent("postgres"), socket)
+    }
+
+    /// Creates the data directory and any missing parents so that the database user can reach
+    /// it: new directories get mode 0755 whatever the umask, and the data directory itself
+    /// belongs to that user when started as root. Existing directories are left as they are.
+    private static func createDataDirectory(_ data: URL, reachableBy user: String?) throws {
+        var missing: [URL] = []
+        var cursor = data
+        while !FileManager.default.fileExists(atPath: cursor.path), cursor.path != "/" {
+            missing.append(cursor)
+            cursor = cursor.deletingLastPathComponent()
+        }
+        for directory in missing.reversed() {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false,
+                                                    attributes: [.posixPermissions: 0o755])
+            _ = Glibc.chmod(directory.path, 0o755)
+        }
+        if let user, missing.first == data {
+            try chown(data, to: user)
+        }
     }
 
     private static func userCanTraverse(_ user: String, _ directory: URL) throws -> Bool {

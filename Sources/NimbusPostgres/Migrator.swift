@@ -55,6 +55,26 @@ package struct Migrator: Sendable {
         self.init(migrations: migrations)
     }
 
+    /// The versions applied to the database, or nil when it has no `schema_migrations` table
+    /// (not a Nimbus database, or an empty one).
+    package static func appliedVersions(_ connection: PGConnection) throws -> [Int]? {
+        let hasTable = try connection.queryFirst("SELECT to_regclass('public.schema_migrations') IS NOT NULL") { try $0.bool(0) } ?? false
+        guard hasTable else { return nil }
+        return try connection.query("SELECT version FROM public.schema_migrations ORDER BY version") { try $0.int(0) }
+    }
+
+    /// SQL that applies the migrations missing from `applied` and records them, for a script
+    /// that runs in one transaction with other steps (a restore from an older archive).
+    package func script(applyingAllBut applied: Set<Int>) -> String {
+        var script = ""
+        for migration in migrations where !applied.contains(migration.version) {
+            script += migration.sql + "\n;\n"
+            script += "INSERT INTO schema_migrations (version, name, checksum) VALUES "
+                + "(\(migration.version), '\(migration.name.replacingOccurrences(of: "'", with: "''"))', '\(migration.checksum)');\n"
+        }
+        return script
+    }
+
     /// Applies what is missing; returns the versions applied now.
     @discardableResult
     package func migrate(_ connection: PGConnection) throws -> [Int] {

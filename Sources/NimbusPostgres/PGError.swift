@@ -23,6 +23,12 @@ package struct PGError: Error, Sendable, CustomStringConvertible {
         package static let cluster = Kind(name: "cluster")
         /// Another server holds the data directory (its cluster is running).
         package static let clusterInUse = Kind(name: "clusterInUse")
+        /// A PostgreSQL client program (pg_dump, pg_restore, psql) is missing or failed.
+        package static let tool = Kind(name: "tool")
+        /// The data directory or URL holds no Nimbus database, and the command does not create one.
+        package static let noDatabase = Kind(name: "noDatabase")
+        /// A backup archive is unusable: truncated, not a Nimbus backup, or from a newer schema.
+        package static let archive = Kind(name: "archive")
     }
 
     package var kind: Kind

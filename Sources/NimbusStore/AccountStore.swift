@@ -147,6 +147,14 @@ extension AccountStore {
                        deviceID: found.device, databaseID: databaseID, container: container, environment: environment)
     }
 
+    /// The id of `userID`'s private database of a container and environment, created (with its
+    /// `_defaultZone`) when missing: for admin tools acting for the user.
+    package func privateDatabase(userID: Int64, container: String, environment: Environment) async throws -> Int64 {
+        try await pool.withConnection { connection in
+            try Self.createPrivateDatabase(connection, userID: userID, container: container, environment: environment)
+        }
+    }
+
     private static func createPrivateDatabase(_ connection: PGConnection, userID: Int64, container: String, environment: Environment) throws -> Int64 {
         try connection.withTransaction { connection in
             try connection.run("""

@@ -180,6 +180,33 @@ extension AssetStore {
         }
     }
 
+    /// Stores a file's bytes as a complete asset of a database (an import: the caller checked
+    /// that `sha256` is the file's digest); identical bytes already there are kept once. The
+    /// quota is not applied: the operator moves data the user already had. Returns the size.
+    package func storeFile(_ file: URL, databaseID: Int64, sha256: [UInt8]) async throws -> Int64 {
+        guard let handle = FileHandle(forReadingAtPath: file.path) else {
+            throw SyncError(.notFound, "cannot read \(file.path)")
+        }
+        defer { try? handle.close() }
+        let size = Int64((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)??.int64Value ?? 0)
+        return try await pool.withTransaction { connection in
+            if let existing = try connection.queryFirst("""
+                SELECT id FROM assets WHERE database_id = \(databaseID) AND sha256 = \(sha256) AND size = \(size) AND complete
+                """, decode: { try $0.int64(0) }) {
+                try connection.run("UPDATE assets SET last_referenced_at = now() WHERE id = \(existing)")
+                return size
+            }
+            let id = try connection.queryFirst("INSERT INTO assets (database_id) VALUES (\(databaseID)) RETURNING id") { try $0.int64(0) } ?? 0
+            var index: Int32 = 0
+            while let chunk = try handle.read(upToCount: Self.assetChunkBytes), !chunk.isEmpty {
+                try connection.run("INSERT INTO asset_chunks (asset_id, n, bytes) VALUES (\(id), \(index), \(Array(chunk)))")
+                index += 1
+            }
+            try connection.run("UPDATE assets SET sha256 = \(sha256), size = \(size), complete = true WHERE id = \(id)")
+            return size
+        }
+    }
+
     /// Bytes of complete assets in all of a user's databases.
     static func storedBytes(_ connection: PGConnection, userID: Int64) throws -> Int64 {
         try connection.queryFirst("""

@@ -46,7 +46,9 @@ extension RecordStore {
         let types: PGData = desiredRecordTypes.map { .textArray(Array($0)) } ?? .null
         let after = since
         var zoneQuery: SQL = """
-            SELECT id, change_seq, tombstone_horizon_seq, deleted FROM zones
+            SELECT id, change_seq, tombstone_horizon_seq, deleted,
+                   \(after) > lost_after_seq AND \(after) < lost_through_seq AS lost
+            FROM zones
             WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
             """
         if let digest = unverifiedTokenDigest {
@@ -61,7 +63,7 @@ extension RecordStore {
         // statement. The order is checked below all the same.
         let rows = try await pool.query("""
             WITH z AS (\(zoneRow))
-            SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted,
+            SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted, z.lost,
                    \(unsafeColumns: renderingWireJSON ? RecordRows.changeColumns : RecordRows.recordColumns)
             FROM z LEFT JOIN LATERAL (
                 SELECT * FROM records r
@@ -71,28 +73,34 @@ extension RecordStore {
                 ORDER BY r.change_seq
                 LIMIT \(Int64(limit + 1))
             ) r ON true
-            """) { row -> (zone: ZoneInfo, sequence: Int64, change: RecordChanges.Change?) in
+            """) { row -> (zone: ZoneInfo, lost: Bool, sequence: Int64, change: RecordChanges.Change?) in
             let zone = ZoneInfo(name: zoneName, id: try row.int64(0), changeSequence: try row.int64(1),
                                 horizon: try row.int64(2), deleted: try row.bool(3))
-            guard !row.isNull(4) else { return (zone, 0, nil) }
-            if renderingWireJSON, let stored = try RecordRows.storedRecordText(row, offset: 4) {
+            let lost = try row.bool(4)
+            guard !row.isNull(5) else { return (zone, lost, 0, nil) }
+            if renderingWireJSON, let stored = try RecordRows.storedRecordText(row, offset: 5) {
                 var json: [UInt8] = []
                 json.reserveCapacity(stored.fields.count + 320)
                 stored.writeJSON(zoneName: zoneName, to: &json)
-                return (zone, stored.sequence, .wireJSON(json))
+                return (zone, lost, stored.sequence, .wireJSON(json))
             }
-            let record = try RecordRows.decodeRecord(row, zoneName: zoneName, offset: 4)
-            return (zone, try row.int64(7), .record(record))
+            let record = try RecordRows.decodeRecord(row, zoneName: zoneName, offset: 5)
+            return (zone, lost, try row.int64(8), .record(record))
         }
-        guard let zone = rows.first?.zone, !zone.deleted else {
+        guard let first = rows.first, !first.zone.deleted else {
             throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
         }
+        let zone = first.zone
         if let tokenZoneID {
             guard tokenZoneID == zone.id else {
                 throw SyncError(.changeTokenExpired, "The syncToken is from before zone \(zoneName) was deleted and created again; fetch again without a token.")
             }
-            guard since >= zone.horizon, since <= zone.changeSequence else {
+            guard since >= zone.horizon else {
                 throw SyncError(.changeTokenExpired, "The syncToken is older than the zone's retention horizon; fetch again without a token.")
+            }
+            guard since <= zone.changeSequence, !first.lost else {
+                throw SyncError(.changeTokenExpired, "The syncToken is from changes this server no longer has "
+                    + "(it was restored from a backup taken before them); fetch again without a token.")
             }
         }
         var changes = rows.compactMap { row in row.change.map { (row.sequence, $0) } }

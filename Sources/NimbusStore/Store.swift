@@ -46,6 +46,8 @@ package struct Store: DatabaseBacked {
     package var pruner: Pruner { Pruner(database: database) }
     package var statistics: StatisticsStore { StatisticsStore(database: database) }
     package var admin: AdminStore { AdminStore(database: database) }
+    package var exports: UserExport { UserExport(database: database) }
+    package var imports: UserImport { UserImport(database: database) }
     /// Parked long-polls (woken by commits here and by NOTIFY from other instances).
     package var hub: ChangeHub { database.hub }
     /// Signs change tokens and continuation markers.

@@ -36,15 +36,15 @@ enum DatabaseOptions {
         Logger.configure(level: level, format: format)
     }
 
-    /// Starts the embedded cluster when no URL is given, then applies migrations.
-    static func open(_ arguments: ParsedArguments) throws -> Opened {
+    /// Starts the embedded cluster when no URL is given, then applies migrations (unless
+    /// `migrating` is false: a restore applies them itself).
+    static func open(_ arguments: ParsedArguments, migrating: Bool = true) throws -> Opened {
         let migrator = try Migrator(directory: migrationsDirectory(arguments))
         let opened: Opened
         if let url = arguments.value("database-url") {
             opened = Opened(url: url, cluster: nil)
         } else {
-            let directory = URL(fileURLWithPath: arguments.value("data-dir") ?? "./.nimbus")
-            let cluster = try EmbeddedCluster(dataDirectory: directory)
+            let cluster = try EmbeddedCluster(dataDirectory: dataDirectory(arguments))
             do {
                 try cluster.start()
             } catch {
@@ -53,6 +53,7 @@ enum DatabaseOptions {
             }
             opened = Opened(url: cluster.url, cluster: cluster)
         }
+        guard migrating else { return opened }
         do {
             let connection = try PGConnection.connect(url: opened.url, connectTimeoutSeconds: 10, applicationName: "nimbus-migrate")
             try migrator.migrate(connection)
@@ -64,15 +65,45 @@ enum DatabaseOptions {
     }
 
     /// For admin commands: the running server's embedded cluster when one holds the data
-    /// directory, else the database opened as `serve` would (and stopped afterwards).
+    /// directory, else the database opened as `serve` would (and stopped afterwards). Never
+    /// creates one: a command pointed at the wrong place says so instead of working on an
+    /// empty new database.
     static func openForAdmin(_ arguments: ParsedArguments) throws -> Opened {
+        try requireExistingDatabase(arguments)
         do {
             return try open(arguments)
         } catch let error as PGError where error.kind == .clusterInUse {
-            let directory = URL(fileURLWithPath: arguments.value("data-dir") ?? "./.nimbus")
-            guard let url = EmbeddedCluster.runningServerURL(dataDirectory: directory) else { throw error }
+            guard let url = EmbeddedCluster.runningServerURL(dataDirectory: dataDirectory(arguments)) else { throw error }
             return Opened(url: url, cluster: nil)
         }
+    }
+
+    /// The data directory, made absolute.
+    static func dataDirectory(_ arguments: ParsedArguments) -> URL {
+        URL(fileURLWithPath: arguments.value("data-dir") ?? "./.nimbus").standardizedFileURL
+    }
+
+    /// Throws unless the data directory holds a cluster, or the URL's database has Nimbus's tables.
+    static func requireExistingDatabase(_ arguments: ParsedArguments) throws {
+        let hint = "pass --data-dir or --database-url (`nimbus serve` or `nimbus migrate` creates one)"
+        if let url = arguments.value("database-url") {
+            let connection = try PGConnection.connect(url: url, connectTimeoutSeconds: 10, applicationName: "nimbus-admin")
+            guard try Migrator.appliedVersions(connection) != nil else {
+                throw PGError(.noDatabase, "no Nimbus database at \(redacted(url)) — \(hint)")
+            }
+        } else {
+            let directory = dataDirectory(arguments)
+            guard EmbeddedCluster.hasCluster(dataDirectory: directory) else {
+                throw PGError(.noDatabase, "no Nimbus database at \(directory.path) — \(hint)")
+            }
+        }
+    }
+
+    /// A libpq URL without its password, for messages.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? url
     }
 
     /// `--migrations-dir`, else `./migrations`, else beside the binary (a SwiftPM build tree or

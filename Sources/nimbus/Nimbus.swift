@@ -22,6 +22,11 @@ struct Nimbus {
             ("admin", "Manage admin tokens for the admin console: issue, list, revoke."),
             ("schema", "Manage container schemas: import, show, deploy."),
             ("prune", "Delete expired records, old tombstones, unreferenced assets and old notifications."),
+            ("backup", "Write a consistent archive of the whole database (while servers run, too)."),
+            ("restore", "Restore a backup into an empty data directory or database."),
+            ("export", "Write one user's records, zones, subscriptions, schemas and assets to a directory."),
+            ("import", "Load a directory written by export into a user (of this or another server)."),
+            ("db-url", "Print the database's libpq URL, for psql and pg_dump."),
             ("stats", "Show records, tombstones, assets and each device's last sync per user and container."),
             ("version", "Print the version."),
         ]
@@ -53,6 +58,16 @@ struct Nimbus {
                 exit(try await AdminCommands.schema(arguments))
             case "prune":
                 exit(try await PruneCommands.prune(arguments))
+            case "backup":
+                exit(try await BackupCommands.backup(arguments))
+            case "restore":
+                exit(try await BackupCommands.restore(arguments))
+            case "export":
+                exit(try await TransferCommands.export(arguments))
+            case "import":
+                exit(try await TransferCommands.importing(arguments))
+            case "db-url":
+                exit(try await BackupCommands.databaseURL(arguments))
             case "stats":
                 exit(try await PruneCommands.stats(arguments))
             case "version", "--version":
@@ -75,6 +90,9 @@ struct Nimbus {
             exit(1)
         } catch let error as SyncError {
             FileHandle.standardError.write(Data("error: \(error.reason)\n".utf8))
+            exit(1)
+        } catch let error as CommandFailure {
+            FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
             exit(1)
         } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
