@@ -44,7 +44,7 @@ extension UserImport {
                     userID: owner.id, container: entry.container, environment: entry.environment)
                 let session = Session(userID: owner.id, userRecordName: owner.recordName, tokenID: "", deviceID: Self.device,
                                       databaseID: databaseID, container: entry.container, environment: entry.environment)
-                let receipts = try await storeAssets(plan, databaseID: databaseID, report: &report)
+                let receipts = try await storeAssets(plan, of: database, databaseID: databaseID, report: &report)
                 for zone in database.zones {
                     try await importZone(zone.name, zone.records, session: session, receipts: receipts)
                     report.records += zone.records.count
@@ -58,7 +58,7 @@ extension UserImport {
                 let finished = done.isEmpty ? "no zone was finished" : "finished before it: \(done.joined(separator: "; "))"
                 throw TransferError("""
                     the import stopped in \(entry.container) \(entry.environment.rawValue): \(Self.describe(error)) (\(finished)); \
-                    run the same import again to finish it: records already imported are kept as they are
+                    once that is fixed, run the same import again to finish: records already imported are kept as they are
                     """)
             }
         }
@@ -66,11 +66,11 @@ extension UserImport {
     }
 
     /// Stores the plan's asset files in the database (once each); the receipts to save them with.
-    private func storeAssets(_ plan: Plan, databaseID: Int64, report: inout Report) async throws -> [String: String] {
+    private func storeAssets(_ plan: Plan, of target: DatabasePlan, databaseID: Int64, report: inout Report) async throws -> [String: String] {
         var receipts: [String: String] = [:]
         let assets = AssetStore(database: database)
-        for (checksum, file) in plan.assetFiles.sorted(by: { $0.key < $1.key }) {
-            guard let sha256 = Data(base64Encoded: checksum).map(Array.init) else { continue }
+        for checksum in target.assets.sorted() {
+            guard let file = plan.assetFiles[checksum], let sha256 = Data(base64Encoded: checksum).map(Array.init) else { continue }
             let size = try await assets.storeFile(file, databaseID: databaseID, sha256: sha256)
             receipts[checksum] = assets.receipt(databaseID: databaseID, sha256: sha256, size: size)
             report.assets += 1

@@ -32,6 +32,8 @@ package struct UserImport: DatabaseBacked {
         var schema: ContainerSchema
         var subscriptions: [JSONValue]
         var zones: [(name: String, records: [RecordOperation])]
+        /// The `fileChecksum`s of the assets its records hold.
+        var assets: Set<String> = []
     }
 
     // MARK: - Reading
@@ -61,6 +63,7 @@ package struct UserImport: DatabaseBacked {
                     guard let path = ExportManifest.assetPath(fileChecksum: asset.fileChecksum) else {
                         throw TransferError("\(file.path): record \(recordName) has an asset whose fileChecksum is not a base64 SHA-256")
                     }
+                    database.assets.insert(asset.fileChecksum)
                     if let known = assetSizes[asset.fileChecksum], known == asset.size { return }
                     let assetFile = directory.appendingPathComponent(path)
                     try checkAsset(assetFile, checksum: asset.fileChecksum, size: asset.size, neededBy: "record \(recordName) of zone \(zone)")
@@ -99,7 +102,7 @@ package struct UserImport: DatabaseBacked {
                 }
                 let decoded: FieldValue
                 do { decoded = try FieldValue.decode(value, as: fieldType) } catch {
-                    throw bad("field \(fieldName) of record \(name) is not a valid \(fieldType.name): \(error)")
+                    throw bad("field \(fieldName) of record \(name) is not a valid \(fieldType.name) (it is \(error.given))")
                 }
                 for stored in decoded.assets { try asset(stored, name) }
                 raw.append(RawField(name: fieldName, value: value, declaredType: typeName))
