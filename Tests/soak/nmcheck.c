@@ -3,7 +3,7 @@
  * Compiled at run time with the C compiler of the Swift toolchain (cc or clang); needs nothing else
  * (its HTTP client is bench/httpclient.h, included by relative path).
  *
- *   nmcheck -p PORT -d DBPATH -t TOKENS [-h HOST] [-z ZONE] [-w WRITERS] [-r READERS] [-s SECONDS]
+ *   nmcheck -p PORT[,PORT...] -d DBPATH -t TOKENS [-h HOST] [-z ZONE] [-w WRITERS] [-r READERS] [-s SECONDS]
  *           [-W WAIT] [-S SHARED]
  *
  *   DBPATH  the private database prefix, e.g. /database/1/iCloud.x/development/private
@@ -60,7 +60,7 @@
 
 /* ------------------------------------------------------------------ configuration */
 static const char *host = "127.0.0.1", *dbpath, *zone = "Checker", *tokens_file;
-static int port, nwriters = 32, nreaders = 8, wait_seconds = 3, nshared = 8;
+static int ports[8], nports, nwriters = 32, nreaders = 8, wait_seconds = 3, nshared = 8;
 static double seconds = 30;
 static char **tokens;
 static int ntokens;
@@ -166,6 +166,7 @@ typedef struct {
     http_conn http;  /* the keep-alive connection, its buffers and the last answer's body */
     char *req; size_t reqcap;
     unsigned long long rng;
+    int port;        /* 0: the first of -p */
 } conn_t;
 
 static unsigned long long xrand(conn_t *c) {
@@ -176,11 +177,11 @@ static unsigned long long xrand(conn_t *c) {
 /* POST DBPATH/OP with BODY; the answer's body in c->http.body. Returns the status, or -1 (socket fault;
  * the connection is reopened for the next request). */
 static int post(conn_t *c, const char *token, const char *op, const char *body, size_t n) {
-    if (c->http.fd < 0 && (c->http.fd = http_connect(host, port, 90)) < 0) return -1;
+    if (c->http.fd < 0 && (c->http.fd = http_connect(host, c->port ? c->port : ports[0], 90)) < 0) return -1;
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dbpath, op);
     http_grow(&c->req, &c->reqcap, n + 1024 + strlen(path) + strlen(token));
-    int h = http_post_head(c->req, c->reqcap, path, host, port, token, n);
+    int h = http_post_head(c->req, c->reqcap, path, host, c->port ? c->port : ports[0], token, n);
     memcpy(c->req + h, body, n);
     return http_exchange(&c->http, c->req, (size_t)h + n);
 }
@@ -555,7 +556,9 @@ int main(int argc, char **argv) {
     while ((opt = getopt(argc, argv, "h:p:d:z:t:w:r:s:W:S:")) != -1) {
         switch (opt) {
         case 'h': host = optarg; break;
-        case 'p': port = atoi(optarg); break;
+        case 'p':   /* PORT or PORT,PORT,...: writers and readers take them in turn */
+            for (char *part = strtok(optarg, ","); part && nports < 8; part = strtok(NULL, ",")) ports[nports++] = atoi(part);
+            break;
         case 'd': dbpath = optarg; break;
         case 'z': zone = optarg; break;
         case 't': tokens_file = optarg; break;
@@ -567,7 +570,7 @@ int main(int argc, char **argv) {
         default: die("usage: nmcheck -p PORT -d DBPATH -t TOKENS [-h HOST] [-z ZONE] [-w W] [-r R] [-s SECONDS] [-W WAIT] [-S SHARED]");
         }
     }
-    if (!port || !dbpath || !tokens_file || nwriters < 1 || nreaders < 1 || nshared < 1) die("-p, -d and -t are required");
+    if (!nports || !ports[0] || !dbpath || !tokens_file || nwriters < 1 || nreaders < 1 || nshared < 1) die("-p, -d and -t are required");
     if (strlen(dbpath) > 900) die("DBPATH is too long");
     FILE *f = fopen(tokens_file, "r");
     if (!f) die("cannot read the tokens file");
@@ -603,11 +606,11 @@ int main(int argc, char **argv) {
     pthread_t *rt = calloc((size_t)nreaders, sizeof *rt), *wt = calloc((size_t)nwriters, sizeof *wt);
     for (int i = 0; i < nreaders; i++) {
         readers[i] = (reader_t){ .i = i, .late = i >= nreaders - nreaders / 4, .longpoll = i % 2 == 1,
-                                 .c = { .http.fd = -1, .rng = 0x9E3779B97F4A7C15ULL * (unsigned)(i + 1) + (unsigned long long)time(NULL) } };
+                                 .c = { .http.fd = -1, .rng = 0x9E3779B97F4A7C15ULL * (unsigned)(i + 1) + (unsigned long long)time(NULL), .port = ports[(i + 1) % nports] } };
         pthread_create(&rt[i], NULL, reader_main, &readers[i]);
     }
     for (int k = 0; k < nwriters; k++) {
-        writers[k] = (writer_t){ .k = k, .c = { .http.fd = -1, .rng = 0xD1B54A32D192ED03ULL * (unsigned)(k + 7) + (unsigned long long)time(NULL) } };
+        writers[k] = (writer_t){ .k = k, .c = { .http.fd = -1, .rng = 0xD1B54A32D192ED03ULL * (unsigned)(k + 7) + (unsigned long long)time(NULL), .port = ports[k % nports] } };
         pthread_create(&wt[k], NULL, writer_main, &writers[k]);
     }
     while (now_s() - t_start < seconds) usleep(50000);
