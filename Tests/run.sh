@@ -38,6 +38,10 @@ for test in "${QUIET_TESTS[@]}"; do
 done
 
 export NIMBUS_BIN="$(swift build --show-bin-path)/nimbus"
+# The rolling-upgrade scenario serves one database with this binary and the previous schema
+# version's, built here (outside the scenario's time limit; kept in .build/previous).
+NIMBUS_PREVIOUS_BIN=$(bash Tests/previous-version.sh) || { echo "run.sh: the previous version could not be built"; status=1; }
+export NIMBUS_PREVIOUS_BIN
 bash Tests/integration/run.sh || status=1
 bash Tests/fuzz-smoke.sh || status=1
 bash Tests/soak/schemathesis.sh || status=1
