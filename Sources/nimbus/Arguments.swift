@@ -25,13 +25,13 @@ struct CommandSpec: Sendable {
         if !positionals.isEmpty {
             text += "\nARGUMENTS:\n"
             for positional in positionals {
-                text += "  \(positional.name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(positional.help)\n"
+                text += Self.helpLine(positional.name, positional.help)
             }
         }
         if !subcommands.isEmpty {
             text += "\nSUBCOMMANDS:\n"
             for subcommand in subcommands {
-                text += "  \(subcommand.name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(subcommand.overview)\n"
+                text += Self.helpLine(subcommand.name, subcommand.overview)
             }
         }
         text += "\nOPTIONS:\n"
@@ -40,9 +40,16 @@ struct CommandSpec: Sendable {
             var right = option.help
             if let environment = option.environment { right += " (env \(environment))" }
             if let defaultValue = option.defaultValue { right += " (default: \(defaultValue))" }
-            text += "  \(left.padding(toLength: 28, withPad: " ", startingAt: 0)) \(right)\n"
+            text += Self.helpLine(left, right)
         }
         return text
+    }
+
+    /// One help entry: the name in a 28-column field, or on a line of its own when longer
+    /// (never cut), then the text.
+    static func helpLine(_ name: String, _ text: String) -> String {
+        guard name.count < 28 else { return "  \(name)\n  \(String(repeating: " ", count: 28)) \(text)\n" }
+        return "  \(name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(text)\n"
     }
 }
 

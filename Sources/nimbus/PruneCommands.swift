@@ -94,7 +94,7 @@ enum PruneCommands {
         let now = Date()
         for entry in databases {
             let types = entry.liveByType.map { "\($0.type)=\($0.count)" }.joined(separator: " ")
-            let expiry = entry.nextExpiry.map { "\($0.formatted(.iso8601)) (in \(Int($0.timeIntervalSince(now) / 3600))h)" } ?? "-"
+            let expiry = entry.nextExpiry.map { "\($0.formatted(.iso8601)) (\(DurationText.relative(seconds: $0.timeIntervalSince(now))))" } ?? "-"
             print("\(entry.user) \(entry.container) \(entry.environment): records[\(types.isEmpty ? "none" : types)] tombstones=\(entry.tombstones) assets=\(entry.assets) bytes=\(entry.assetBytes) oldest-event-expires=\(expiry)")
         }
         for device in devices {

@@ -18,3 +18,20 @@ package enum DurationText {
         return overflow ? nil : product
     }
 }
+
+extension DurationText {
+    /// A moment relative to now for people: "in 5h", "in 40m", "overdue by 360h" (whole hours
+    /// from 2 h on, else minutes, else seconds).
+    package static func relative(seconds: Double) -> String {
+        let magnitude = abs(seconds)
+        let amount: String
+        if magnitude >= 7200 {
+            amount = "\(Int(magnitude / 3600))h"
+        } else if magnitude >= 120 {
+            amount = "\(Int(magnitude / 60))m"
+        } else {
+            amount = "\(Int(magnitude))s"
+        }
+        return seconds < 0 ? "overdue by \(amount)" : "in \(amount)"
+    }
+}
