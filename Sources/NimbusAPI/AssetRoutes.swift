@@ -30,7 +30,14 @@ struct AssetRoutes: Sendable {
     }
 
     /// `assets/upload` (a database operation).
-    static func requestUploads(_ context: DatabaseRoutes.Context, _ request: AssetUploadsRequest, assets: AssetStore) async throws -> HTTPResponse? {
+    static func requestUploads(_ context: DatabaseRoutes.Context, _ request: AssetUploadsRequest, assets: AssetStore,
+                               schemas: SchemaStore) async throws -> HTTPResponse? {
+        let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
+        for upload in request.uploads {
+            if let problem = Self.uploadProblem(upload, schema: schema, environment: context.session.environment) {
+                throw SyncError(.badRequest, problem)
+            }
+        }
         let requests = request.uploads.map { (recordType: $0.recordType, fieldName: $0.fieldName, recordName: $0.recordName) }
         let ids = try await assets.createUploads(context.session, zoneName: request.zoneName, requests: requests)
         let tokens: [JSONValue] = zip(requests, ids).map { request, id in
@@ -38,6 +45,26 @@ struct AssetRoutes: Sendable {
                      "url": .string(context.baseURL + "/assets/1/upload/" + id)])
         }
         return Wire.json(.object(["tokens": .array(tokens)]))
+    }
+
+    /// Upload URLs are for ASSETID fields: a field the schema types otherwise is refused, and in
+    /// production so is a type or field it lacks (development learns them when the record is saved).
+    static func uploadProblem(_ upload: AssetUploadsRequest.Upload, schema: ContainerSchema, environment: Environment) -> String? {
+        guard let type = schema.recordTypes[upload.recordType] else {
+            return environment == .production
+                ? "Record type \(upload.recordType) is not deployed to production of \(schema.container); upload URLs are for its ASSETID fields."
+                : nil
+        }
+        guard let fieldType = type.fields[upload.fieldName] else {
+            return environment == .production
+                ? "Field \(upload.fieldName) of \(upload.recordType) is not deployed to production; upload URLs are for ASSETID fields."
+                : nil
+        }
+        guard fieldType.base == .assetID else {
+            return "Field \(upload.fieldName) of \(upload.recordType) is \(fieldType.name), not ASSETID; upload URLs are only for ASSETID "
+                + "(or ASSETID_LIST) fields. Store small values in the field itself."
+        }
+        return nil
     }
 
     private static func upload(_ request: HTTPRequest, bearer: API.Bearer, assets: AssetStore, limits: Limits) async throws -> HTTPResponse {

@@ -61,7 +61,7 @@ struct DatabaseRoutes: Sendable {
         let zones = ZoneHandlers(zones: store.zones, hub: store.hub, limits: limits)
         let subscriptions = SubscriptionHandlers(subscriptions: store.subscriptions, schemas: store.schemas,
                                                  notifications: store.notifications, limits: limits)
-        let assets = store.assets
+        let assets = store.assets, schemas = store.schemas
         var group = DatabaseRouteGroup(accounts: store.accounts, publicURL: publicURL, limits: limits, api: api)
         // records/modify and records/changes may start from a cached session: their statements
         // check the token themselves.
@@ -78,7 +78,9 @@ struct DatabaseRoutes: Sendable {
         group.post("subscriptions/lookup", subscriptions.lookup)
         group.post("subscriptions/modify", subscriptions.modify)
         group.post("tokens/create") { (context, _: EmptyRequest) in try await subscriptions.createToken(context) }
-        group.post("assets/upload") { context, request in try await AssetRoutes.requestUploads(context, request, assets: assets) }
+        group.post("assets/upload") { context, request in
+            try await AssetRoutes.requestUploads(context, request, assets: assets, schemas: schemas)
+        }
         group.register(in: &router)
     }
 }

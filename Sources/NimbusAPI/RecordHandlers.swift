@@ -64,7 +64,9 @@ struct RecordHandlers: Sendable {
         let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
         let query = try request.query(schema: schema.recordTypes)
         if schema.recordTypes[query.recordType] == nil, context.session.environment == .production {
-            throw SyncError(.badRequest, "Record type \(query.recordType) is not deployed to production.")
+            let development = try await schemas.schema(container: context.session.container, environment: .development)
+            throw SyncError(.badRequest, SchemaAdvice.missingRecordType(query.recordType, container: context.session.container,
+                                                                        production: schema, development: development))
         }
         let page = try await records.queryRecords(context.session, zoneName: request.zoneName, query: query)
         var object: JSONObject = ["records": .array(page.records.map { context.render($0, desiredKeys: query.desiredKeys, assets: assets) })]

@@ -43,9 +43,29 @@ extension AssetStore {
 
     /// Whether `asset` carries a receipt of this database for exactly its checksum and size.
     package func verifyReceipt(_ asset: AssetValue, databaseID: Int64) -> Bool {
-        guard let receipt = asset.receipt, let payload = signer.verify(receipt, context: "receipt"), payload.count == 48,
-              let sha = Data(base64Encoded: asset.fileChecksum), sha.count == 32 else { return false }
-        return payload.int64(at: 0) == databaseID && payload.int64(at: 8) == asset.size && Array(payload[16...]) == Array(sha)
+        receiptProblem(asset, databaseID: databaseID) == nil
+    }
+
+    /// Why `asset`'s receipt does not prove an upload of exactly its bytes to this database, in
+    /// words that say what to do; nil when it does.
+    package func receiptProblem(_ asset: AssetValue, databaseID: Int64) -> String? {
+        guard let receipt = asset.receipt else {
+            return "the ASSETID value has no receipt; upload the bytes with assets/upload and put the upload's fileChecksum, size and receipt in the field."
+        }
+        guard let payload = signer.verify(receipt, context: "receipt"), payload.count == 48 else {
+            return "the receipt was not issued by this server or was altered; put the receipt from the upload's answer in the field unchanged."
+        }
+        guard payload.int64(at: 0) == databaseID else {
+            return "the receipt was issued for another database (another user, container or environment); upload the bytes again with this user's token in this container."
+        }
+        let issuedChecksum = Data(payload[16...]).base64EncodedString(), issuedSize = payload.int64(at: 8)
+        var differences: [String] = []
+        if asset.fileChecksum != issuedChecksum { differences.append("fileChecksum \(asset.fileChecksum)") }
+        if asset.size != issuedSize { differences.append("size \(asset.size)") }
+        guard differences.isEmpty else {
+            return "the receipt is for fileChecksum \(issuedChecksum) and size \(issuedSize), not \(differences.joined(separator: " and ")); send the three values as the upload answered them."
+        }
+        return nil
     }
 
     /// The path of an asset's download URL (content-addressed within its database).

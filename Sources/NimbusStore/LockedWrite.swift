@@ -72,9 +72,7 @@ struct LockedWrite: RecordWriteStrategy {
             let signer = store.assets
             let databaseID = session.databaseID
             context.assetCheck = { asset in
-                guard signer.verifyReceipt(asset, databaseID: databaseID) else {
-                    return "the receipt does not belong to this database with checksum \(asset.fileChecksum) and size \(asset.size)."
-                }
+                if let problem = signer.receiptProblem(asset, databaseID: databaseID) { return problem }
                 guard stored.contains("\(asset.fileChecksum)/\(asset.size)") else {
                     return "the asset \(asset.fileChecksum) is no longer stored; upload it again."
                 }

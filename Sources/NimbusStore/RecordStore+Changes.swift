@@ -38,7 +38,7 @@ extension RecordStore {
         var tokenZoneID: Int64?
         if let text {
             guard let token = signer.decodeZoneToken(text, zoneName: zoneName), token.databaseID == session.databaseID else {
-                throw SyncError(.badRequest, "The syncToken is not a valid token of zone \(zoneName).")
+                throw SyncError(.badRequest, "The syncToken is not a valid token of zone \(zoneName) (it was cut, altered, or is another zone's or user's); fetch again without a token.")
             }
             since = token.sequence
             tokenZoneID = token.zoneID

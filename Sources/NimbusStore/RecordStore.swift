@@ -47,9 +47,27 @@ extension RecordStore {
                 request.session = verified
                 request.unverifiedTokenDigest = nil
             }
-            if let results = try await strategy.write(request, in: self) { return results }
+            if let results = try await strategy.write(request, in: self) { return try await advised(results, session: session) }
         }
         throw SyncError(.internalError, "No write strategy took this request.")
+    }
+
+    /// Items refused because production lacks a type or field get reasons that say whether it
+    /// awaits a deploy or exists nowhere (with the closest deployed names).
+    private func advised(_ results: [ModifyResult], session: Session) async throws -> [ModifyResult] {
+        guard results.contains(where: { if case .failed(let error) = $0 { error.missingInProduction != nil } else { false } }) else {
+            return results
+        }
+        let schemas = SchemaStore(database: database)
+        let production = try await schemas.schema(container: session.container, environment: .production)
+        let development = try await schemas.schema(container: session.container, environment: .development)
+        return results.map { result in
+            guard case .failed(var error) = result, let missing = error.missingInProduction else { return result }
+            error.reason = missing.field.map {
+                SchemaAdvice.missingField($0, of: missing.recordType, container: session.container, production: production, development: development)
+            } ?? SchemaAdvice.missingRecordType(missing.recordType, container: session.container, production: production, development: development)
+            return .failed(error)
+        }
     }
 
     /// `records/lookup`: records by name, in request order; missing (or deleted) ones are nil.

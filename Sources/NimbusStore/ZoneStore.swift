@@ -154,7 +154,7 @@ extension ZoneStore {
         var known: [Int64: Int64]? = nil
         if let text {
             guard let token = signer.decodeDatabaseToken(text), token.databaseID == session.databaseID else {
-                throw SyncError(.badRequest, "The syncToken is not a valid database token of this database.")
+                throw SyncError(.badRequest, "The syncToken is not a valid database token of this database (it was cut, altered, or is another database's); fetch again without a token.")
             }
             known = token.zones
         }

@@ -74,7 +74,7 @@ import Testing
 
     @Test func mapplockSessionsHaveListsAndBytes() throws {
         let schema = try Self.shipped("mapplock.json")
-        #expect(schema.container == "com.mapplock.universal")
+        #expect(schema.container == "iCloud.com.mapplock.universal")
         let session = schema.recordTypes["SessionConfiguration"]
         #expect(session?.fields.count == 11)
         #expect(session?.fields["duration"] == .double)
@@ -141,6 +141,12 @@ import Testing
     @Test(arguments: [#"{}"#, #"{"fields": []}"#, #"{"fields": null}"#, #""T""#])
     func aRecordTypeWithoutAFieldsObjectIsRefused(definition: String) {
         #expect(refusal(file(definition))?.reason.contains("fields") == true)
+    }
+
+    @Test func anUnknownFieldTypeNamesTheTypeTheFieldAndTheValidTypes() {
+        let reason = refusal(#"{"container": "iCloud.x", "recordTypes": {"Event": {"fields": {"when": "DATE"}}}}"#)?.reason ?? ""
+        #expect(reason.contains("field Event.when has the unknown type \"DATE\""), "\(reason)")
+        #expect(reason.contains("STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID and their _LIST forms"), "\(reason)")
     }
 
     @Test(arguments: ["_f", "1f", "f-g", "f.g"])

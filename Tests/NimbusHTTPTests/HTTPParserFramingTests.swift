@@ -51,7 +51,7 @@ func rejectsInvalidContentLength(value: String) {
     let outcome = parseEverySplit(request("Content-Length: 11\r\n", body: "0123456789A"), limits: parserLimits(body: 10))
     #expect(outcome.head?.framing == .length(11))
     #expect(outcome.status == 413)
-    #expect(outcome.error?.reason == "The request body of 11 bytes is larger than the limit of 10 bytes.")
+    #expect(outcome.error?.reason == "The request body of 11 bytes is larger than the limit of 10 bytes; split it into smaller requests.")
     #expect(outcome.bodies == [""])
 }
 

@@ -254,7 +254,8 @@ package struct ModifyPlanner: Sendable {
         }
 
         if !Record.storedSize(fields, fitsIn: context.maxRecordBytes) {
-            return fail(.limitExceeded, "Record \(name) is larger than maxRecordBytes (\(context.maxRecordBytes) bytes of fields).")
+            return fail(.limitExceeded, "Record \(name) is larger than maxRecordBytes (\(context.maxRecordBytes) bytes of fields); "
+                + "store large values as an ASSETID (upload them with assets/upload) and keep the record small.")
         }
 
         var targets: [String] = []

@@ -20,6 +20,18 @@ package struct ItemError: Error, Sendable, Hashable {
     package var recordName: String?
     /// CONFLICT carries the current record.
     package var serverRecord: Record?
+    /// Set when production lacks the record type (`field` nil) or a field of it: the store
+    /// words the reason with both environments' schemas (`SchemaAdvice`).
+    package var missingInProduction: (recordType: String, field: String?)? {
+        get { missing.map { ($0.recordType, $0.field) } }
+        set { missing = newValue.map { MissingSchema(recordType: $0.recordType, field: $0.field) } }
+    }
+    private var missing: MissingSchema?
+
+    private struct MissingSchema: Sendable, Hashable {
+        var recordType: String
+        var field: String?
+    }
 
     package init(_ code: SyncError.Code, _ reason: String, recordName: String? = nil, serverRecord: Record? = nil) {
         self.code = code

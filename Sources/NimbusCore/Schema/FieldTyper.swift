@@ -25,10 +25,15 @@ package struct FieldTyper: Sendable {
         func fail(_ reason: String) -> Result<Typed, ItemError> {
             .failure(ItemError(.badRequest, reason, recordName: recordName))
         }
+        func missing(_ field: String?, _ reason: String) -> Result<Typed, ItemError> {
+            var error = ItemError(.badRequest, reason, recordName: recordName)
+            error.missingInProduction = (recordType, field)
+            return .failure(error)
+        }
         var typed = Typed()
         if schema == nil {
             guard environment == .development else {
-                return fail("Record type \(recordType) is not deployed to production; deploy the development schema with `nimbus schema deploy`.")
+                return missing(nil, "Record type \(recordType) is not deployed to production.")
             }
             typed.isNewType = true
         }
@@ -51,7 +56,7 @@ package struct FieldTyper: Sendable {
                 fieldType = known
             } else {
                 guard environment == .development else {
-                    return fail("Field \(field.name) of \(recordType) is not deployed to production.")
+                    return missing(field.name, "Field \(field.name) of \(recordType) is not deployed to production.")
                 }
                 if FieldTyper.isWholeNumberBeyond64Bits(field.value) {
                     return fail("Field \(field.name) of record \(recordName) has no type and a whole number outside 64 bits "
@@ -64,7 +69,7 @@ package struct FieldTyper: Sendable {
             }
             if known == nil {
                 guard environment == .development else {
-                    return fail("Field \(field.name) of \(recordType) is not deployed to production.")
+                    return missing(field.name, "Field \(field.name) of \(recordType) is not deployed to production.")
                 }
                 typed.newFields[field.name] = fieldType
             }

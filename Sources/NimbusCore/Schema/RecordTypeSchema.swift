@@ -55,15 +55,17 @@ extension ContainerSchema {
         guard case .object(let types)? = json["recordTypes"] else { throw fail("\"recordTypes\" must be an object") }
         var schema = ContainerSchema(container: container)
         for (typeName, definition) in types {
-            guard Names.isValidRecordType(typeName) else { throw fail("\(Names.quoted(typeName)) is not a valid record type name") }
+            guard Names.isValidRecordType(typeName) else { throw fail("\(Names.quoted(typeName)) is not a valid record type name (a letter, then letters, digits or _)") }
             guard case .object(let fieldsObject)? = definition["fields"] else {
                 throw fail("record type \(typeName) needs a \"fields\" object")
             }
             var recordType = RecordTypeSchema(name: typeName)
             for (fieldName, typeValue) in fieldsObject {
-                guard Names.isValidFieldName(fieldName) else { throw fail("\(Names.quoted(fieldName)) is not a valid field name") }
+                guard Names.isValidFieldName(fieldName) else { throw fail("\(Names.quoted(fieldName)) in record type \(typeName) is not a valid field name (a letter, then letters, digits or _)") }
                 guard case .string(let typeText) = typeValue, let fieldType = FieldType(name: typeText) else {
-                    throw fail("field \(typeName).\(fieldName) has an unknown type")
+                    let given = if case .string(let text) = typeValue { Names.quoted(text) } else { "not a string" }
+                    throw fail("field \(typeName).\(fieldName) has the unknown type \(given); the field types are "
+                        + FieldType.Base.allCases.map(\.rawValue).joined(separator: ", ") + " and their _LIST forms (STRING_LIST, …)")
                 }
                 recordType.fields[fieldName] = fieldType
             }

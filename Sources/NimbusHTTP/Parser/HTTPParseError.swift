@@ -50,12 +50,12 @@ extension HTTPParseError {
     static func bodyTooLarge(length: Int, limit: Int) -> HTTPParseError {
         HTTPParseError(
             status: .contentTooLarge,
-            reason: "The request body of \(length) bytes is larger than the limit of \(limit) bytes."
+            reason: "The request body of \(length) bytes is larger than the limit of \(limit) bytes; split it into smaller requests."
         )
     }
 
     static func chunkedBodyTooLarge(limit: Int) -> HTTPParseError {
-        HTTPParseError(status: .contentTooLarge, reason: "The chunked request body is larger than \(limit) bytes.")
+        HTTPParseError(status: .contentTooLarge, reason: "The chunked request body is larger than \(limit) bytes; split it into smaller requests.")
     }
 
     /// The error for a byte that is not allowed where it stands; a CR gets its own sentence because a
