@@ -53,23 +53,22 @@ package final class EmbeddedCluster: @unchecked Sendable {
     /// The URL of the cluster a running server keeps in `dataDirectory` (admin commands use it
     /// beside the server); nil when the directory has no socket.
     package static func runningServerURL(dataDirectory: URL) -> String? {
-        let data = dataDirectory.standardizedFileURL
-        var socket = data.appendingPathComponent("run")
-        if let moved = try? String(contentsOf: data.appendingPathComponent("postgres-location"), encoding: .utf8) {
-            socket = URL(fileURLWithPath: moved.trimmed).appendingPathComponent("run")
-        }
+        let socket = clusterBase(dataDirectory).appendingPathComponent("run")
         guard FileManager.default.fileExists(atPath: socket.appendingPathComponent(".s.PGSQL.5432").path) else { return nil }
         return "postgresql:///nimbus?host=\(socket.path)&user=nimbus"
     }
 
+    /// Where the cluster of a data directory lives: the directory itself, or where its
+    /// `postgres-location` says (see `layout`).
+    private static func clusterBase(_ dataDirectory: URL) -> URL {
+        let data = dataDirectory.standardizedFileURL
+        guard let moved = try? String(contentsOf: data.appendingPathComponent("postgres-location"), encoding: .utf8) else { return data }
+        return URL(fileURLWithPath: moved.trimmed)
+    }
+
     /// Whether `dataDirectory` holds a cluster (in it, or where its `postgres-location` says).
     package static func hasCluster(dataDirectory: URL) -> Bool {
-        let data = dataDirectory.standardizedFileURL
-        var base = data
-        if let moved = try? String(contentsOf: data.appendingPathComponent("postgres-location"), encoding: .utf8) {
-            base = URL(fileURLWithPath: moved.trimmed)
-        }
-        return FileManager.default.fileExists(atPath: base.appendingPathComponent("postgres/PG_VERSION").path)
+        FileManager.default.fileExists(atPath: clusterBase(dataDirectory).appendingPathComponent("postgres/PG_VERSION").path)
     }
 
     /// Set when the database user cannot reach the data directory and the cluster lives
@@ -78,12 +77,7 @@ package final class EmbeddedCluster: @unchecked Sendable {
 
     /// The socket URL the cluster of `dataDirectory` listens on while it runs.
     package static func socketURL(dataDirectory: URL) -> String {
-        let data = dataDirectory.standardizedFileURL
-        var base = data
-        if let moved = try? String(contentsOf: data.appendingPathComponent("postgres-location"), encoding: .utf8) {
-            base = URL(fileURLWithPath: moved.trimmed)
-        }
-        return "postgresql:///nimbus?host=\(base.appendingPathComponent("run").path)&user=nimbus"
+        "postgresql:///nimbus?host=\(clusterBase(dataDirectory).appendingPathComponent("run").path)&user=nimbus"
     }
 
     /// Prepares the directory and takes its lock; throws if another server holds it.

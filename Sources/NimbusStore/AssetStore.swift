@@ -52,11 +52,11 @@ extension AssetStore {
         guard let receipt = asset.receipt else {
             return "the ASSETID value has no receipt; upload the bytes with assets/upload and put the upload's fileChecksum, size and receipt in the field."
         }
-        guard let payload = signer.verify(receipt, context: "receipt"), payload.count == 48 else {
-            return "the receipt was not issued by this server or was altered; put the receipt from the upload's answer in the field unchanged."
-        }
-        guard payload.int64(at: 0) == databaseID else {
-            return "the receipt was issued for another database (another user, container or environment); upload the bytes again with this user's token in this container."
+        // Another database's receipt reads as an altered one: an answer must not tell a foreign
+        // object from a missing one (the isolation matrix, scenario 80).
+        guard let payload = signer.verify(receipt, context: "receipt"), payload.count == 48, payload.int64(at: 0) == databaseID else {
+            return "the receipt is not one this database issued (it was altered, or belongs to another user, container or environment); "
+                + "upload the bytes with this user's token in this container and put the upload's receipt in the field unchanged."
         }
         let issuedChecksum = Data(payload[16...]).base64EncodedString(), issuedSize = payload.int64(at: 8)
         var differences: [String] = []
@@ -208,7 +208,8 @@ extension AssetStore {
             throw SyncError(.notFound, "cannot read \(file.path)")
         }
         defer { try? handle.close() }
-        let size = Int64((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)??.int64Value ?? 0)
+        let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
+        let size = (attributes?[.size] as? NSNumber)?.int64Value ?? 0
         return try await pool.withTransaction { connection in
             if let existing = try connection.queryFirst("""
                 SELECT id FROM assets WHERE database_id = \(databaseID) AND sha256 = \(sha256) AND size = \(size) AND complete

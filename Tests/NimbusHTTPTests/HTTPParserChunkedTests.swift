@@ -98,7 +98,7 @@ func rejectsMalformedChunkedBody(body: String) {
 @Test func rejectsChunkedBodyOneByteOverTheLimitWith413() {
     let outcome = parseEverySplit(chunked("4\r\nabcd\r\n7\r\nefghijk\r\n0\r\n\r\n"), limits: parserLimits(body: 10))
     #expect(outcome.status == 413)
-    #expect(outcome.error?.reason == "The chunked request body is larger than 10 bytes.")
+    #expect(outcome.error?.reason == "The chunked request body is larger than 10 bytes; split it into smaller requests.")
     // The first chunk was delivered; the one that passes the limit is refused before its bytes.
     #expect(outcome.bodies == ["abcd"])
 }

@@ -3,7 +3,8 @@
 # - production: a type that exists in development but is not deployed says to deploy it; a
 #   mistyped type says "did you mean"; a mistyped field too; a query for a mistyped type as well;
 #   the shipped MappLock schema is for iCloud.com.mapplock.universal;
-# - ASSETID receipts: none, forged, another user's, another checksum: four reasons;
+# - ASSETID receipts: none, not this database's (forged or another user's: the same answer, as
+#   isolation demands), another checksum: three reasons;
 #   assets/upload for a STRING field, or (production) an unknown type: 400 naming the field;
 # - a cut sync token says to fetch again without a token; an oversized record says to store large
 #   values as an ASSETID; an oversized request says to split it; a TIMESTAMP in seconds in a
@@ -62,9 +63,11 @@ save_asset() {  # save_asset VALUE_JSON: a Blob with that ASSETID value, by alic
 save_asset "{\"value\":{\"fileChecksum\":\"$alice_checksum\",\"size\":1000},\"type\":\"ASSETID\"}"
 expect_reason "has no receipt; upload the bytes with assets/upload" "no receipt"
 save_asset "{\"value\":{\"fileChecksum\":\"$alice_checksum\",\"size\":1000,\"receipt\":\"${alice_receipt%?}x\"},\"type\":\"ASSETID\"}"
-expect_reason "the receipt was not issued by this server or was altered" "a forged receipt"
+expect_reason "the receipt is not one this database issued (it was altered, or belongs to another user" "a forged receipt"
+forged_reason=$(json_field reason | sed 's/blob-[0-9]*/blob-N/')
 save_asset "$bob_field"
-expect_reason "the receipt was issued for another database (another user, container or environment)" "another user's receipt"
+expect_reason "the receipt is not one this database issued (it was altered, or belongs to another user" "another user's receipt"
+[ "$(json_field reason | sed 's/blob-[0-9]*/blob-N/')" = "$forged_reason" ] || fail "another user's receipt is told apart from a forged one (the isolation matrix forbids it)"
 save_asset "{\"value\":{\"fileChecksum\":\"47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\",\"size\":1000,\"receipt\":\"$alice_receipt\"},\"type\":\"ASSETID\"}"
 expect_reason "the receipt is for fileChecksum $alice_checksum and size 1000, not fileChecksum 47DEQpj8" "a tampered checksum"
 

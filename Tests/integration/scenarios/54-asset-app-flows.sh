@@ -198,9 +198,9 @@ ok "nimbus prune: nothing inside the grace period (1h) or with --dry-run; with 0
 # A successful upload of bytes that are already stored (deduplicated) must give the client the
 # grace period to save its record, like a new upload.
 random_file "$TEST_TMP/again" 5000
-upload_asset "$MAC" "$TEST_TMP/again"
+upload_asset "$MAC" "$TEST_TMP/again" length LockedAppList apps
 sleep 3
-upload_asset "$PHONE" "$TEST_TMP/again"
+upload_asset "$PHONE" "$TEST_TMP/again" length LockedAppList apps
 again_field=$UP_FIELD
 nimbus_admin prune --asset-grace 2s >/dev/null
 api_ok "$PHONE" records/modify "{\"operations\":[{\"operationType\":\"create\",\"record\":{\"recordName\":\"again\",\"recordType\":\"LockedAppList\",\"fields\":{\"apps\":$again_field}}}]}"
@@ -212,7 +212,7 @@ fi
 
 note "the server's own pruning job (--prune-interval 1s --asset-grace 2s) collects an orphan upload"
 random_file "$TEST_TMP/orphan" 3000
-upload_asset "$MAC" "$TEST_TMP/orphan"
+upload_asset "$MAC" "$TEST_TMP/orphan" length LockedAppList apps
 orphan=$UP_CHECKSUM/$UP_SIZE
 expect_no_server_errors
 stop_nimbus >/dev/null
