@@ -32,11 +32,13 @@ struct AssetRoutes: Sendable {
     /// `assets/upload` (a database operation).
     static func requestUploads(_ context: DatabaseRoutes.Context, _ request: AssetUploadsRequest, assets: AssetStore,
                                schemas: SchemaStore) async throws -> HTTPResponse? {
-        let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
-        for upload in request.uploads {
-            if let problem = Self.uploadProblem(upload, schema: schema, environment: context.session.environment) {
-                throw SyncError(.badRequest, problem)
-            }
+        let container = context.session.container, environment = context.session.environment
+        let schema = try await schemas.schema(container: container, environment: environment)
+        if let refused = request.uploads.first(where: { Self.uploadProblem($0, schema: schema, development: nil, environment: environment) != nil }) {
+            // Development is read only to word a production refusal: deploy it, or "did you mean …?".
+            let development = environment == .production ? try await schemas.schema(container: container, environment: .development) : nil
+            let problem = Self.uploadProblem(refused, schema: schema, development: development, environment: environment)
+            throw SyncError(.badRequest, problem ?? "Upload URLs are only for ASSETID fields.")
         }
         let requests = request.uploads.map { (recordType: $0.recordType, fieldName: $0.fieldName, recordName: $0.recordName) }
         let ids = try await assets.createUploads(context.session, zoneName: request.zoneName, requests: requests)
@@ -49,16 +51,22 @@ struct AssetRoutes: Sendable {
 
     /// Upload URLs are for ASSETID fields: a field the schema types otherwise is refused, and in
     /// production so is a type or field it lacks (development learns them when the record is saved).
-    static func uploadProblem(_ upload: AssetUploadsRequest.Upload, schema: ContainerSchema, environment: Environment) -> String? {
+    /// With `development` (production's refusals only), the reason says whether the type or field
+    /// awaits a deploy or exists nowhere (`SchemaAdvice`).
+    static func uploadProblem(_ upload: AssetUploadsRequest.Upload, schema: ContainerSchema, development: ContainerSchema?,
+                              environment: Environment) -> String? {
+        let onlyAssets = " Upload URLs are only for ASSETID (or ASSETID_LIST) fields."
         guard let type = schema.recordTypes[upload.recordType] else {
-            return environment == .production
-                ? "Record type \(upload.recordType) is not deployed to production of \(schema.container); upload URLs are for its ASSETID fields."
-                : nil
+            guard environment == .production else { return nil }
+            guard let development else { return "Record type \(upload.recordType) is not deployed to production." }
+            return SchemaAdvice.missingRecordType(upload.recordType, container: schema.container, production: schema,
+                                                  development: development) + onlyAssets
         }
         guard let fieldType = type.fields[upload.fieldName] else {
-            return environment == .production
-                ? "Field \(upload.fieldName) of \(upload.recordType) is not deployed to production; upload URLs are for ASSETID fields."
-                : nil
+            guard environment == .production else { return nil }
+            guard let development else { return "Field \(upload.fieldName) of \(upload.recordType) is not deployed to production." }
+            return SchemaAdvice.missingField(upload.fieldName, of: upload.recordType, container: schema.container, production: schema,
+                                             development: development) + onlyAssets
         }
         guard fieldType.base == .assetID else {
             return "Field \(upload.fieldName) of \(upload.recordType) is \(fieldType.name), not ASSETID; upload URLs are only for ASSETID "

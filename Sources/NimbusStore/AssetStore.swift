@@ -41,11 +41,6 @@ extension AssetStore {
         return signer.sign(payload + sha256, context: "receipt")
     }
 
-    /// Whether `asset` carries a receipt of this database for exactly its checksum and size.
-    package func verifyReceipt(_ asset: AssetValue, databaseID: Int64) -> Bool {
-        receiptProblem(asset, databaseID: databaseID) == nil
-    }
-
     /// Why `asset`'s receipt does not prove an upload of exactly its bytes to this database, in
     /// words that say what to do; nil when it does.
     package func receiptProblem(_ asset: AssetValue, databaseID: Int64) -> String? {

@@ -20,7 +20,8 @@ package enum SchemaAdvice {
                 + "deploy it with `nimbus schema deploy \(container)`."
         }
         return "Field \(Names.quoted(field)) of \(recordType) does not exist in \(container); "
-            + suggestion(for: field, among: Array(production.recordTypes[recordType]?.fields.keys ?? [:].keys), kind: "fields of \(recordType)")
+            + suggestion(for: field, among: production.recordTypes[recordType].map { Array($0.fields.keys) } ?? [],
+                         kind: "fields of \(recordType)")
     }
 
     /// "did you mean X?" for names within a small edit distance, else the valid names.

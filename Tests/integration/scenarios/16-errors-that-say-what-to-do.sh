@@ -48,7 +48,7 @@ expect_api_error 400 BAD_REQUEST "assets/upload for a STRING field"
 expect_reason 'Field appName of BlockedAppEvent is STRING, not ASSETID' "assets/upload for a STRING field"
 api "$ALICE" assets/upload '{"tokens":[{"recordType":"Photo","fieldName":"image"}]}'
 expect_api_error 400 BAD_REQUEST "assets/upload for an unknown type in production"
-expect_reason 'Record type Photo is not deployed to production' "assets/upload for an unknown type in production"
+expect_reason 'Record type \"Photo\" does not exist in iCloud.com.mirxa.AppLocker (in production or development); the deployed record types are BlockedAppEvent, ' "assets/upload for an unknown type in production"
 API_ENV=development
 random_file "$TEST_TMP/photo" 1000
 upload_asset "$ALICE" "$TEST_TMP/photo"
