@@ -134,7 +134,9 @@ enum Wire {
 
     static func syncToken(_ body: JSONValue) throws -> String? {
         guard let value = body["syncToken"], !value.isNull else { return nil }
-        guard case .string(let text) = value, !text.isEmpty else { throw SyncError(.badRequest, "syncToken must be a string.") }
+        guard case .string(let text) = value, !text.isEmpty else {
+            throw SyncError(.badRequest, "syncToken must be a token string from an earlier answer; leave it out to fetch again without a token.")
+        }
         return text
     }
 }

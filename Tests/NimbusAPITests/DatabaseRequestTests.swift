@@ -83,7 +83,8 @@ import Testing
         #expect(try refusal(RecordChangesRequest.self, "{\(zone),\"wait\":\(limits.maxWaitSeconds)}") == nil)
         #expect(try refusal(RecordChangesRequest.self, "{\(zone),\"wait\":\(limits.maxWaitSeconds + 1)}")?.code == .badRequest)
         #expect(try refusal(RecordChangesRequest.self, "{\(zone),\"wait\":1.5}")?.code == .badRequest)
-        #expect(try refusal(RecordChangesRequest.self, "{\(zone),\"syncToken\":\"\"}")?.code == .badRequest)
+        #expect(try refusal(RecordChangesRequest.self, "{\(zone),\"syncToken\":\"\"}")?.reason
+            == "syncToken must be a token string from an earlier answer; leave it out to fetch again without a token.")
         #expect(try refusal(RecordChangesRequest.self, "{\(zone),\"desiredRecordTypes\":[\"no spaces\"]}")?.code == .badRequest)
     }
 

@@ -172,6 +172,10 @@ import Testing
         let error = refusal(file(definition))
         #expect(error?.code == .badRequest)
         #expect(error?.reason.contains("TIMESTAMP") == true)
+        let given = field == "5" ? "not a string" : field
+        #expect(error?.reason == "Invalid schema file: the retention field of T is \(given), but it must be one of its TIMESTAMP fields (at)")
+        let none = refusal(file(#"{"fields": {"name": "STRING"}, "retention": {"days": 30, "field": "name"}}"#))
+        #expect(none?.reason.hasSuffix("must be one of its TIMESTAMP fields (it has none)") == true)
     }
 
     @Test(arguments: [#""yes""#, "1", "[]"])

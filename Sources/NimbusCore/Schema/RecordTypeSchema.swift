@@ -75,9 +75,11 @@ extension ContainerSchema {
                 }
                 var policy = RetentionPolicy(days: Int(days))
                 if let field = retention["field"], !field.isNull {
-                    guard case .string(let fieldName) = field, recordType.fields[fieldName]?.base == .timestamp,
-                          recordType.fields[fieldName]?.isList == false else {
-                        throw fail("the retention field of \(typeName) must be one of its TIMESTAMP fields")
+                    guard case .string(let fieldName) = field, recordType.fields[fieldName] == .timestamp else {
+                        let given = if case .string(let text) = field { Names.quoted(text) } else { "not a string" }
+                        let timestamps = recordType.fields.filter { $0.value == .timestamp }.keys.sorted()
+                        throw fail("the retention field of \(typeName) is \(given), but it must be one of its TIMESTAMP fields ("
+                            + (timestamps.isEmpty ? "it has none" : timestamps.joined(separator: ", ")) + ")")
                     }
                     policy.field = fieldName
                 }
