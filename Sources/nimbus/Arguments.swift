@@ -53,6 +53,18 @@ struct CommandSpec: Sendable {
     }
 }
 
+extension CommandSpec {
+    /// Parses `argv` against this spec; nil after printing the help when `--help` was asked.
+    func parse(_ argv: [String]) throws -> ParsedArguments? {
+        let arguments = try ParsedArguments(argv, spec: self)
+        guard !arguments.helpRequested else {
+            print(helpText)
+            return nil
+        }
+        return arguments
+    }
+}
+
 /// A usage error: exits 64 with a sentence naming what was wrong.
 struct UsageError: Error, CustomStringConvertible {
     var message: String
@@ -127,6 +139,13 @@ struct ParsedArguments: Sendable {
     }
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    /// Throws a usage error when the command was given arguments it takes none of.
+    func refusePositionals() throws {
+        if let first = positionals.first {
+            throw UsageError(message: "unexpected argument '\(first)'", command: spec.name)
+        }
+    }
 
     /// All values of a repeatable option, in order.
     func repeated(_ name: String) -> [String] { repeatedValues[name] ?? [] }

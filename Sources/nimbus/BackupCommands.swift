@@ -33,14 +33,8 @@ enum BackupCommands {
         options: DatabaseOptions.specs)
 
     static func backup(_ argv: [String]) async throws -> Int32 {
-        let arguments = try ParsedArguments(argv, spec: backupSpec)
-        if arguments.helpRequested {
-            print(backupSpec.helpText)
-            return 0
-        }
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument '\(arguments.positionals[0])'", command: "backup")
-        }
+        guard let arguments = try backupSpec.parse(argv) else { return 0 }
+        try arguments.refusePositionals()
         let keep = try arguments.integer("keep")
         if keep == 0 { throw UsageError(message: "option '--keep' needs at least 1", command: "backup") }
         let target = try BackupTarget(arguments)
@@ -63,11 +57,7 @@ enum BackupCommands {
     }
 
     static func restore(_ argv: [String]) async throws -> Int32 {
-        let arguments = try ParsedArguments(argv, spec: restoreSpec)
-        if arguments.helpRequested {
-            print(restoreSpec.helpText)
-            return 0
-        }
+        guard let arguments = try restoreSpec.parse(argv) else { return 0 }
         guard arguments.positionals.count == 1 else {
             throw UsageError(message: "name one archive to restore: nimbus restore <file>", command: "restore")
         }
@@ -101,11 +91,7 @@ enum BackupCommands {
     }
 
     static func databaseURL(_ argv: [String]) async throws -> Int32 {
-        let arguments = try ParsedArguments(argv, spec: databaseURLSpec)
-        if arguments.helpRequested {
-            print(databaseURLSpec.helpText)
-            return 0
-        }
+        guard let arguments = try databaseURLSpec.parse(argv) else { return 0 }
         if let url = arguments.value("database-url") {
             print(url)
             return 0

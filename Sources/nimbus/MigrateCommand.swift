@@ -12,14 +12,8 @@ enum MigrateCommand {
     )
 
     static func run(_ argv: [String]) async throws -> Int32 {
-        let arguments = try ParsedArguments(argv, spec: spec)
-        if arguments.helpRequested {
-            print(spec.helpText)
-            return 0
-        }
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument '\(arguments.positionals[0])'", command: spec.name)
-        }
+        guard let arguments = try spec.parse(argv) else { return 0 }
+        try arguments.refusePositionals()
         try DatabaseOptions.configureLogging(arguments)
         let opened = try DatabaseOptions.open(arguments)
         opened.close()

@@ -30,11 +30,7 @@ enum PruneCommands {
     )
 
     static func prune(_ argv: [String]) async throws -> Int32 {
-        let arguments = try ParsedArguments(argv, spec: pruneSpec)
-        if arguments.helpRequested {
-            print(pruneSpec.helpText)
-            return 0
-        }
+        guard let arguments = try pruneSpec.parse(argv) else { return 0 }
         var options = PruneOptions()
         options.olderThanSeconds = try duration(arguments, "older-than")
         options.tombstonesOlderThanSeconds = try duration(arguments, "tombstones-older-than") ?? 90 * 86_400
@@ -45,9 +41,7 @@ enum PruneCommands {
         for type in options.recordTypes where !Names.isValidRecordType(type) {
             throw UsageError(message: "option '--record-type' needs a record type name, not '\(type)'", command: "prune")
         }
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument '\(arguments.positionals[0])'", command: "prune")
-        }
+        try arguments.refusePositionals()
         try DatabaseOptions.configureLogging(arguments, defaultLevel: .warning)
         let database = try DatabaseOptions.openForAdmin(arguments)
         let pool = PGPool(configuration: .init(url: database.url))
@@ -77,11 +71,7 @@ enum PruneCommands {
     }
 
     static func stats(_ argv: [String]) async throws -> Int32 {
-        let arguments = try ParsedArguments(argv, spec: statsSpec)
-        if arguments.helpRequested {
-            print(statsSpec.helpText)
-            return 0
-        }
+        guard let arguments = try statsSpec.parse(argv) else { return 0 }
         try DatabaseOptions.configureLogging(arguments, defaultLevel: .warning)
         let database = try DatabaseOptions.openForAdmin(arguments)
         let pool = PGPool(configuration: .init(url: database.url))

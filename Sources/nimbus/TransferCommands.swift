@@ -26,14 +26,8 @@ enum TransferCommands {
         positionals: [("<directory>", "A directory written by `nimbus export`.")])
 
     static func export(_ argv: [String]) async throws -> Int32 {
-        let arguments = try ParsedArguments(argv, spec: exportSpec)
-        if arguments.helpRequested {
-            print(exportSpec.helpText)
-            return 0
-        }
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument '\(arguments.positionals[0])'", command: "export")
-        }
+        guard let arguments = try exportSpec.parse(argv) else { return 0 }
+        try arguments.refusePositionals()
         guard let user = arguments.value("user"), let output = arguments.value("output") else {
             throw UsageError(message: "'export' needs --user <name> and --output <directory>", command: "export")
         }
@@ -48,11 +42,7 @@ enum TransferCommands {
     }
 
     static func importing(_ argv: [String]) async throws -> Int32 {
-        let arguments = try ParsedArguments(argv, spec: importSpec)
-        if arguments.helpRequested {
-            print(importSpec.helpText)
-            return 0
-        }
+        guard let arguments = try importSpec.parse(argv) else { return 0 }
         guard arguments.positionals.count == 1 else {
             throw UsageError(message: "name one export directory: nimbus import <directory> --user <name>", command: "import")
         }
