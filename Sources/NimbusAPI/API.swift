@@ -56,7 +56,7 @@ package final class API: Sendable {
             if request.path == "*" {
                 var response = HTTPResponse(status: .noContent)
                 response.headers.add(name: "Allow", value: router.methods.joined(separator: ", "))
-                metrics.record(route: "(unrouted)", method: request.method, status: 204, start: start)
+                metrics.record(route: "(unrouted)", method: request.method, status: 204, start: start, request: request)
                 writer.respond(response)
                 return
             }
@@ -66,11 +66,11 @@ package final class API: Sendable {
                 request.pathParameters = parameters
                 route.handler(request, writer)
             case .methodNotAllowed(let allowed):
-                metrics.record(route: "(unrouted)", method: request.method, status: 405, start: start)
+                metrics.record(route: "(unrouted)", method: request.method, status: 405, start: start, request: request)
                 writer.respond(ErrorResponse.methodNotAllowed(request, allowed: allowed))
             case .notFound:
                 let response = ErrorResponse.notFound(request)
-                metrics.record(route: "(unrouted)", method: request.method, status: 404, start: start)
+                metrics.record(route: "(unrouted)", method: request.method, status: 404, start: start, request: request)
                 writer.respond(response)
             }
         }
@@ -88,7 +88,7 @@ package final class API: Sendable {
             return { request, writer in
                 let start = monotonicNanoseconds()
                 let response = body(request)
-                metrics.record(route: pattern, method: request.method, status: response.status.code, start: start)
+                metrics.record(route: pattern, method: request.method, status: response.status.code, start: start, request: request)
                 writer.respond(response)
             }
         }
@@ -106,13 +106,13 @@ package final class API: Sendable {
                 let start = monotonicNanoseconds()
                 let bearer = Bearer(request.headers["Authorization"])
                 if let refusal = Self.throttle(bearer, limiter: limiter) {
-                    metrics.record(route: pattern, method: request.method, status: refusal.status.code, start: start)
+                    metrics.record(route: pattern, method: request.method, status: refusal.status.code, start: start, request: request)
                     writer.respond(refusal)
                     return
                 }
                 let who = RequestWho()
                 let answering = Answering(writer: writer, bearer: bearer, who: who) {
-                    metrics.record(route: pattern, method: request.method, status: 200, start: start, who: who)
+                    metrics.record(route: pattern, method: request.method, status: 200, start: start, who: who, request: request)
                 }
                 // On the connection's event loop: statements that wait there (`PGPool.query`)
                 // suspend the task and leave the thread to other connections; blocking calls
@@ -128,7 +128,7 @@ package final class API: Sendable {
                     }
                     guard let response else { return }
                     metrics.record(route: pattern, method: request.method, status: response.status.code, start: start, who: who,
-                                   serverErrorCode: code)
+                                   serverErrorCode: code, request: request)
                     writer.respond(response)
                 }
             }

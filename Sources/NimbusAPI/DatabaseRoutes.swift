@@ -108,7 +108,7 @@ enum Wire {
 
     /// Base of absolute URLs in answers: `--public-url`, else `http://` and the request's authority.
     static func baseURL(_ request: HTTPRequest, publicURL: String?) -> String {
-        (publicURL ?? "http://\(request.authority ?? "127.0.0.1")").trimmingSuffix("/")
+        (publicURL ?? request.origin).trimmingSuffix("/")
     }
 
     /// An error item: the request-level error fields plus what it is about.

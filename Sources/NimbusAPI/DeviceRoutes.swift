@@ -71,7 +71,7 @@ struct DeviceRoutes: Sendable {
         let body = try RequestInput.parseBody(request.body)
         let code = try DeviceRequests.code(body)
         let deviceName = try DeviceRequests.deviceName(body)
-        let address = request.peer.description
+        let address = request.clientAddress
         if case .refused(let seconds, let scope) = throttle.withLock({ $0.admit(address, now: clock.nowMilliseconds()) }) {
             counters.throttled.withLock { $0 += 1 }
             let which = scope == .address

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusHTTP
 import NimbusSupport
 
 /// Request counters and a latency histogram, rendered as Prometheus text (`GET /metrics`).
@@ -35,7 +36,8 @@ package final class Metrics: Sendable {
 
     /// Counts one answered request and its latency (from `start`, a monotonic timestamp); who
     /// asked and the error code go to the console's request log only.
-    package func record(route: String, method: String, status: Int, start: UInt64, who: RequestWho? = nil, serverErrorCode: String? = nil) {
+    package func record(route: String, method: String, status: Int, start: UInt64, who: RequestWho? = nil, serverErrorCode: String? = nil,
+                        request: HTTPRequest? = nil) {
         let asker = who?.value
         let seconds = Double(monotonicNanoseconds() &- start) / 1e9
         state.withLock { state in
@@ -49,7 +51,8 @@ package final class Metrics: Sendable {
             state.latency[route] = histogram
             state.recent.append(RequestRing.Entry(at: Int64(Date().timeIntervalSince1970 * 1000), method: method, route: route,
                                                   status: status, milliseconds: seconds * 1000, user: asker?.user,
-                                                  device: asker?.device, serverErrorCode: serverErrorCode))
+                                                  device: asker?.device, serverErrorCode: serverErrorCode,
+                                                  peer: request?.peer ?? .unknown, forwardedClient: request?.forwarded?.client))
         }
     }
 

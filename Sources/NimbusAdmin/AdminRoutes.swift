@@ -205,7 +205,7 @@ struct AdminRoutes: Sendable {
             .object(["at": .integer(entry.at), "method": .string(entry.method), "route": .string(entry.route),
                      "status": .integer(Int64(entry.status)), "milliseconds": .double((entry.milliseconds * 1000).rounded() / 1000),
                      "user": entry.user.map(JSONValue.string) ?? .null, "device": entry.device.map(JSONValue.string) ?? .null,
-                     "serverErrorCode": entry.serverErrorCode.map(JSONValue.string) ?? .null])
+                     "serverErrorCode": entry.serverErrorCode.map(JSONValue.string) ?? .null, "client": .string(entry.client)])
         })])
     }
 

@@ -33,7 +33,12 @@ extension PGConnection {
             return PQsendQueryPrepared(handle, name, parameters.count, values, parameters.lengths, parameters.formats, 1)
         }
         guard sent == 1 else { throw lostError() }
-        return try await finish(on: loop)
+        do {
+            return try await finish(on: loop)
+        } catch let error as PGError where name != nil && error.sqlState == Self.missingStatement {
+            try pooledAway()
+            return try await execute(sql, on: loop)
+        }
     }
 
     /// Flushes what libpq still holds, then reads every result of the statement; returns the
@@ -71,6 +76,7 @@ extension PGConnection {
 
     /// The prepared statement's name, preparing it first (as the blocking path does).
     private func preparedName(_ text: String, _ types: [UInt32], on loop: any LoopContext) async throws -> String? {
+        guard naming.isOn else { return nil }
         let key = Self.preparedKey(text, types)
         if let name = prepared[key] { return name }
         PQsetnonblocking(handle, 1)
@@ -80,7 +86,7 @@ extension PGConnection {
             PQclear(try await finish(on: loop))
             prepared.removeAll()
         }
-        let name = "nimbus_\(prepared.count)"
+        let name = nextStatementName()
         guard PQsendPrepare(handle, name, text, Int32(types.count), types) == 1 else { throw lostError() }
         do {
             PQclear(try await finish(on: loop))

@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import Synchronization
 
 /// One libpq connection. It owns its `PGconn*` and finishes it in `deinit`.
 ///
@@ -13,9 +14,16 @@ package final class PGConnection: @unchecked Sendable {
     /// is parsed and planned once per connection instead of on every execution.
     var prepared: [String: String] = [:]
     static let preparedLimit = 512
+    /// Whether statements are prepared under names at all (shared by a pool's connections).
+    let naming: StatementNaming
+    /// Names are unique to this connection and never reused: behind a transaction pooler, a name
+    /// found on a server connection can only be this connection's statement with the same text.
+    private let namePrefix = "nimbus_\(String(UInt32.random(in: .min ... .max), radix: 16))_"
+    private var statementsNamed = 0
 
-    private init(handle: OpaquePointer) {
+    private init(handle: OpaquePointer, naming: StatementNaming) {
         self.handle = handle
+        self.naming = naming
     }
 
     deinit {
@@ -24,7 +32,8 @@ package final class PGConnection: @unchecked Sendable {
 
     /// Opens a connection. `url` is a libpq connection string or `postgresql://` URI; the
     /// connect timeout applies to each host attempt (libpq `connect_timeout`).
-    package static func connect(url: String, connectTimeoutSeconds: Int = 5, applicationName: String = "nimbus") throws -> PGConnection {
+    package static func connect(url: String, connectTimeoutSeconds: Int = 5, applicationName: String = "nimbus",
+                                naming: StatementNaming = StatementNaming()) throws -> PGConnection {
         let keywords = ["dbname", "connect_timeout", "application_name", "client_encoding"]
         let values = [url, String(max(connectTimeoutSeconds, 2)), applicationName, "UTF8"]
         // expand_dbname = 1: `dbname` may be a full connection string or URI; later keywords
@@ -45,7 +54,7 @@ package final class PGConnection: @unchecked Sendable {
         // Server NOTICEs ("relation already exists, skipping") are not errors; libpq's default
         // processor prints them to stderr. Errors still arrive as results.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
-        return PGConnection(handle: connection)
+        return PGConnection(handle: connection, naming: naming)
     }
 
     /// True once libpq has seen the connection fail. After a server restart this stays false
@@ -171,6 +180,10 @@ package final class PGConnection: @unchecked Sendable {
         guard let result else { throw lostError() }
         do {
             try check(result)
+        } catch let error as PGError where name != nil && error.sqlState == Self.missingStatement {
+            PQclear(result)
+            try pooledAway()
+            return try execute(sql)
         } catch {
             PQclear(result)
             throw error
@@ -178,9 +191,26 @@ package final class PGConnection: @unchecked Sendable {
         return result
     }
 
+    /// SQLSTATE 26000, invalid_sql_statement_name: a statement prepared on this connection is not
+    /// on the server connection that ran it — a transaction pooler (PgBouncer) sits in between.
+    static let missingStatement = "26000"
+
+    /// A prepared statement went missing: named statements are turned off for every connection of
+    /// the pool. Outside a transaction the statement can run again unnamed (the caller does);
+    /// inside one, the transaction has failed and the error says to retry.
+    func pooledAway() throws {
+        prepared.removeAll()
+        naming.turnOff()
+        guard !isInTransaction else {
+            throw PGError(.connectionLost, "the database connection goes through a transaction pooler; named prepared statements "
+                          + "are off from now on (pass --database-pooler transaction to start that way)")
+        }
+    }
+
     /// The name of the statement prepared for this text and these types, preparing it first;
     /// nil when it cannot be prepared (then the statement runs unprepared and reports its error).
     private func preparedName(_ text: String, _ types: [UInt32]) -> String? {
+        guard naming.isOn else { return nil }
         let key = Self.preparedKey(text, types)
         if let name = prepared[key] { return name }
         if prepared.count >= Self.preparedLimit {
@@ -188,12 +218,18 @@ package final class PGConnection: @unchecked Sendable {
             if let result = PQexec(handle, "DEALLOCATE ALL") { PQclear(result) }
             prepared.removeAll()
         }
-        let name = "nimbus_\(prepared.count)"
+        let name = nextStatementName()
         guard let result = PQprepare(handle, name, text, Int32(types.count), types) else { return nil }
         defer { PQclear(result) }
         guard PQresultStatus(result) == PGRES_COMMAND_OK else { return nil }
         prepared[key] = name
         return name
+    }
+
+    /// A name this connection has not used before.
+    func nextStatementName() -> String {
+        statementsNamed += 1
+        return namePrefix + String(statementsNamed)
     }
 
     /// The prepared-statement cache's key: the text and the parameter types.
@@ -227,6 +263,27 @@ package final class PGConnection: @unchecked Sendable {
     func lostError() -> PGError {
         let message = String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
         return PGError(.connectionLost, message.isEmpty ? "the connection to PostgreSQL was lost" : message)
+    }
+}
+
+/// Whether a pool's connections prepare statements under names. A transaction pooler (PgBouncer
+/// before 1.21) runs each transaction on whichever server connection is free, where a statement
+/// prepared by an earlier transaction is missing: then statements go unnamed (parsed each time).
+package final class StatementNaming: Sendable {
+    private let on: Atomic<Bool>
+    private let turnedOff: @Sendable () -> Void
+
+    /// `on` false: never name statements (`--database-pooler transaction`). `turnedOff` is called
+    /// once if a missing statement turns naming off.
+    package init(on: Bool = true, turnedOff: @escaping @Sendable () -> Void = {}) {
+        self.on = Atomic(on)
+        self.turnedOff = turnedOff
+    }
+
+    package var isOn: Bool { on.load(ordering: .relaxed) }
+
+    func turnOff() {
+        if on.exchange(false, ordering: .relaxed) { turnedOff() }
     }
 }
 

@@ -17,6 +17,11 @@ package final class PGPool: Sendable {
         package var connectTimeoutSeconds: Int = 5
         /// How long a borrower waits for a free connection before a transient error.
         package var acquireTimeoutSeconds: Double = 5
+        /// What sits between the pool and PostgreSQL (`--database-pooler`).
+        package var pooler: Pooler = .none
+        /// A direct connection to PostgreSQL for session-level work (advisory locks held across
+        /// transactions), when `url` goes through a transaction pooler; nil: `url`.
+        package var sessionURL: String?
 
         package init(url: String) {
             self.url = url
@@ -31,7 +36,19 @@ package final class PGPool: Sendable {
         package var waiting: Int
     }
 
+    /// A connection pooler between Nimbus and PostgreSQL.
+    package enum Pooler: String, Sendable, CaseIterable {
+        /// None, or one in session mode: a connection is one PostgreSQL session.
+        case none
+        /// Transaction mode (PgBouncer `pool_mode = transaction`): consecutive transactions of one
+        /// connection may run in different sessions, so nothing is kept in the session — no named
+        /// prepared statements, no session settings (the pooler's `connect_query` sets them).
+        case transaction
+    }
+
     package let configuration: Configuration
+    /// Shared by every connection: turned off for good behind a transaction pooler.
+    private let naming: StatementNaming
     private let state: Lock<State>
     private let queue = DispatchQueue(label: "nimbus.postgres.pool")
     /// One serial queue per connection slot, made once: blocking libpq work gets threads of its
@@ -42,6 +59,12 @@ package final class PGPool: Sendable {
 
     package init(configuration: Configuration) {
         self.configuration = configuration
+        let logger = Logger(subsystem: "postgres")
+        naming = StatementNaming(on: configuration.pooler == .none) {
+            logger.warning("a prepared statement went missing: the database URL goes through a transaction pooler (PgBouncer?); "
+                           + "named prepared statements are off from now on. Pass --database-pooler transaction, and "
+                           + "--listen-database-url with a direct connection for LISTEN and locks")
+        }
         state = Lock(State())
         borrowerQueues = (0..<max(configuration.maxConnections, 1)).map { DispatchQueue(label: "nimbus.postgres.borrower.\($0)") }
     }
@@ -241,7 +264,11 @@ package final class PGPool: Sendable {
     }
 
     private func connect() throws -> PGConnection {
-        let connection = try PGConnection.connect(url: configuration.url, connectTimeoutSeconds: configuration.connectTimeoutSeconds)
+        let connection = try PGConnection.connect(url: configuration.url, connectTimeoutSeconds: configuration.connectTimeoutSeconds,
+                                                  naming: naming)
+        // Behind a transaction pooler a SET would change whichever session ran it, for its next
+        // users too, and not this connection's next transaction: the pooler's connect_query sets them.
+        guard configuration.pooler == .none else { return connection }
         // Prepared statements are planned once: without this, PostgreSQL keeps re-planning
         // statements with array parameters (custom plans look cheaper than its generic guess).
         // This applies to unnamed (unprepared) statements as well: whatever must shape a plan

@@ -53,7 +53,7 @@ extension Pruner {
     /// it (`wait` true). Returns nil when skipped.
     package func prune(_ options: PruneOptions, limits: Limits = Limits(), wait: Bool = false,
                        progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> PruneReport? {
-        try await pool.withLease { lease in
+        try await pool.withSessionLease { lease in
             let locked = try await lease.run { connection in
                 wait ? (try connection.queryFirst("SELECT pg_advisory_lock(\(Self.pruneLockKey)) IS NOT NULL") { try $0.bool(0) } ?? false)
                      : (try connection.queryFirst("SELECT pg_try_advisory_lock(\(Self.pruneLockKey))") { try $0.bool(0) } ?? false)

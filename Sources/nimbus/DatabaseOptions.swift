@@ -55,7 +55,9 @@ enum DatabaseOptions {
         }
         guard migrating else { return opened }
         do {
-            let connection = try PGConnection.connect(url: opened.url, connectTimeoutSeconds: 10, applicationName: "nimbus-migrate")
+            // The migration lock is a session advisory lock: never through a transaction pooler.
+            let url = arguments.value("listen-database-url") ?? opened.url
+            let connection = try PGConnection.connect(url: url, connectTimeoutSeconds: 10, applicationName: "nimbus-migrate")
             try migrator.migrate(connection)
         } catch {
             opened.close()

@@ -31,6 +31,12 @@ enum ServeCommand {
         ] + DatabaseOptions.specs + [
             OptionSpec(name: "public-url", valueName: "url", environment: "NIMBUS_PUBLIC_URL",
                        help: "Base of absolute URLs in answers (webcourierURL, downloadURL), e.g. https://sync.example.org; default: from the request's Host."),
+            OptionSpec(name: "trusted-proxy", valueName: "cidr,...", environment: "NIMBUS_TRUSTED_PROXY",
+                       help: "Proxies whose Forwarded / X-Forwarded-For, -Proto and -Host headers give the client's address and the scheme and host of absolute URLs, e.g. 127.0.0.1/32,10.0.0.0/8; default none (the headers are ignored)."),
+            OptionSpec(name: "database-pooler", valueName: "none|transaction", environment: "NIMBUS_DATABASE_POOLER", defaultValue: "none",
+                       help: "What is between Nimbus and PostgreSQL: transaction for PgBouncer's transaction pooling (no named prepared statements or session settings; needs --listen-database-url)."),
+            OptionSpec(name: "listen-database-url", valueName: "url", environment: "NIMBUS_LISTEN_DATABASE_URL",
+                       help: "A direct connection to PostgreSQL, not through a transaction pooler, for LISTEN, migrations and the pruning job's lock; default: --database-url."),
             OptionSpec(name: "pool-size", valueName: "n", environment: "NIMBUS_POOL_SIZE", defaultValue: String(defaultPoolSize),
                        help: "Maximum database connections (default 4 per core: more only queue inside PostgreSQL)."),
             OptionSpec(name: "write-batches", valueName: "n", environment: "NIMBUS_WRITE_BATCHES",
@@ -77,6 +83,8 @@ enum ServeCommand {
         http.parserLimits.maxHeaderCount = limits.maxHeaderCount
         http.parserLimits.maxBodyBytes = limits.maxRequestBytes
         http.errorResponse = ErrorResponse.forHTTPCore
+        http.trustedProxies = try trustedProxies(arguments)
+        let pooler = try databasePooler(arguments)
         let poolSize = max(try arguments.integer("pool-size") ?? defaultPoolSize, 1)
         let writeBatches = max(try arguments.integer("write-batches") ?? Store.defaultWriteBatchesInFlight, 1)
         for name in ["prune-interval", "asset-grace"] {
@@ -105,6 +113,8 @@ enum ServeCommand {
         let database = try DatabaseOptions.open(arguments)
         var poolConfiguration = PGPool.Configuration(url: database.url)
         poolConfiguration.maxConnections = poolSize
+        poolConfiguration.pooler = pooler
+        poolConfiguration.sessionURL = arguments.value("listen-database-url")
         let pool = PGPool(configuration: poolConfiguration)
         let store: Store
         do {
@@ -115,7 +125,7 @@ enum ServeCommand {
             database.close()
             throw error
         }
-        let listener = store.startListening(url: database.url)
+        let listener = store.startListening(url: arguments.value("listen-database-url") ?? database.url)
         let metrics = Metrics()
         let api = API(store: store, limits: limits, metrics: metrics, publicURL: arguments.value("public-url"))
         http.bodyStreamLimit = api.bodyStreamLimit
@@ -212,6 +222,42 @@ enum ServeCommand {
         options.notificationRetentionSeconds = Int64(limits.notificationRetentionDays) * 86_400
         options.assetGraceSeconds = arguments.value("asset-grace").flatMap(DurationText.seconds) ?? 86_400
         return options
+    }
+
+    /// `--trusted-proxy`: CIDR blocks separated by commas.
+    static func trustedProxies(_ arguments: ParsedArguments) throws -> TrustedProxies {
+        guard let text = arguments.value("trusted-proxy"), !text.isEmpty else { return TrustedProxies() }
+        var ranges: [AddressRange] = []
+        for part in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
+            guard let range = AddressRange(part) else {
+                throw UsageError(message: "option '--trusted-proxy' needs addresses or CIDR blocks such as 127.0.0.1, 10.0.0.0/8 or fd00::/8, "
+                                 + "separated by commas; '\(part)' is not one", command: "serve")
+            }
+            ranges.append(range)
+        }
+        return TrustedProxies(ranges)
+    }
+
+    /// `--database-pooler`, checked against the options it needs.
+    static func databasePooler(_ arguments: ParsedArguments) throws -> PGPool.Pooler {
+        let text = arguments.value("database-pooler") ?? "none"
+        guard let pooler = PGPool.Pooler(rawValue: text) else {
+            throw UsageError(message: "option '--database-pooler' is none or transaction, not '\(text)' (a pooler in session mode needs none)",
+                             command: "serve")
+        }
+        if arguments.value("listen-database-url") != nil, arguments.value("database-url") == nil {
+            throw UsageError(message: "option '--listen-database-url' goes with --database-url (the embedded database has no pooler)", command: "serve")
+        }
+        if pooler == .transaction {
+            guard arguments.value("database-url") != nil else {
+                throw UsageError(message: "option '--database-pooler transaction' goes with --database-url, the pooler's address", command: "serve")
+            }
+            guard arguments.value("listen-database-url") != nil else {
+                throw UsageError(message: "with '--database-pooler transaction', pass --listen-database-url with a direct connection to PostgreSQL: "
+                                 + "LISTEN, migrations and the pruning job's lock cannot pass a transaction pooler", command: "serve")
+            }
+        }
+        return pooler
     }
 
     static func parseListen(_ text: String, option: String = "listen") throws -> (String, Int) {

@@ -226,3 +226,63 @@ import Testing
         }
     }
 }
+
+/// Behind a transaction pooler a statement prepared by one transaction is missing in the next.
+@Suite(.timeLimit(.minutes(1))) struct StatementNamingTests {
+    private func makePool(_ database: TestDatabase, pooler: PGPool.Pooler) -> PGPool {
+        var configuration = PGPool.Configuration(url: database.url)
+        configuration.maxConnections = 1
+        configuration.pooler = pooler
+        return PGPool(configuration: configuration)
+    }
+
+    private func preparedCount(_ connection: PGConnection) throws -> Int {
+        try connection.queryFirst("SELECT count(*)::int8 FROM pg_prepared_statements WHERE name LIKE 'nimbus!_%' ESCAPE '!'") { try $0.int(0) } ?? -1
+    }
+
+    @Test func aMissingPreparedStatementTurnsNamingOffAndTheStatementStillRuns() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, pooler: .none)
+            defer { pool.close() }
+            let value: Int64 = 41
+            let first = try await pool.withConnection { try $0.queryFirst("SELECT \(value) + 1") { try $0.int64(0) } }
+            #expect(first == 42)
+            #expect(try await pool.withConnection { try self.preparedCount($0) } >= 1, "statements are prepared by default")
+            // What a transaction pooler does to a session: the next statement lands where the
+            // prepared one does not exist. It runs anyway, unnamed, and naming stays off.
+            try await pool.withConnection { try $0.runScript("DEALLOCATE ALL") }
+            let again = try await pool.withConnection { try $0.queryFirst("SELECT \(value) + 1") { try $0.int64(0) } }
+            #expect(again == 42)
+            let other: Int64 = 7
+            #expect(try await pool.withConnection { try $0.queryFirst("SELECT \(other) * 2") { try $0.int64(0) } } == 14)
+            #expect(try await pool.withConnection { try self.preparedCount($0) } == 0, "nothing is prepared once naming is off")
+        }
+    }
+
+    @Test func insideATransactionTheMissingStatementFailsTheTransactionAsTransient() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, pooler: .none)
+            defer { pool.close() }
+            let value: Int64 = 1
+            _ = try await pool.withConnection { try $0.queryFirst("SELECT \(value)") { try $0.int64(0) } }
+            try await pool.withConnection { try $0.runScript("DEALLOCATE ALL") }
+            await #expect(throws: PGError.self) {
+                try await pool.withTransaction { try $0.queryFirst("SELECT \(value)") { try $0.int64(0) } }
+            }
+            // The retry (a client's) runs unnamed.
+            #expect(try await pool.withTransaction { try $0.queryFirst("SELECT \(value)") { try $0.int64(0) } } == 1)
+        }
+    }
+
+    @Test func transactionModeNeverPreparesNorSetsSessionSettings() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, pooler: .transaction)
+            defer { pool.close() }
+            let value: Int64 = 3
+            #expect(try await pool.withConnection { try $0.queryFirst("SELECT \(value)") { try $0.int64(0) } } == 3)
+            #expect(try await pool.withConnection { try self.preparedCount($0) } == 0)
+            let jit = try await pool.withConnection { try $0.queryFirst("SELECT current_setting('plan_cache_mode')") { try $0.string(0) } }
+            #expect(jit == "auto", "no session SET behind a transaction pooler (its connect_query sets them)")
+        }
+    }
+}

@@ -69,8 +69,8 @@ export async function requests(parameters) {
       location.hash = `#/requests?${query(values)}`;
     }),
     el("p", { class: "muted" }, `The last ${requests.length} matching, of at most ${capacity} kept in memory; no tokens, bodies or query strings.`),
-    table(["Time", "User", "Device", "Method", "Route", "Status", "Code", "ms"], requests.map((r) =>
-      [time(r.at), r.user ?? "", r.device ?? "", r.method, r.route, r.status, r.serverErrorCode ?? "", r.milliseconds]))];
+    table(["Time", "Client", "User", "Device", "Method", "Route", "Status", "Code", "ms"], requests.map((r) =>
+      [time(r.at), r.client, r.user ?? "", r.device ?? "", r.method, r.route, r.status, r.serverErrorCode ?? "", r.milliseconds]))];
 }
 
 export async function audit() {

@@ -209,6 +209,8 @@ final class HTTPConnection: @unchecked Sendable {
         var request = HTTPRequest(head: head, body: body)
         request.bodyStream = stream
         request.peer = peer
+        let trusted = loop.server.configuration.trustedProxies
+        if !trusted.isEmpty { request.forwarded = trusted.origin(peer: peer, headers: head.headers) }
         bodyStream = stream
         self.head = nil
         body = []

@@ -9,6 +9,8 @@ package struct HTTPRequest: Sendable {
     package var bodyStream: HTTPBodyStream?
     /// The address of the connection's peer (a proxy's, behind one).
     package var peer: PeerAddress = .unknown
+    /// What a trusted proxy said of the client (`HTTPServer.Configuration.trustedProxies`).
+    package var forwarded: ForwardedOrigin?
 
     package init(head: HTTPRequestHead, body: [UInt8] = []) {
         self.head = head
@@ -20,6 +22,13 @@ package struct HTTPRequest: Sendable {
     package var headers: HTTPHeaders { head.headers }
     /// The authority the request is for (absolute-form target, else Host).
     package var authority: String? { head.authority }
+    /// The client's address: as a trusted proxy forwarded it, else the connection's peer.
+    package var clientAddress: String { forwarded?.client ?? peer.description }
+    /// The base of absolute URLs for this request (`https://sync.example.org`): scheme and host as
+    /// a trusted proxy forwarded them, else `http` and the request's authority.
+    package var origin: String {
+        "\(forwarded?.scheme ?? "http")://\(forwarded?.host ?? authority ?? "127.0.0.1")"
+    }
 
     /// The decoded value of a query parameter (`?since=...&wait=5`); nil when absent.
     package func queryParameter(_ name: String) -> String? {

@@ -29,6 +29,8 @@ package final class HTTPServer: Sendable {
         /// For requests whose bodies should stream to the handler instead of being buffered
         /// (uploads): the largest body accepted; nil buffers the body up to `maxBodyBytes`.
         package var bodyStreamLimit: @Sendable (HTTPRequestHead) -> Int? = { _ in nil }
+        /// Proxies whose forwarding headers give the client's address, scheme and host; none by default.
+        package var trustedProxies = TrustedProxies()
 
         package init() {}
     }

@@ -22,12 +22,24 @@ package struct PeerAddress: Sendable, Hashable, CustomStringConvertible {
         case AF_INET6:
             let address = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in6.self) }
             withUnsafeBytes(of: address.sin6_addr) { bytes in
-                high = bytes.load(fromByteOffset: 0, as: UInt64.self)
-                low = bytes.load(fromByteOffset: 8, as: UInt64.self)
+                high = bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)
+                low = bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
             }
             family = AF_INET6
         default:
             break
+        }
+    }
+
+    /// The stored bytes in network order (4 or 16; none when unknown).
+    var rawBytes: [UInt8] {
+        switch family {
+        case AF_INET:
+            return withUnsafeBytes(of: UInt32(truncatingIfNeeded: low)) { Array($0) }
+        case AF_INET6:
+            return withUnsafeBytes(of: (high, low)) { Array($0) }
+        default:
+            return []
         }
     }
 
