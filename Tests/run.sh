@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 
 # Beside the server's packages, what the tests use: chromium renders the admin console (scenario 45);
 # zbarimg decodes the QR codes the CLI draws (python3 turns the drawing printed by `nimbus device
-# pair` into an image for it).
-bash deploy/install-deps.sh zbar-tools python3 chromium
+# pair` into an image for it); nginx, haproxy and pgbouncer stand in front of the servers in the
+# scale-out scenarios (17-19; started on loopback ports by the scenarios, never as services).
+bash deploy/install-deps.sh zbar-tools python3 chromium nginx haproxy pgbouncer
 
 source Tests/test-postgres.sh
 # Servers started by the tests and benches put their admin console on a free port (several run at once).
