@@ -76,20 +76,26 @@ package struct Migrator: Sendable {
     }
 
     /// Applies what is missing; returns the versions applied now.
+    ///
+    /// Every step is a transaction that first takes the migration lock (a transaction-level
+    /// advisory lock): instances starting together apply each migration once, and the lock can
+    /// never outlive its transaction, even on a connection through a transaction pooler.
     @discardableResult
     package func migrate(_ connection: PGConnection) throws -> [Int] {
-        try connection.run("SELECT pg_advisory_lock(\(Self.advisoryLockKey))")
-        defer { _ = try? connection.run("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))") }
-        try connection.run("""
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version integer PRIMARY KEY,
-                name text NOT NULL,
-                checksum text NOT NULL,
-                applied_at timestamptz NOT NULL DEFAULT now()
-            )
-            """)
-        let applied = try connection.query("SELECT version, name, checksum FROM schema_migrations") { row in
-            (version: try row.int(0), name: try row.string(1), checksum: try row.string(2))
+        let lock: SQL = "SELECT pg_advisory_xact_lock(\(Self.advisoryLockKey))"
+        let applied = try connection.withTransaction { connection in
+            try connection.run(lock)
+            try connection.run("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version integer PRIMARY KEY,
+                    name text NOT NULL,
+                    checksum text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+            return try connection.query("SELECT version, name, checksum FROM schema_migrations") { row in
+                (version: try row.int(0), name: try row.string(1), checksum: try row.string(2))
+            }
         }
         let appliedByVersion = Dictionary(applied.map { ($0.version, $0) }, uniquingKeysWith: { first, _ in first })
         for migration in migrations {
@@ -108,13 +114,19 @@ package struct Migrator: Sendable {
         }
         var appliedNow: [Int] = []
         for migration in migrations where appliedByVersion[migration.version] == nil {
-            try connection.withTransaction { connection in
+            let ran = try connection.withTransaction { connection -> Bool in
+                try connection.run(lock)
+                // Another instance may have applied it while this one waited for the lock.
+                let done = try connection.queryFirst("SELECT 1 FROM schema_migrations WHERE version = \(migration.version)") { _ in true } ?? false
+                guard !done else { return false }
                 try connection.runScript(migration.sql)
                 try connection.run("""
                     INSERT INTO schema_migrations (version, name, checksum)
                     VALUES (\(migration.version), \(migration.name), \(migration.checksum))
                     """)
+                return true
             }
+            guard ran else { continue }
             logger.info("applied migration", ["version": migration.version, "name": migration.name])
             appliedNow.append(migration.version)
         }

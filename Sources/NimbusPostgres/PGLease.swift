@@ -34,21 +34,3 @@ extension PGPool {
         }
     }
 }
-
-extension PGPool {
-    /// Like `withLease`, on a connection that is one PostgreSQL session for the whole call (for
-    /// advisory locks held across statements): behind a transaction pooler, a direct connection to
-    /// `sessionURL` opened for the call and closed after; otherwise a pooled one.
-    package func withSessionLease<T: Sendable>(_ body: @Sendable (PGLease) async throws -> T) async throws -> T {
-        guard configuration.pooler == .transaction, let url = configuration.sessionURL else {
-            return try await withLease(body)
-        }
-        let timeout = configuration.connectTimeoutSeconds
-        let connection = try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue(label: "nimbus.postgres.session").async {
-                continuation.resume(with: Result { try PGConnection.connect(url: url, connectTimeoutSeconds: timeout, applicationName: "nimbus-session") })
-            }
-        }
-        return try await body(PGLease(connection: connection))
-    }
-}

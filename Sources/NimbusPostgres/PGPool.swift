@@ -19,9 +19,6 @@ package final class PGPool: Sendable {
         package var acquireTimeoutSeconds: Double = 5
         /// What sits between the pool and PostgreSQL (`--database-pooler`).
         package var pooler: Pooler = .none
-        /// A direct connection to PostgreSQL for session-level work (advisory locks held across
-        /// transactions), when `url` goes through a transaction pooler; nil: `url`.
-        package var sessionURL: String?
 
         package init(url: String) {
             self.url = url

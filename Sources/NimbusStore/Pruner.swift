@@ -51,29 +51,38 @@ extension Pruner {
 
     /// Runs the pruner unless another instance holds its advisory lock (`wait` false) or after
     /// it (`wait` true). Returns nil when skipped.
+    ///
+    /// The lock is a transaction-level advisory lock in a transaction held open for the run
+    /// (which itself works on other connections): it ends with its transaction whatever happens,
+    /// and a transaction pooler keeps the transaction on one server connection.
     package func prune(_ options: PruneOptions, limits: Limits = Limits(), wait: Bool = false,
                        progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> PruneReport? {
-        try await pool.withSessionLease { lease in
+        try await pool.withLease { lease in
             let locked = try await lease.run { connection in
-                wait ? (try connection.queryFirst("SELECT pg_advisory_lock(\(Self.pruneLockKey)) IS NOT NULL") { try $0.bool(0) } ?? false)
-                     : (try connection.queryFirst("SELECT pg_try_advisory_lock(\(Self.pruneLockKey))") { try $0.bool(0) } ?? false)
+                try connection.run("BEGIN")
+                let locked = wait ? (try connection.queryFirst("SELECT pg_advisory_xact_lock(\(Self.pruneLockKey)) IS NOT NULL") { try $0.bool(0) } ?? false)
+                                  : (try connection.queryFirst("SELECT pg_try_advisory_xact_lock(\(Self.pruneLockKey))") { try $0.bool(0) } ?? false)
+                if !locked { try connection.run("ROLLBACK") }
+                return locked
             }
             guard locked else { return nil }
             do {
                 let report = try await runPrune(options, limits: limits, progress: progress)
-                if !options.dryRun {
-                    let records = report.counts.reduce(0) { $0 + $1.records }, tombstones = report.counts.reduce(0) { $0 + $1.tombstones }
-                    _ = try await lease.run { connection in
+                let records = report.counts.reduce(0) { $0 + $1.records }, tombstones = report.counts.reduce(0) { $0 + $1.tombstones }
+                let dryRun = options.dryRun
+                _ = try await lease.run { connection in
+                    if !dryRun {
                         try connection.run("""
                             INSERT INTO prune_runs (records, tombstones, assets, notifications, seconds)
                             VALUES (\(Int64(records)), \(Int64(tombstones)), \(Int64(report.assets)), \(Int64(report.notifications)), \(report.seconds))
                             """)
                     }
+                    try connection.run("COMMIT")
                 }
-                _ = try await lease.run { try $0.run("SELECT pg_advisory_unlock(\(Self.pruneLockKey))") }
                 return report
             } catch {
-                _ = try? await lease.run { try $0.run("SELECT pg_advisory_unlock(\(Self.pruneLockKey))") }
+                // A connection still inside the transaction is dropped by the pool on return.
+                _ = try? await lease.run { try $0.run("ROLLBACK") }
                 throw error
             }
         }

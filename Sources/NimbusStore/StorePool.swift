@@ -22,10 +22,6 @@ struct StorePool: Sendable {
         try await Self.mapping { try await pool.withLease(body) }
     }
 
-    /// A connection that is one PostgreSQL session throughout (advisory locks; `PGPool.withSessionLease`).
-    func withSessionLease<T: Sendable>(_ body: @Sendable (PGLease) async throws -> T) async throws -> T {
-        try await Self.mapping { try await pool.withSessionLease(body) }
-    }
 
     func query<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> [Row] {
         try await Self.mapping { try await pool.query(sql, decode: decode) }

@@ -36,7 +36,7 @@ enum ServeCommand {
             OptionSpec(name: "database-pooler", valueName: "none|transaction", environment: "NIMBUS_DATABASE_POOLER", defaultValue: "none",
                        help: "What is between Nimbus and PostgreSQL: transaction for PgBouncer's transaction pooling (no named prepared statements or session settings; needs --listen-database-url)."),
             OptionSpec(name: "listen-database-url", valueName: "url", environment: "NIMBUS_LISTEN_DATABASE_URL",
-                       help: "A direct connection to PostgreSQL, not through a transaction pooler, for LISTEN, migrations and the pruning job's lock; default: --database-url."),
+                       help: "A direct connection to PostgreSQL, not through a transaction pooler, for LISTEN (and migrations); default: --database-url."),
             OptionSpec(name: "pool-size", valueName: "n", environment: "NIMBUS_POOL_SIZE", defaultValue: String(defaultPoolSize),
                        help: "Maximum database connections (default 4 per core: more only queue inside PostgreSQL)."),
             OptionSpec(name: "write-batches", valueName: "n", environment: "NIMBUS_WRITE_BATCHES",
@@ -114,7 +114,6 @@ enum ServeCommand {
         var poolConfiguration = PGPool.Configuration(url: database.url)
         poolConfiguration.maxConnections = poolSize
         poolConfiguration.pooler = pooler
-        poolConfiguration.sessionURL = arguments.value("listen-database-url")
         let pool = PGPool(configuration: poolConfiguration)
         let store: Store
         do {
@@ -254,7 +253,7 @@ enum ServeCommand {
             }
             guard arguments.value("listen-database-url") != nil else {
                 throw UsageError(message: "with '--database-pooler transaction', pass --listen-database-url with a direct connection to PostgreSQL: "
-                                 + "LISTEN, migrations and the pruning job's lock cannot pass a transaction pooler", command: "serve")
+                                 + "a LISTEN through a transaction pooler never hears a notification", command: "serve")
             }
         }
         return pooler

@@ -2,7 +2,7 @@
 # Nimbus through PgBouncer in transaction pooling mode (Debian 12's pgbouncer 1.18), started on a
 # loopback port with the shipped deploy/pgbouncer.ini, templated only for ports, paths and the
 # database name. Two instances run with `--database-pooler transaction` and a direct
-# `--listen-database-url`; through them the no-missed-change checker (16 writers, 6 readers,
+# `--listen-database-url` (LISTEN needs one session for the server's life); through them the no-missed-change checker (16 writers, 6 readers,
 # alternating between the instances) loses, misses and duplicates nothing, and a long-poll on one
 # instance is answered within 1 s of a write through the other. A third instance pointed at the
 # pooler without the option finds out by itself (one warning) and serves correctly. The options
@@ -138,6 +138,18 @@ warnings=$(grep -c 'named prepared statements are off from now on' "$C_LOG")
 [ "$warnings" = 1 ] || fail "expected one warning naming the pooler in $C_LOG, found $warnings"
 grep -q 'Pass --database-pooler transaction' "$C_LOG" || fail "the warning does not name --database-pooler"
 ok "without --database-pooler: one warning, $errors transient failures, nothing lost or missed"
+
+note "admin commands through the pooler leave no lock behind"
+# The migration and pruning locks are transaction-level: through a transaction pooler a
+# session-level lock would stay on whichever server connection took it, and stop every later run.
+for round in 1 2; do
+  "$NIMBUS_BIN" migrate --database-url "$pooled_url" >/dev/null 2>"$TEST_TMP/migrate.err" || fail "migrate through PgBouncer: $(cat "$TEST_TMP/migrate.err")"
+  NIMBUS_DB_URL=$pooled_url run_prune
+  [ "$PRUNE_STATUS" = 0 ] || fail "prune through PgBouncer, round $round: exit $PRUNE_STATUS: $PRUNE_ERR"
+done
+locks=$(psql_db "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+[ "$locks" = 0 ] || fail "$locks advisory locks are held after the admin commands finished"
+ok "migrate and prune twice each through PgBouncer; no advisory lock held afterwards"
 
 for log in "$A_LOG" "$B_LOG" "$C_LOG"; do
   ! grep -q 'INTERNAL_ERROR\|internal error' "$log" || fail "internal errors in $log: $(grep -m3 'INTERNAL_ERROR\|internal error' "$log")"
