@@ -39,6 +39,7 @@ package final class Metrics: Sendable {
     package func record(route: String, method: String, status: Int, start: UInt64, who: RequestWho? = nil, serverErrorCode: String? = nil,
                         request: HTTPRequest? = nil) {
         let asker = who?.value
+        let client = request?.clientAddress ?? "unknown"
         let seconds = Double(monotonicNanoseconds() &- start) / 1e9
         state.withLock { state in
             state.requests[Series(route: route, method: method, status: status), default: 0] += 1
@@ -52,7 +53,7 @@ package final class Metrics: Sendable {
             state.recent.append(RequestRing.Entry(at: Int64(Date().timeIntervalSince1970 * 1000), method: method, route: route,
                                                   status: status, milliseconds: seconds * 1000, user: asker?.user,
                                                   device: asker?.device, serverErrorCode: serverErrorCode,
-                                                  peer: request?.peer ?? .unknown, forwardedClient: request?.forwarded?.client))
+                                                  client: client))
         }
     }
 

@@ -1,5 +1,3 @@
-import NimbusHTTP
-
 /// The last requests answered, for the console's Requests page: what was asked and how it went,
 /// never who with which secret (no tokens, no bodies, no query strings). A fixed number of
 /// entries; the oldest is overwritten. Also counts answers per minute by status for the overview.
@@ -18,16 +16,12 @@ package struct RequestRing: Sendable {
         package var device: String?
         /// The error answer's serverErrorCode.
         package var serverErrorCode: String?
-        /// The connection's peer, and the client a trusted proxy forwarded for (formatted when read).
-        package var peer: PeerAddress
-        package var forwardedClient: String?
-
         /// The client's address: as a trusted proxy forwarded it, else the connection's peer.
-        package var client: String { forwardedClient ?? peer.description }
+        package var client: String
 
         package init(at: Int64, method: String, route: String, status: Int, milliseconds: Double,
                      user: String? = nil, device: String? = nil, serverErrorCode: String? = nil,
-                     peer: PeerAddress = .unknown, forwardedClient: String? = nil) {
+                     client: String = "unknown") {
             self.at = at
             self.method = method
             self.route = route
@@ -36,8 +30,7 @@ package struct RequestRing: Sendable {
             self.user = user
             self.device = device
             self.serverErrorCode = serverErrorCode
-            self.peer = peer
-            self.forwardedClient = forwardedClient
+            self.client = client
         }
     }
 
