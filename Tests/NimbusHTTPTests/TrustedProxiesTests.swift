@@ -76,9 +76,9 @@ import Testing
         #expect(origin == ForwardedOrigin(client: "_hidden", scheme: nil, host: nil))
         let long = String(repeating: "x", count: 65)
         #expect(loopback.origin(peer: address("127.0.0.1"), headers: headers([("X-Forwarded-For", long)]))?.client == "unknown")
-        // Only a scheme and a host, no address: the client stays unknown, the URL parts count.
+        // Only a scheme and a host, no address: the client is the peer, the URL parts count.
         let bare = loopback.origin(peer: address("127.0.0.1"), headers: headers([("X-Forwarded-Proto", "http, https"), ("X-Forwarded-Host", "sync.example.org")]))
-        #expect(bare == ForwardedOrigin(client: "unknown", scheme: "https", host: "sync.example.org"))
+        #expect(bare == ForwardedOrigin(client: "127.0.0.1", scheme: "https", host: "sync.example.org"))
     }
 
     @Test func aRequestNamesItsClientAndOrigin() {

@@ -87,7 +87,8 @@ package struct TrustedProxies: Sendable {
             chosen = hop
             break
         }
-        return ForwardedOrigin(client: Self.printable(chosen.client), scheme: chosen.scheme, host: chosen.host)
+        let client = chosen.client.isEmpty ? peer.description : Self.printable(chosen.client)
+        return ForwardedOrigin(client: client, scheme: chosen.scheme, host: chosen.host)
     }
 
     /// One hop of the chain: the address it forwarded for, and what it said of the request.
@@ -130,7 +131,8 @@ package struct TrustedProxies: Sendable {
         let scheme = Self.lastValue(headers, "X-Forwarded-Proto").flatMap(Self.scheme)
         let host = Self.lastValue(headers, "X-Forwarded-Host").flatMap(Self.host)
         guard !clients.isEmpty else {
-            return scheme == nil && host == nil ? [] : [Hop(client: "unknown", scheme: scheme, host: host)]
+            // A proxy that says only the scheme or host: the client is the peer itself (`origin`).
+            return scheme == nil && host == nil ? [] : [Hop(client: "", scheme: scheme, host: host)]
         }
         return clients.map { Hop(client: $0, scheme: scheme, host: host) }
     }
