@@ -216,9 +216,15 @@ extension FastCreate {
                                 WHERE v.container = q.container AND v.environment = q.environment), 0) = q.version
                   AND (length(q.digest) = 0 OR EXISTS (SELECT 1 FROM device_tokens t WHERE t.token_sha256 = q.digest
                                                         AND t.token_id = q.token_id AND t.revoked_at IS NULL))
+            ), locked AS MATERIALIZED (
+                -- The zones' row locks in id order, before any is updated: two batches (two
+                -- instances, or --write-batches above 1) over the same zones would otherwise lock
+                -- them in their join's order and could deadlock.
+                SELECT zones.id FROM zones WHERE zones.id IN (SELECT zone_id FROM checked) ORDER BY zones.id FOR UPDATE
             ), z AS (
                 UPDATE zones SET change_seq = zones.change_seq + p.n
-                FROM (SELECT zone_id, database_id, sum(n)::bigint AS n FROM checked GROUP BY zone_id, database_id) p
+                FROM (SELECT zone_id, database_id, sum(n)::bigint AS n FROM checked
+                      WHERE zone_id IN (SELECT id FROM locked) GROUP BY zone_id, database_id) p
                 WHERE zones.id = p.zone_id AND zones.database_id = p.database_id AND NOT zones.deleted
                 RETURNING zones.id, zones.change_seq - p.n AS base
             ), starts AS (
