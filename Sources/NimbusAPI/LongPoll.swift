@@ -41,8 +41,20 @@ final class LongPoll: ParkedRequest, Sendable {
 
     /// Parks the request; throws THROTTLED (before anything was sent) over the caps.
     func start(databaseID: Int64, deviceKey: String, wait: Int, heartbeatSeconds: Int) throws {
-        let ticket = try hub.park(self, databaseID: databaseID, deviceKey: deviceKey, wait: Double(wait),
+        let ticket: ChangeHub.Ticket
+        do {
+            ticket = try hub.park(self, databaseID: databaseID, deviceKey: deviceKey, wait: Double(wait),
                                   heartbeat: Double(max(heartbeatSeconds, 1)))
+        } catch {
+            guard hub.isClosed else { throw error }
+            // The server is shutting down: answered at once, as the parked requests were (empty,
+            // the same token); the client asks again, through the proxy, another instance.
+            state.withLock { $0.phase = .finished }
+            writer.respond(HTTPResponse(status: .ok, headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"],
+                                        body: emptyAnswer))
+            onFinish()
+            return
+        }
         state.withLock { $0.ticket = ticket }
         writer.startStreaming(status: .ok, headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"])
         writer.onCancel { [self] in cancel() }

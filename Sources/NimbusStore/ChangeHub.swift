@@ -165,6 +165,9 @@ package final class ChangeHub: @unchecked Sendable {
         for request in requests { request.wake(nil) }
     }
 
+    /// True once `close` ran: the server is shutting down.
+    package var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Shutdown: answers every parked request now and refuses new ones.
     package func close() {
         let requests = state.withLock { state in

@@ -100,6 +100,33 @@ import Testing
         #expect(state.phase == .closed)
     }
 
+    /// A proxy may be sending a request on its kept-alive connection as the server starts to shut
+    /// down: within the grace it is answered (with `Connection: close`); after it, the idle
+    /// connection closes; the grace never outlasts the keep-alive timeout.
+    @Test func aDrainingIdleConnectionAnswersARequestWithinTheGraceThenCloses() {
+        let clock = ManualClock()
+        var state = ConnectionState(clock: clock, timeouts: .test)
+        state.receiveGet()
+        #expect(state.answer() == [.awaitNextRequest])
+        #expect(state.drain(idleGraceSeconds: 1).isEmpty)
+        #expect(state.phase == .idle)
+        clock.set(0.5)
+        #expect(state.deadlinePassed().isEmpty)
+        state.receiveGet()
+        let head = state.startResponse(requestID: 2, streamed: false, contentLength: 0, closeRequested: false)
+        #expect(head?.keepAlive == false, "the answer says Connection: close")
+        #expect(state.outputDrained() == [.close])
+
+        var quiet = ConnectionState(clock: clock, timeouts: .test)
+        quiet.receiveGet()
+        #expect(quiet.answer() == [.awaitNextRequest])
+        #expect(quiet.drain(idleGraceSeconds: 1).isEmpty)
+        clock.set(1.4)
+        #expect(quiet.deadlinePassed().isEmpty)
+        clock.set(1.6)
+        #expect(quiet.deadlinePassed() == [.close], "an idle connection closes when the grace ends")
+    }
+
     @Test func drainingClosesABusyConnectionAfterItsAnswer() {
         var state = makeState()
         state.receiveGet()

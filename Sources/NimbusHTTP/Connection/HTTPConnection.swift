@@ -369,9 +369,10 @@ final class HTTPConnection: @unchecked Sendable {
         perform(state.deadlinePassed())
     }
 
-    /// Server shutdown: idle connections close now, busy ones after their answer.
+    /// Server shutdown: busy connections close after their answer, idle ones after the grace
+    /// (`HTTPServer.Configuration.drainIdleGraceSeconds`).
     func drain() {
-        perform(state.drain())
+        perform(state.drain(idleGraceSeconds: loop.server.configuration.drainIdleGraceSeconds))
     }
 
     func close() {

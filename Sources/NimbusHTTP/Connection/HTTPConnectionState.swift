@@ -250,11 +250,22 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
         }
     }
 
-    /// Server shutdown: an idle connection closes now, a busy one after its answer.
-    mutating func drain() -> HTTPConnectionActions {
+    /// Server shutdown: a busy connection closes after its answer; an idle one closes now, or after
+    /// `idleGraceSeconds` (sooner if its keep-alive ends first), answering with `Connection: close`
+    /// a request that arrives meanwhile. A proxy may be sending one on that kept-alive connection at
+    /// this very moment, and it does not retry a POST on a connection the server closed.
+    mutating func drain(idleGraceSeconds: Double = 0) -> HTTPConnectionActions {
         switch phase {
         case .idle:
-            return close()
+            guard idleGraceSeconds > 0 else { return close() }
+            draining = true
+            let graceEnds = clock.nanoseconds + HTTPConnectionTimeouts.nanoseconds(idleGraceSeconds)
+            if deadline == 0 || graceEnds < deadline {
+                deadline = graceEnds
+                // A fresh connection's first head is still under its header clock.
+                if exchange.requestID != 0 { timer = .keepAlive }
+            }
+            return HTTPConnectionActions()
         case .readingHead, .readingBody, .responding:
             draining = true
             return HTTPConnectionActions()

@@ -227,24 +227,35 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func acceptConnections() {
+    /// Shutdown: takes every connection still waiting in the listen queue (served as draining).
+    func acceptRemaining() {
+        while acceptConnections(limit: 64) == 64 {}
+    }
+
+    /// Accepts up to `limit` connections; returns how many were taken.
+    @discardableResult
+    private func acceptConnections(limit: Int = 64) -> Int {
         // Bounded per wake so one loop cannot starve its existing connections under a flood.
-        for _ in 0..<64 {
+        for taken in 0..<limit {
             let descriptor: Int32, peer: PeerAddress
             do {
-                guard let accepted = try Socket.accept(listener) else { return }
+                guard let accepted = try Socket.accept(listener) else { return taken }
                 (descriptor, peer) = accepted
             } catch {
                 server.logger.warning("accept failed", ["error": "\(error)"])
-                return
+                return taken
             }
-            guard !draining, server.reserveConnectionSlot() else {
+            guard server.reserveConnectionSlot() else {
                 server.rejectOverCapacity(descriptor, date: cachedDateHeader)
                 continue
             }
             let connection = HTTPConnection(descriptor: descriptor, peer: peer, loop: self)
             register(connection, events: Self.epollIn | Self.epollRDHUP)
+            // Accepted while shutting down: its request (a proxy's, already sent) is answered
+            // with `Connection: close`.
+            if draining { connection.drain() }
         }
+        return limit
     }
 
     private func scanTimers() {

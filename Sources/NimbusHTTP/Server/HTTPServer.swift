@@ -25,6 +25,9 @@ package final class HTTPServer: Sendable {
         package var minBodyBytesPerSecond: Double = 1024
         package var keepAliveTimeoutSeconds: Double = 60
         package var drainTimeoutSeconds: Double = 10
+        /// On shutdown, how long an idle kept-alive connection stays open for a request a proxy
+        /// may already be sending on it (answered with `Connection: close`).
+        package var drainIdleGraceSeconds: Double = 1
         package var errorResponse: ErrorResponder = HTTPServer.plainErrorResponse
         /// For requests whose bodies should stream to the handler instead of being buffered
         /// (uploads): the largest body accepted; nil buffers the body up to `maxBodyBytes`.
@@ -71,6 +74,19 @@ package final class HTTPServer: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 loop.execute {
                     loop.beginDraining()
+                    continuation.resume()
+                }
+            }
+        }
+        // Connections the kernel accepted meanwhile wait in the listen queue, their requests
+        // perhaps sent: closing the listener would reset them (a proxy answers 502). They are
+        // taken and served first, then the listener closes in the same step.
+        if let first = all.first {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                first.execute { [self] in
+                    first.acceptRemaining()
+                    let descriptor = listener.exchange(-1, ordering: .sequentiallyConsistent)
+                    if descriptor >= 0 { close(descriptor) }
                     continuation.resume()
                 }
             }
