@@ -9,7 +9,9 @@ import NimbusSupport
 /// proxies from cutting it, a relevant change makes it re-read and answer, the deadline (or
 /// shutdown) answers it empty, and a client that goes away frees its entry at once.
 final class LongPoll: ParkedRequest, Sendable {
-    typealias Reread = @Sendable () async throws -> [UInt8]?
+    /// Reads again for a waiter woken at the given wake generation (`ChangeHub.wakeGeneration`):
+    /// a read shared with others must have started at or after it.
+    typealias Reread = @Sendable (_ wokenAt: UInt64) async throws -> [UInt8]?
 
     private enum Phase { case waiting, reading, finished }
 
@@ -17,6 +19,8 @@ final class LongPoll: ParkedRequest, Sendable {
         var phase = Phase.waiting
         /// A wake-up arrived while a re-read was running: read again afterwards.
         var dirty = false
+        /// The wake generation of the latest wake-up: the next read must start at or after it.
+        var wokenAt: UInt64 = 0
         var ticket: ChangeHub.Ticket?
     }
 
@@ -65,7 +69,9 @@ final class LongPoll: ParkedRequest, Sendable {
 
     func wake(_ event: ChangeEvent?) {
         if let event, !isRelevant(event) { return }
+        let generation = hub.wakeGeneration
         let shouldRead = state.withLock { state -> Bool in
+            state.wokenAt = max(state.wokenAt, generation)
             switch state.phase {
             case .finished: return false
             case .reading:
@@ -83,7 +89,7 @@ final class LongPoll: ParkedRequest, Sendable {
     private func readUntilQuiet() async {
         while true {
             do {
-                if let answer = try await reread() {
+                if let answer = try await reread(state.withLock { $0.wokenAt }) {
                     finish(answer)
                     return
                 }

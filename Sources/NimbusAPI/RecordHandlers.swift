@@ -114,14 +114,23 @@ struct RecordHandlers: Sendable {
         let empty = JSONValue.object(["zoneID": Wire.zoneID(zoneName), "records": .array([]),
                                       "syncToken": .string(token ?? first.token), "moreComing": .bool(false)])
         let zoneID = first.zone.id, seen = first.zone.changeSequence
+        // Everything the answer's bytes depend on; a token not yet verified is checked by the read
+        // itself, so only requests with that token share it.
+        let shareKey = [String(session.databaseID), String(zoneID), token ?? "", String(limit),
+                        recordTypes.map { $0.sorted().joined(separator: ",") } ?? "*", keys.map { $0.sorted().joined(separator: ",") } ?? "*",
+                        context.baseURL, unverifiedDigest.map { Base64URL.encode($0) } ?? ""].joined(separator: "\u{1}")
         let poll = LongPoll(writer: context.answering.writer, hub: hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { event in
                                 (event.kind == .records && event.zoneID == zoneID && event.sequence > seen) || event.kind == .zones
                             },
-                            reread: {
-                                let changes = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
-                                                                            desiredRecordTypes: recordTypes, renderingWireJSON: renderingWireJSON, unverifiedTokenDigest: unverifiedDigest)
-                                return changes.changes.isEmpty ? nil : answer(changes)
+                            reread: { [hub] wokenAt in
+                                // Waiters woken alike (one zone, one position, one shape of answer) share one read.
+                                try await hub.sharedReads.read(shareKey, notBefore: wokenAt, current: hub.wakeGeneration) {
+                                    let changes = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
+                                                                                desiredRecordTypes: recordTypes, renderingWireJSON: renderingWireJSON,
+                                                                                unverifiedTokenDigest: unverifiedDigest)
+                                    return changes.changes.isEmpty ? nil : answer(changes)
+                                }
                             })
         try poll.start(databaseID: session.databaseID, deviceKey: "\(session.userID)/\(session.deviceID)", wait: wait,
                        heartbeatSeconds: limits.heartbeatSeconds)

@@ -124,7 +124,7 @@ struct WebcourierRoute: Sendable {
                                       "moreComing": .bool(false)])
         let poll = LongPoll(writer: answering.writer, hub: hub, emptyAnswer: empty.serialized(), onFinish: answering.answered,
                             isRelevant: { $0.kind == .notifications && $0.sequence > position },
-                            reread: {
+                            reread: { _ in
                                 let page = try await notifications.notifications(session, after: position, limit: limit)
                                 return page.notifications.isEmpty ? nil : answer(page).serialized()
                             })

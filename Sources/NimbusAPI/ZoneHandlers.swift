@@ -60,7 +60,7 @@ struct ZoneHandlers: Sendable {
         let empty = JSONValue.object(["zones": .array([]), "syncToken": .string(token ?? first.token), "moreComing": .bool(false)])
         let poll = LongPoll(writer: context.answering.writer, hub: hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { $0.kind == .records || $0.kind == .zones },
-                            reread: {
+                            reread: { _ in
                                 let changes = try await zones.zoneChanges(session, token: token, limit: limit)
                                 return changes.zones.isEmpty ? nil : answer(changes).serialized()
                             })

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 import NimbusCore
 import NimbusSupport
 
@@ -89,6 +90,10 @@ package final class ChangeHub: @unchecked Sendable {
     }
 
     private let state = Lock(State())
+    /// Counts wake-ups: a read that starts at generation g sees every commit woken for up to g.
+    private let generation = Atomic<UInt64>(0)
+    /// Waiters woken alike share their re-reads.
+    package let sharedReads = SharedReads()
     private let capacity: Capacity
     private let timer: any DispatchSourceTimer
     private let logger = Logger(subsystem: "hub")
@@ -150,7 +155,11 @@ package final class ChangeHub: @unchecked Sendable {
     }
 
     /// Wakes the parked requests of the event's database.
+    /// The wake-ups so far; a waiter notes it when woken, and a read started later sees its commit.
+    package var wakeGeneration: UInt64 { generation.load(ordering: .sequentiallyConsistent) }
+
     package func publish(_ event: ChangeEvent) {
+        generation.add(1, ordering: .sequentiallyConsistent)
         let requests = state.withLock { state in
             (state.byDatabase[event.databaseID] ?? []).compactMap { state.entries[$0]?.request }
         }
@@ -160,6 +169,7 @@ package final class ChangeHub: @unchecked Sendable {
     /// Wakes every parked request to re-read: after the LISTEN connection was re-established,
     /// changes may have been announced while nobody listened.
     package func wakeAll() {
+        generation.add(1, ordering: .sequentiallyConsistent)
         let requests = state.withLock { state in state.entries.values.map(\.request) }
         logger.info("waking every parked request to re-read", ["count": requests.count])
         for request in requests { request.wake(nil) }
