@@ -157,7 +157,7 @@ free_port() {
     port=$(( 20000 + RANDOM % 12768 ))
     printf -v hex ':%04X ' "$port"
     case $PICKED in *" $port "*) continue ;; esac
-    if ! cut -c1-60 /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q "$hex"; then
+    if ! grep -q "$hex" < <(cut -c1-60 /proc/net/tcp /proc/net/tcp6 2>/dev/null); then
       PICKED+="$port "
       echo "$port"
       return 0

@@ -60,7 +60,8 @@ free_port() {
     # Any socket with that local port (column 2 of /proc/net/tcp*) rules it out, and so does a
     # port handed out before (not listening yet).
     grep -qx "$port" "$TEST_TMP/.ports" 2>/dev/null && continue
-    if ! cut -c1-60 /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q "$hex"; then
+    # (Process substitution: under pipefail, `cut | grep -q` fails when grep exits at its match.)
+    if ! grep -q "$hex" < <(cut -c1-60 /proc/net/tcp /proc/net/tcp6 2>/dev/null); then
       echo "$port" >>"$TEST_TMP/.ports"
       echo "$port"
       return 0

@@ -90,8 +90,8 @@ for gauge in nimbus_http_open_connections nimbus_db_pool_in_use nimbus_db_pool_i
   value=$(metric_value "$gauge")
   [[ $value =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "/metrics gauge $gauge is '$value'"
 done
-printf '%s\n' "$metrics" | grep -q '^# TYPE nimbus_http_requests_total counter$' || fail "/metrics lacks the counter TYPE line"
-printf '%s\n' "$metrics" | grep -q '^# TYPE nimbus_http_request_duration_seconds histogram$' || fail "/metrics lacks the histogram TYPE line"
+grep -q '^# TYPE nimbus_http_requests_total counter$' <<<"$metrics" || fail "/metrics lacks the counter TYPE line"
+grep -q '^# TYPE nimbus_http_request_duration_seconds histogram$' <<<"$metrics" || fail "/metrics lacks the histogram TYPE line"
 ok "/metrics counts requests by route, method and status"
 
 request GET /metrics

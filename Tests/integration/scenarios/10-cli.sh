@@ -22,22 +22,22 @@ for args in "--help" "help" "serve --help" "migrate --help" "serve -h"; do
   run_cli help $args
   [ "$CLI_STATUS" -eq 0 ] || fail "nimbus $args exited $CLI_STATUS: $CLI_ERR"
   for section in OVERVIEW: USAGE: OPTIONS:; do
-    printf '%s\n' "$CLI_OUT" | grep -q "^$section" || fail "nimbus $args: no $section section in: $CLI_OUT"
+    grep -q "^$section" <<<"$CLI_OUT" || fail "nimbus $args: no $section section in: $CLI_OUT"
   done
-  printf '%s\n' "$CLI_OUT" | grep -q -- '--help' || fail "nimbus $args does not list --help"
+  grep -q -- '--help' <<<"$CLI_OUT" || fail "nimbus $args does not list --help"
 done
 run_cli help --help
-printf '%s\n' "$CLI_OUT" | grep -qw serve || fail "nimbus --help does not list the serve subcommand"
-printf '%s\n' "$CLI_OUT" | grep -qw migrate || fail "nimbus --help does not list the migrate subcommand"
+grep -qw serve <<<"$CLI_OUT" || fail "nimbus --help does not list the serve subcommand"
+grep -qw migrate <<<"$CLI_OUT" || fail "nimbus --help does not list the migrate subcommand"
 run_cli help serve --help
 for flag in --listen --data-dir --database-url --drain-timeout --max-request-bytes --max-request-line-bytes \
   --max-header-line-bytes --max-header-bytes --max-header-count --header-timeout-seconds \
   --body-timeout-seconds --keep-alive-timeout-seconds --max-connections; do
-  printf '%s\n' "$CLI_OUT" | grep -q -- "$flag" || fail "nimbus serve --help does not document $flag"
+  grep -q -- "$flag" <<<"$CLI_OUT" || fail "nimbus serve --help does not document $flag"
 done
-printf '%s\n' "$CLI_OUT" | grep -q 'NIMBUS_MAX_REQUEST_BYTES' || fail "nimbus serve --help does not name the environment variables"
+grep -q 'NIMBUS_MAX_REQUEST_BYTES' <<<"$CLI_OUT" || fail "nimbus serve --help does not name the environment variables"
 run_cli help migrate --help
-printf '%s\n' "$CLI_OUT" | grep -q -- '--migrations-dir' || fail "nimbus migrate --help does not document --migrations-dir"
+grep -q -- '--migrations-dir' <<<"$CLI_OUT" || fail "nimbus migrate --help does not document --migrations-dir"
 ok "nimbus, serve and migrate --help: OVERVIEW, USAGE, OPTIONS, exit 0"
 
 note "help never cuts an option name: every --option each command's help lists is one its parser accepts"
@@ -54,7 +54,7 @@ for command in serve migrate user token device admin schema prune stats backup r
   done
 done
 run_cli help-serve serve --help
-printf '%s\n' "$CLI_OUT" | grep -q -- '--max-asset-tokens-per-request' || fail "serve --help cuts --max-asset-tokens-per-request"
+grep -q -- '--max-asset-tokens-per-request' <<<"$CLI_OUT" || fail "serve --help cuts --max-asset-tokens-per-request"
 ok "$checked options listed by 14 commands' --help are all accepted by their parsers (none cut)"
 
 run_cli version version
@@ -74,7 +74,7 @@ usage_error() {
   local took=$(( $(now_ms) - start ))
   CLI_ERR=$(cat "$TEST_TMP/usage.err")
   [ "$CLI_STATUS" -eq 64 ] || fail "nimbus $args ($*): exit $CLI_STATUS, expected 64; stderr: $CLI_ERR"
-  printf '%s\n' "$CLI_ERR" | grep -q -F -- "$needle" || fail "nimbus $args: the message does not name '$needle': $CLI_ERR"
+  grep -q -F -- "$needle" <<<"$CLI_ERR" || fail "nimbus $args: the message does not name '$needle': $CLI_ERR"
   [ "$took" -le 5000 ] || fail "nimbus $args took $took ms to report a usage error"
   grep -q 'listening on' "$TEST_TMP/usage.err" "$TEST_TMP/usage.out" && fail "nimbus $args started serving"
   ok "nimbus $args${*:+ with $*}: 64, '$(head -n 1 "$TEST_TMP/usage.err")'"
