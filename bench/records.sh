@@ -23,14 +23,26 @@
 #            200, each from no token, following syncToken while moreComing  vs  changes.sql
 #    Nimbus records are ~300-byte AppEvent records with unique names (`create`), like the
 #    reference's. The load generator is bench/recload.c (C, one thread per client).
+#    The equal-work reference (bench/equalwork.sh, bench/equalwork.py; issue #18): before each
+#    workload's rounds, a short extra Nimbus run (BENCH_WARMUP s, after 1 s priming the zones)
+#    with pg_stat_statements and 10% of the executions logged with their parameters; pgbench
+#    scripts replay every statement Nimbus ran (>= 1% of the calls) with its text verbatim and
+#    the logged parameters' shapes and sizes (unique record names, random zones, the mean batch
+#    size), weighted by calls, -M prepared, against database nimbus_eq: a pg_dump copy of
+#    Nimbus's database taken after the warm-up (records of the feed zone copied in for changes).
+#    It runs in every round beside the simple references, with pgbench -c for each of
+#    BENCH_EQ_CLIENTS (default: Nimbus's client count, 2 and 1); the fastest is the reference.
+#    The summary reports Nimbus ÷ that reference (target >= 0.7) and CPU µs per record of Nimbus,
+#    of its PostgreSQL, their ratio (target <= 0.5), and of the replay's PostgreSQL; the
+#    simple-table figures follow as information.
 # 4. Statements per request with their execution and planning time (pg_stat_statements, short
 #    extra runs), CPU used by nimbus, PostgreSQL, the client and everything else during every run,
 #    server CPU per record (independent of other load on the shared machine), and a summary with
-#    Nimbus ÷ pgbench for each reference (target >= 0.7).
+#    the equal-work table, then Nimbus ÷ pgbench for each simple reference (information).
 # bench/reference/ holds the reference schema, preload and pgbench scripts.
 #
 # Knobs (environment): BENCH_SECONDS=10 BENCH_ROUNDS=2 BENCH_CLIENTS=16 BENCH_PG_CLIENTS="8 16" BENCH_PG_CLIENTS_BULK=8
-#   BENCH_TXN_CLIENTS=8 BENCH_BATCH=100 BENCH_BATCH_ZONES=32 BENCH_PRELOAD=100000 BENCH_WARMUP=3
+#   BENCH_TXN_CLIENTS=8 BENCH_EQ_CLIENTS="16 2 1" BENCH_BATCH=100 BENCH_BATCH_ZONES=32 BENCH_PRELOAD=100000 BENCH_WARMUP=3
 #   BENCH_WORKLOADS="one many batch changes" BENCH_STATEMENTS=1 (0: skip the statement count)
 #   BENCH_POOL_SIZE= BENCH_EVENT_LOOPS= BENCH_WRITE_BATCHES= (nimbus defaults) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 #   BENCH_KEEP=1 (keep the temp dir and leave nothing running)
@@ -43,6 +55,7 @@ ROUNDS=${BENCH_ROUNDS:-2}
 CLIENTS=${BENCH_CLIENTS:-16}
 PG_CLIENTS=${BENCH_PG_CLIENTS:-8 16}
 PG_CLIENTS_BULK=${BENCH_PG_CLIENTS_BULK:-8}
+EQ_CLIENTS=${BENCH_EQ_CLIENTS:-$CLIENTS 2 1}
 TXN_CLIENTS=${BENCH_TXN_CLIENTS:-8}
 BATCH=${BENCH_BATCH:-100}
 BATCH_ZONES=${BENCH_BATCH_ZONES:-32}
@@ -59,6 +72,7 @@ TARGET=0.7
 
 BENCH_NAME=records
 source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
+source bench/equalwork.sh  # the equal-work reference: eq_* functions
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
@@ -292,14 +306,17 @@ run_workload() {
   local -a variants
   mapfile -t variants < <(pg_variants "$w")
   say "workload $w: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  [ -z "$HAVE_PGSS" ] || eq_prepare "$w"
   for ((r = 1; r <= ROUNDS; r++)); do
     if ((r % 2 == 1)); then
       run_nimbus_side "$w" "$r"
+      if eq_ready "$w"; then for c in $EQ_CLIENTS; do eq_run "$w" "$r" "$c"; done; fi
       for line in "${variants[@]}"; do pgbench_run "$w" $(echo "$line" | cut -d' ' -f1) "$r" $(echo "$line" | cut -d' ' -f2-); done
     else
       for ((i = ${#variants[@]} - 1; i >= 0; i--)); do
         line=${variants[$i]}; pgbench_run "$w" $(echo "$line" | cut -d' ' -f1) "$r" $(echo "$line" | cut -d' ' -f2-)
       done
+      if eq_ready "$w"; then for c in $(echo $EQ_CLIENTS | tr ' ' '\n' | tac); do eq_run "$w" "$r" "$c"; done; fi
       run_nimbus_side "$w" "$r"
     fi
   done
@@ -434,7 +451,9 @@ desc() {
   echo "runs: ${SECS}s each, $ROUNDS rounds (nimbus, pgbench…, pgbench…, nimbus), CHECKPOINT before each; medians over rounds"
   echo "nimbus: $CLIENTS keep-alive HTTP clients (bench/recload.c), ~300-byte AppEvent creates; pgbench -M prepared -j2, synchronous_commit=on"
   echo "reference data: preload.sql (1M rows) in ${preload_sql_secs}s"
-  printf '  %-28s %-9s %10s  %-16s %10s %6s  %s\n' workload unit nimbus "pgbench script" pgbench ratio "target >= $TARGET"
+  eq_summary
+  echo "simple-table reference (information only: bench/reference/*.sql on a simpler table, not equal work):"
+  printf '  %-28s %-9s %10s  %-16s %10s %6s  %s\n' workload unit nimbus "pgbench script" pgbench ratio "(old target >= $TARGET)"
   missed=""
   for w in $WORKLOADS; do
     unit="rec/s"
@@ -447,9 +466,9 @@ desc() {
       [ "$vd" = ok ] || missed+="${missed:+, }$w/$v ($r)"
       label="${script%.sql} -c$c${rest:+ ${rest#-D }}"
       if [ -n "$first" ]; then
-        printf '  %-28s %-9s %10.0f  %-16s %10.0f %6s  %s\n' "$(desc "$w")" "$unit" "$nim" "$label" "$pg" "$r" "$vd"
+        printf '  %-28s %-9s %10.0f  %-16s %10.0f %6s  %s\n' "$(desc "$w")" "$unit" "$nim" "$label" "$pg" "$r" "$vd (info)"
       else
-        printf '  %-28s %-9s %10s  %-16s %10.0f %6s  %s\n' "" "" "" "$label" "$pg" "$r" "$vd"
+        printf '  %-28s %-9s %10s  %-16s %10.0f %6s  %s\n' "" "" "" "$label" "$pg" "$r" "$vd (info)"
       fi
       first=""
     done < <(pg_variants "$w")
@@ -460,7 +479,7 @@ desc() {
       printf '  %-28s %-9s %10.0f  pgbench pages/s: %s\n' "" "pages/s" "$pn" "$pgp"
     fi
   done
-  echo "  targets missed: ${missed:-none}"
+  echo "  (simple table, information) below $TARGET: ${missed:-none}"
   for w in one many; do
     case " $WORKLOADS " in *" $w "*) ;; *) continue ;; esac
     echo "latency, $(desc "$w") ($CLIENTS clients): p50 $(median "$w" nimbus 6) ms, p99 $(median "$w" nimbus 7) ms," \
