@@ -5,7 +5,7 @@
 #
 #   bash bench/records.sh
 #
-# 1. Installs what it needs (deploy/install-deps.sh: PostgreSQL server programs, pgbench, curl)
+# 1. Installs what it needs (deploy/install-deps.sh: PostgreSQL server programs, pgbench, curl, python3)
 #    and builds nimbus in release mode.
 # 2. Starts one scratch PostgreSQL cluster (Unix socket only, temp dir) with the embedded cluster's
 #    settings and default durability (fsync on, synchronous_commit on); database `bench` gets
@@ -92,7 +92,8 @@ trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- 1. dependencies and build
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then
-  bash deploy/install-deps.sh
+  # python3: bench/equalwork.py writes the equal-work replay scripts.
+  bash deploy/install-deps.sh python3
 fi
 pg_find_bin || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
 PGBENCH=$PG_BIN/pgbench; [ -x "$PGBENCH" ] || PGBENCH=$(command -v pgbench || true)
