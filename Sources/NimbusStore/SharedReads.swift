@@ -53,9 +53,10 @@ package final class SharedReads: Sendable {
             }
             if let lead { continuation.resume(returning: .lead(lead)) }
         }
-        guard case .lead(let id) = turn else {
-            guard case .answered(let result) = turn else { return try await read() }
-            return try result.get()
+        let id: UInt64
+        switch turn {
+        case .answered(let result): return try result.get()
+        case .lead(let lead): id = lead
         }
         let result: Result<Answer, any Error>
         do {

@@ -227,15 +227,20 @@ postmaster_pid() {
   if [ -n "$pid" ] && process_alive "$pid"; then echo "$pid"; fi
 }
 
-# postgres_processes_of PID: PID and its children, those still running.
-postgres_processes_of() {
-  local root=$1 stat pid ppid rest
-  process_alive "$root" && echo "$root"
+# children_of PID: the running child processes of PID, one per line.
+children_of() {
+  local stat pid ppid rest
   for stat in /proc/[0-9]*/stat; do
     { read -r pid _ _ ppid rest <"$stat"; } 2>/dev/null || continue
-    [ "$ppid" = "$root" ] && process_alive "$pid" && echo "$pid"
+    [ "$ppid" = "$1" ] && process_alive "$pid" && echo "$pid"
   done
   return 0
+}
+
+# postgres_processes_of PID: PID and its children, those still running.
+postgres_processes_of() {
+  process_alive "$1" && echo "$1"
+  children_of "$1"
 }
 
 # MARK: - Cleanup

@@ -28,8 +28,6 @@
 #       not in the shipped configs.
 #   free_port
 #       An unused TCP port of 127.0.0.1 below the ephemeral range (where servers on port 0 land).
-#   proxy_children PID
-#       The child processes of PID (nginx's workers).
 #   vm_kib PID FIELD
 #       A /proc/PID/status field in KiB (VmRSS, VmHWM).
 #
@@ -222,16 +220,6 @@ EOF
   PROXY_URL=$HAPROXY_URL
   export HAPROXY_PID HAPROXY_URL HAPROXY_DIR HAPROXY_STATS_URL PROXY_URL
   note "haproxy pid $HAPROXY_PID on $HAPROXY_URL${HAPROXY_PLAIN_PORT:+ (plain http on $HAPROXY_PLAIN_PORT)} over ports $* (config $HAPROXY_DIR/nimbus.cfg)"
-}
-
-# proxy_children PID: the running child processes of PID, one per line.
-proxy_children() {
-  local stat pid ppid
-  for stat in /proc/[0-9]*/stat; do
-    { read -r pid _ _ ppid _ <"$stat"; } 2>/dev/null || continue
-    [ "$ppid" = "$1" ] && process_alive "$pid" && echo "$pid"
-  done
-  return 0
 }
 
 # vm_kib PID FIELD: the /proc/PID/status field FIELD (VmRSS, VmHWM) in KiB, empty when PID is gone.

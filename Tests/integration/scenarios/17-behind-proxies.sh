@@ -159,7 +159,7 @@ done
 
 note "a 50 MiB asset up and down through each proxy, and Range requests"
 random_file "$TEST_TMP/big" 52428800
-NGINX_WORKER=$(proxy_children "$NGINX_PID" | head -n 1)
+NGINX_WORKER=$(children_of "$NGINX_PID" | head -n 1)
 [ -n "$NGINX_WORKER" ] || fail "no nginx worker process under $NGINX_PID"
 # sample_temp_files: every 50 ms, nginx's open temp files (unlinked at once, so only its fds show
 # them) as `size path` lines in $TEST_TMP/temp-fds, until $TEST_TMP/stop-sampling exists.
