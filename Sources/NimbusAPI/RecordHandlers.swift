@@ -41,23 +41,25 @@ struct RecordHandlers: Sendable {
     }
 
     func lookup(_ context: DatabaseRoutes.Context, _ request: LookupRecordsRequest) async throws -> HTTPResponse {
-        let found = try await records.lookupRecords(context.session, zoneName: request.zoneName, names: request.validNames)
+        // Without desiredKeys most records go out as the store wrote them from their rows.
+        let found = try await records.lookupRecords(context.session, zoneName: request.zoneName, names: request.validNames,
+                                                   renderingWireJSON: request.desiredKeys == nil)
         var iterator = found.makeIterator()
-        var items: [JSONValue] = []
+        var answer = RecordsAnswer()
         for entry in request.names {
             guard case .valid(let name) = entry else {
                 if case .invalid(let text) = entry {
-                    items.append(Wire.item(ItemError(.badRequest, "Record name \(Names.quoted(text)) is invalid.", recordName: text)))
+                    answer.append(Wire.item(ItemError(.badRequest, "Record name \(Names.quoted(text)) is invalid.", recordName: text)))
                 }
                 continue
             }
             if let record = iterator.next() ?? nil {
-                items.append(context.render(record, desiredKeys: request.desiredKeys, assets: assets))
+                answer.append(record, desiredKeys: request.desiredKeys, renderer: context.renderer(assets: assets))
             } else {
-                items.append(Wire.item(ItemError(.notFound, "Record \(name) does not exist.", recordName: name)))
+                answer.append(Wire.item(ItemError(.notFound, "Record \(name) does not exist.", recordName: name)))
             }
         }
-        return Wire.json(.object(["records": .array(items)]))
+        return answer.response()
     }
 
     func query(_ context: DatabaseRoutes.Context, _ request: QueryRecordsRequest) async throws -> HTTPResponse {
@@ -68,10 +70,14 @@ struct RecordHandlers: Sendable {
             throw SyncError(.badRequest, SchemaAdvice.missingRecordType(query.recordType, container: context.session.container,
                                                                         production: schema, development: development))
         }
-        let page = try await records.queryRecords(context.session, zoneName: request.zoneName, query: query)
-        var object: JSONObject = ["records": .array(page.records.map { context.render($0, desiredKeys: query.desiredKeys, assets: assets) })]
-        if let marker = page.continuationMarker { object["continuationMarker"] = .string(marker) }
-        return Wire.json(.object(object))
+        let page = try await records.queryRecords(context.session, zoneName: request.zoneName, query: query,
+                                                  renderingWireJSON: query.desiredKeys == nil)
+        var answer = RecordsAnswer()
+        let renderer = context.renderer(assets: assets)
+        for record in page.changes {
+            answer.append(record, desiredKeys: query.desiredKeys, renderer: renderer)
+        }
+        return answer.response(continuationMarker: page.continuationMarker)
     }
 
     func changes(_ context: DatabaseRoutes.Context, _ request: RecordChangesRequest) async throws -> HTTPResponse? {

@@ -12,7 +12,7 @@ package final class PGConnection: @unchecked Sendable {
     let handle: OpaquePointer
     /// Named prepared statements of this connection by text and parameter types: a statement
     /// is parsed and planned once per connection instead of on every execution.
-    var prepared: [String: String] = [:]
+    var prepared: [PreparedKey: String] = [:]
     static let preparedLimit = 512
     /// Whether statements are prepared under names at all (shared by a pool's connections).
     let naming: StatementNaming
@@ -233,8 +233,13 @@ package final class PGConnection: @unchecked Sendable {
     }
 
     /// The prepared-statement cache's key: the text and the parameter types.
-    static func preparedKey(_ text: String, _ types: [UInt32]) -> String {
-        text + "\u{0}" + types.map(String.init).joined(separator: ",")
+    struct PreparedKey: Hashable {
+        var text: String
+        var types: [UInt32]
+    }
+
+    static func preparedKey(_ text: String, _ types: [UInt32]) -> PreparedKey {
+        PreparedKey(text: text, types: types)
     }
 
     func check(_ result: OpaquePointer) throws {

@@ -86,12 +86,18 @@ extension RecordStore {
               plan.results.allSatisfy({ if case .saved = $0 { true } else { false } }) else { return nil }
         var planned = PlannedCreates(session: session, tokenDigest: tokenDigest, zoneID: zoneID, schemaVersion: schema.version,
                                      now: now, names: [], types: [], fields: [], expires: [])
+        // Each record is serialised once: the wire form is stored (no assets here: it is the
+        // storage form too, `Record.storage(of:)`) and is the answer's.
+        var wireFields: [String: Record] = [:]
+        wireFields.reserveCapacity(plan.writes.count)
         for write in plan.writes {
             guard case .save(let record, _, let targets, let expiresAt) = write, targets.isEmpty,
                   !record.fields.values.contains(where: { !$0.assets.isEmpty }) else { return nil }
+            let serialized = record.withWireFields()
+            wireFields[record.recordName] = serialized.record
             planned.names.append(record.recordName)
             planned.types.append(record.recordType)
-            planned.fields.append(Record.storage(of: record.fields).text)   // the wire form: no assets here
+            planned.fields.append(String(decoding: serialized.wireFields, as: UTF8.self))
             planned.expires.append(expiresAt ?? Int64.min)
         }
         var outcome = await database.createCombiner.submit(planned)
@@ -106,6 +112,7 @@ extension RecordStore {
         let sequences = Dictionary(planned.names.enumerated().map { ($1, first + Int64($0)) }, uniquingKeysWith: { first, _ in first })
         let results = plan.results.map { result -> ModifyResult in
             guard case .saved(var record, let keys) = result, let sequence = sequences[record.recordName] else { return result }
+            if let serialized = wireFields[record.recordName], serialized == record { record = serialized }
             record.changeTag = ChangeTag.make(sequence: sequence)
             return .saved(record, desiredKeys: keys)
         }

@@ -3,8 +3,9 @@ import NimbusCore
 import NimbusPostgres
 
 package struct RecordChanges: Sendable {
-    /// One changed record: decoded, or (with `renderingWireJSON`) its wire JSON written straight
-    /// from the row (`StoredRecordText`: tombstones, and records stored with their wire form).
+    /// One record read for an answer (changes, lookup, query): decoded, or (with
+    /// `renderingWireJSON`) its wire JSON written straight from the row (`StoredRecordText`:
+    /// tombstones, and records stored with their wire form).
     package enum Change: Sendable {
         case record(Record)
         case wireJSON([UInt8])
@@ -64,7 +65,7 @@ extension RecordStore {
         let rows = try await pool.query("""
             WITH z AS (\(zoneRow))
             SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted, z.lost,
-                   \(unsafeColumns: renderingWireJSON ? RecordRows.changeColumns : RecordRows.recordColumns)
+                   \(unsafeColumns: RecordRows.readColumns(renderingWireJSON: renderingWireJSON))
             FROM z LEFT JOIN LATERAL (
                 SELECT * FROM records r
                 WHERE r.zone_id = z.id AND r.change_seq > \(after) AND r.change_seq <= z.change_seq
@@ -78,14 +79,8 @@ extension RecordStore {
                                 horizon: try row.int64(2), deleted: try row.bool(3))
             let lost = try row.bool(4)
             guard !row.isNull(5) else { return (zone, lost, 0, nil) }
-            if renderingWireJSON, let stored = try RecordRows.storedRecordText(row, offset: 5) {
-                var json: [UInt8] = []
-                json.reserveCapacity(stored.fields.count + 320)
-                stored.writeJSON(zoneName: zoneName, to: &json)
-                return (zone, lost, stored.sequence, .wireJSON(json))
-            }
-            let record = try RecordRows.decodeRecord(row, zoneName: zoneName, offset: 5)
-            return (zone, lost, try row.int64(8), .record(record))
+            let read = try RecordRows.read(row, zoneName: zoneName, offset: 5, renderingWireJSON: renderingWireJSON)
+            return (zone, lost, read.sequence, read.change)
         }
         guard let first = rows.first, !first.zone.deleted else {
             throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")

@@ -4,15 +4,25 @@ import NimbusSupport
 import NimbusPostgres
 
 package struct QueryPage: Sendable {
-    package var records: [Record]
+    /// The page's records, decoded or (with `renderingWireJSON`) as wire JSON.
+    package var changes: [RecordChanges.Change]
     package var continuationMarker: String?
+
+    /// The decoded records: all of them unless the page was read `renderingWireJSON`.
+    package var records: [Record] {
+        changes.compactMap { change in
+            if case .record(let record) = change { record } else { nil }
+        }
+    }
 }
 
 extension RecordStore {
     /// `records/query`: live records of one type in a zone, filtered, sorted, one page at a time.
     /// Pages continue by keyset (the last row's sort values), so inserts and deletes between
     /// pages neither repeat nor skip records that stay.
-    package func queryRecords(_ session: Session, zoneName: String, query: RecordQuery) async throws -> QueryPage {
+    /// With `renderingWireJSON`, records stored with their wire form come as that JSON written from
+    /// the row (as change feeds send them), the others decoded.
+    package func queryRecords(_ session: Session, zoneName: String, query: RecordQuery, renderingWireJSON: Bool = false) async throws -> QueryPage {
         let signer = signer
         return try await pool.withConnection { connection in
             guard let zone = try ZoneStore.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
@@ -30,18 +40,19 @@ extension RecordStore {
                 after = values.compactMap(\.stringValue)
                 guard after?.count == builder.keyCount else { throw SyncError(.badRequest, "The continuationMarker is malformed.") }
             }
-            let statement = builder.statement(after: after, limit: query.resultsLimit + 1)
-            let rows = try connection.query(statement) { row -> (Record, [String]) in
-                let record = try RecordRows.decodeRecord(row, zoneName: zoneName)
-                let keys = try (0..<builder.keyCount).map { try row.string(11 + $0) }
-                return (record, keys)
+            let statement = builder.statement(after: after, limit: query.resultsLimit + 1, renderingWireJSON: renderingWireJSON)
+            let keyOffset = renderingWireJSON ? RecordRows.changeColumnCount : RecordRows.recordColumnCount
+            let rows = try connection.query(statement) { row -> (RecordChanges.Change, [String]) in
+                let read = try RecordRows.read(row, zoneName: zoneName, renderingWireJSON: renderingWireJSON)
+                let keys = try (0..<builder.keyCount).map { try row.string(keyOffset + $0) }
+                return (read.change, keys)
             }
             var marker: String?
             if rows.count > query.resultsLimit, let last = rows.prefix(query.resultsLimit).last {
                 let payload = JSONValue.array(last.1.map { .string($0) }).serialized()
                 marker = signer.sign(payload, context: markerContext)
             }
-            return QueryPage(records: rows.prefix(query.resultsLimit).map(\.0), continuationMarker: marker)
+            return QueryPage(changes: rows.prefix(query.resultsLimit).map(\.0), continuationMarker: marker)
         }
     }
 }
@@ -68,8 +79,8 @@ struct QuerySQLBuilder {
         "query|\(zoneID)|\(zoneName)|\(query.recordType)|" + keys.map { "\($0.field.name):\($0.ascending)" }.joined(separator: ",")
     }
 
-    func statement(after: [String]?, limit: Int) -> SQL {
-        var sql: SQL = "SELECT \(unsafeColumns: RecordRows.recordColumns)"
+    func statement(after: [String]?, limit: Int, renderingWireJSON: Bool = false) -> SQL {
+        var sql: SQL = "SELECT \(unsafeColumns: RecordRows.readColumns(renderingWireJSON: renderingWireJSON))"
         for key in keys {
             sql.append(", ")
             sql.append(textExpression(key.field))

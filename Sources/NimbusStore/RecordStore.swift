@@ -72,12 +72,26 @@ extension RecordStore {
 
     /// `records/lookup`: records by name, in request order; missing (or deleted) ones are nil.
     package func lookupRecords(_ session: Session, zoneName: String, names: [String]) async throws -> [Record?] {
+        try await lookupRecords(session, zoneName: zoneName, names: names, renderingWireJSON: false).map { found in
+            if case .record(let record)? = found { record } else { nil }
+        }
+    }
+
+    /// `records/lookup` for an answer: with `renderingWireJSON`, records stored with their wire
+    /// form come as that JSON written from the row (as change feeds send them), the others decoded.
+    package func lookupRecords(_ session: Session, zoneName: String, names: [String],
+                               renderingWireJSON: Bool) async throws -> [RecordChanges.Change?] {
         try await pool.withConnection { connection in
             guard let zone = try ZoneStore.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
                 throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
             }
-            let found = try RecordRows.records(connection, zoneID: zone.id, zoneName: zoneName, names: names)
-            return names.map { name in found[name].flatMap { $0.deleted ? nil : $0 } }
+            guard !names.isEmpty else { return [] }
+            let rows = try connection.query("""
+                SELECT \(unsafeColumns: RecordRows.readColumns(renderingWireJSON: renderingWireJSON)) FROM records r
+                WHERE r.zone_id = \(zone.id) AND r.record_name = ANY(\(PGData.textArray(names))) AND NOT r.deleted
+                """) { row in (name: try row.string(0), change: try RecordRows.read(row, zoneName: zoneName, renderingWireJSON: renderingWireJSON).change) }
+            let found = Dictionary(rows.map { ($0.name, $0.change) }, uniquingKeysWith: { first, _ in first })
+            return names.map { found[$0] }
         }
     }
 }

@@ -32,7 +32,18 @@ struct Nimbus {
         ]
     )
 
-    static func main() async {
+    /// Runs the command on the cooperative pool while the main thread waits. (An `async` main ends
+    /// the main thread in `dispatch_main`, which valgrind cannot follow: bench/callgrind.sh.)
+    static func main() {
+        let finished = DispatchSemaphore(value: 0)
+        Task.detached {
+            await run()
+            finished.signal()
+        }
+        finished.wait()
+    }
+
+    static func run() async {
         SignalTrap.ignoreBrokenPipes()
         var arguments = Array(CommandLine.arguments.dropFirst())
         guard let command = arguments.first else {

@@ -87,6 +87,37 @@ import Testing
                 #expect(decoded.records.first { $0.recordName == "n1" }?.fields["title"] == .string("changed"))
                 #expect(decoded.records.first { $0.recordName == "old" }?.fields["title"] == .string("rewritten"))
             }
+            // Lookup and query answer from the rows the same way, with the same bytes.
+            func expectSameBytes(_ written: [RecordChanges.Change?], _ decoded: [Record?]) {
+                #expect(written.count == decoded.count)
+                var names: [String] = []
+                for (change, record) in zip(written, decoded) {
+                    switch (change, record) {
+                    case (nil, nil): break
+                    case (.wireJSON(let json)?, let record?):
+                        var expected: [UInt8] = []
+                        record.writeJSON(to: &expected)
+                        #expect(json == expected, "\(record.recordName)")
+                    case (.record(let kept)?, let record?):
+                        #expect(kept == record)
+                        names.append(kept.recordName)
+                    default:
+                        Issue.record("\(String(describing: change)) against \(String(describing: record))")
+                    }
+                }
+                #expect(names == ["old"], "only the row without a wire form is decoded")
+            }
+            let names = ["n1", "missing", "n \"2\"", "gone", "ref", "old"]
+            let looked = try await fixture.store.records.lookupRecords(session, zoneName: "_defaultZone", names: names)
+            #expect(looked.map { $0?.recordName } == ["n1", nil, "n \"2\"", nil, "ref", "old"])
+            expectSameBytes(try await fixture.store.records.lookupRecords(session, zoneName: "_defaultZone", names: names, renderingWireJSON: true), looked)
+            let query = RecordQuery(recordType: "Note", filters: [], sort: [QuerySort(field: .recordName, ascending: true)],
+                                    resultsLimit: 3, desiredKeys: nil, continuationMarker: nil)
+            let page = try await fixture.store.records.queryRecords(session, zoneName: "_defaultZone", query: query)
+            let written = try await fixture.store.records.queryRecords(session, zoneName: "_defaultZone", query: query, renderingWireJSON: true)
+            #expect(page.records.count == 3 && page.continuationMarker != nil)
+            #expect(written.continuationMarker == page.continuationMarker)
+            expectSameBytes(written.changes, page.records)
         }
     }
 
@@ -263,10 +294,11 @@ import Testing
             // The plan the server runs: pool connections plan generically (force_generic_plan),
             // so the statement is prepared and EXPLAINed through EXECUTE with its parameters —
             // not EXPLAINed with the values, which would show a custom plan the server never gets.
+            // (Answers without desiredKeys select the stored wire form, renderingWireJSON.)
             func plan(_ type: String, _ field: String, after: [String]? = nil) async throws -> String {
                 let query = RecordQuery(recordType: type, filters: [], sort: [QuerySort(field: .field(field), ascending: false)],
                                         resultsLimit: 100, desiredKeys: nil, continuationMarker: nil)
-                let statement = QuerySQLBuilder(query: query, zoneID: zoneID).statement(after: after, limit: 101)
+                let statement = QuerySQLBuilder(query: query, zoneID: zoneID).statement(after: after, limit: 101, renderingWireJSON: true)
                 var types: [String] = [], values: [String] = []
                 for parameter in statement.parameters {
                     switch parameter {

@@ -21,12 +21,17 @@ package struct RecordStamp: Sendable, Hashable {
 package struct Record: Sendable, Hashable {
     package var recordName: String
     package var recordType: String
-    package var fields: [String: FieldValue]
+    package var fields: [String: FieldValue] {
+        didSet { serialized = SerializedFields() }
+    }
     package var changeTag: String
     package var created: RecordStamp
     package var modified: RecordStamp
     package var deleted: Bool
     package var zoneName: String
+    /// The fields' wire form once written (`withWireFields`), so that a saved record is
+    /// serialised once: stored as it is and sent as it is.
+    private var serialized = SerializedFields()
 
     package init(recordName: String, recordType: String, fields: [String: FieldValue], changeTag: String,
                  created: RecordStamp, modified: RecordStamp, deleted: Bool = false, zoneName: String) {
@@ -55,7 +60,16 @@ package struct Record: Sendable, Hashable {
     /// Appends `json().serialized()` to `bytes` without building the tree (a records/modify
     /// answer of 100 records built and walked ~1,500 values).
     package func writeJSON(to bytes: inout [UInt8]) {
-        writeJSON(fields: Self.wireFields(fields), to: &bytes)
+        writeJSON(fields: serialized.bytes ?? Self.wireFields(fields), to: &bytes)
+    }
+
+    /// The record and its fields' wire form (`wireFields(fields)`, written once here), which
+    /// `writeJSON(to:)` then sends as it is; the form is dropped if the fields change.
+    package func withWireFields() -> (record: Record, wireFields: [UInt8]) {
+        let bytes = serialized.bytes ?? Self.wireFields(fields)
+        var copy = self
+        copy.serialized = SerializedFields(bytes: bytes)
+        return (copy, bytes)
     }
 
     /// The `fields` object of `json()`, serialized: `{"name":{"value":V,"type":"T"},...}`.
@@ -184,6 +198,15 @@ package struct Record: Sendable, Hashable {
         }
         return bound <= limit || storedSize(fields) <= limit
     }
+}
+
+/// A record's fields already serialised: a cache, not part of the record's value (any two are
+/// equal), so records compare and hash by what they hold.
+private struct SerializedFields: Sendable, Hashable {
+    var bytes: [UInt8]?
+
+    static func == (_: SerializedFields, _: SerializedFields) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
 }
 
 /// Upper bounds of the bytes `JSONWriter` writes for field values.

@@ -10,7 +10,7 @@ package struct HTTPRouter: Sendable {
         package var method: String
         package var pattern: String
         package var handler: Handler
-        fileprivate var segments: [Substring]
+        fileprivate var segments: [Substring.UTF8View]
         /// How many segments are fixed (not `:name`).
         fileprivate var fixedSegments: Int
     }
@@ -34,9 +34,9 @@ package struct HTTPRouter: Sendable {
     }
 
     package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
-        let segments = pattern.split(separator: "/", omittingEmptySubsequences: false)
+        let segments = Self.segments(pattern)
         let route = Route(method: method, pattern: pattern, handler: handler, segments: segments,
-                          fixedSegments: segments.filter { $0.first != ":" }.count)
+                          fixedSegments: segments.filter { !Self.isParameter($0) }.count)
         if pattern.contains("/:") {
             // Stable: among equally specific patterns, the first registered matches first.
             let index = patternRoutes.firstIndex { $0.fixedSegments < route.fixedSegments } ?? patternRoutes.endIndex
@@ -52,7 +52,7 @@ package struct HTTPRouter: Sendable {
             if let route = byMethod[lookup] { return .found(route, parameters: [:]) }
             return .methodNotAllowed(allowed: Self.allowed(byMethod.keys))
         }
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        let segments = Self.segments(path)
         var allowed: [String] = []
         var matchedSpecificity: Int?
         for route in patternRoutes {
@@ -77,20 +77,27 @@ package struct HTTPRouter: Sendable {
         return set.sorted()
     }
 
-    private static func bind(_ pattern: [Substring], to path: [Substring]) -> [String: String]? {
+    /// A path's segments, split at `/` over its bytes (splitting its Characters cost more than
+    /// the rest of routing).
+    private static func segments(_ path: String) -> [Substring.UTF8View] {
+        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0).utf8 }
+    }
+
+    private static func isParameter(_ segment: Substring.UTF8View) -> Bool {
+        segment.first == UInt8(ascii: ":")
+    }
+
+    /// Segments match byte for byte.
+    private static func bind(_ pattern: [Substring.UTF8View], to path: [Substring.UTF8View]) -> [String: String]? {
         guard pattern.count == path.count else { return nil }
         // The fixed segments first, without allocating: most routes fail here.
-        for (expected, actual) in zip(pattern, path) where expected.first != ":" {
-            if expected != actual { return nil }
+        for (expected, actual) in zip(pattern, path) where !isParameter(expected) {
+            if !expected.elementsEqual(actual) { return nil }
         }
         var parameters: [String: String] = [:]
-        for (expected, actual) in zip(pattern, path) {
-            if expected.first == ":" {
-                guard !actual.isEmpty else { return nil }
-                parameters[String(expected.dropFirst())] = String(actual)
-            } else if expected != actual {
-                return nil
-            }
+        for (expected, actual) in zip(pattern, path) where isParameter(expected) {
+            guard !actual.isEmpty else { return nil }
+            parameters[String(Substring(expected.dropFirst()))] = String(Substring(actual))
         }
         return parameters
     }
