@@ -42,7 +42,7 @@ struct DatabaseRouteGroup {
     private static func decoding<Request: DatabaseRequest>(
         _ run: @escaping @Sendable (DatabaseRoutes.Context, Request) async throws -> HTTPResponse?
     ) -> DatabaseRoutes.Operation {
-        { context in try await run(context, Request(body: context.body, limits: context.limits)) }
+        { context in try await run(context, Request.decode(context.request.body, limits: context.limits)) }
     }
 
     func register(in router: inout HTTPRouter) {
@@ -70,8 +70,7 @@ struct DatabaseRouteGroup {
         if route.sessionMayBeCached, let cached = accounts.cachedSession(tokenDigest: digest, container: container, environment: environment) {
             answering.who.set(user: cached.userRecordName, device: cached.deviceID)
             do {
-                let body = try RequestInput.parseBody(request.body)
-                return try await route.run(DatabaseRoutes.Context(session: cached, tokenDigest: digest, sessionIsVerified: false, body: body,
+                return try await route.run(DatabaseRoutes.Context(session: cached, tokenDigest: digest, sessionIsVerified: false,
                                                                   request: request, answering: answering, baseURL: baseURL, limits: limits))
             } catch {
                 // Every failure of a cached session's request is checked against the database.
@@ -85,8 +84,7 @@ struct DatabaseRouteGroup {
             throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         }
         answering.who.set(user: session.userRecordName, device: session.deviceID)
-        let body = route.method == "POST" ? try RequestInput.parseBody(request.body) : JSONValue.object([:])
-        return try await route.run(DatabaseRoutes.Context(session: session, tokenDigest: digest, sessionIsVerified: true, body: body,
+        return try await route.run(DatabaseRoutes.Context(session: session, tokenDigest: digest, sessionIsVerified: true,
                                                           request: request, answering: answering, baseURL: baseURL, limits: limits))
     }
 

@@ -12,7 +12,7 @@ struct DatabaseRoutes: Sendable {
     let limits: Limits
     let publicURL: String?
 
-    /// An authenticated request with its parsed body.
+    /// An authenticated request (its body is decoded by the operation's route: `DatabaseRequest`).
     struct Context: Sendable {
         var session: Session
         /// The SHA-256 of the request's bearer token.
@@ -20,7 +20,6 @@ struct DatabaseRoutes: Sendable {
         /// False when `session` was taken from this instance's cache without asking the database
         /// (records/modify only): the store checks the token inside its write.
         var sessionIsVerified: Bool
-        var body: JSONValue
         var request: HTTPRequest
         /// For operations that park: they answer through it and return nil.
         var answering: API.Answering

@@ -7,37 +7,42 @@ import Glibc
 /// them, and plan-shaping names through `\(name:)`, which admits only letters, digits and `_`;
 /// there is no way to splice a raw string.
 package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
-    package private(set) var text: String
+    /// The text as UTF-8: statements are built by appending bytes (appending to a `String` a
+    /// piece at a time cost more than the rest of a one-record write's statement).
+    private var utf8: [UInt8]
     package private(set) var parameters: [PGData]
 
     package init(stringLiteral value: String) {
-        text = value
+        utf8 = Array(value.utf8)
         parameters = []
     }
 
     package init(stringInterpolation: StringInterpolation) {
-        text = stringInterpolation.text
+        utf8 = stringInterpolation.bytes
         parameters = stringInterpolation.parameters
     }
+
+    package var text: String { String(decoding: utf8, as: UTF8.self) }
 
     package var description: String { text }
 
     /// Appends another statement fragment, renumbering its parameters.
     package mutating func append(_ other: SQL) {
-        text += other.text(renumberedFrom: parameters.count)
+        other.appendText(renumberedFrom: parameters.count, to: &utf8)
         parameters += other.parameters
     }
 
-    /// The text with every placeholder `$1`…`$<count>` shifted by `offset`, in one pass over the
-    /// bytes (whole placeholders only: the digits after a `$` are read as one number); the text
-    /// between placeholders is copied a run at a time.
-    fileprivate func text(renumberedFrom offset: Int) -> String {
-        guard offset > 0, !parameters.isEmpty else { return text }
-        var output: [UInt8] = []
-        var source = text
+    /// Appends the text with every placeholder `$1`…`$<count>` shifted by `offset`, in one pass
+    /// over the bytes (whole placeholders only: the digits after a `$` are read as one number);
+    /// the text between placeholders is copied a run at a time.
+    fileprivate func appendText(renumberedFrom offset: Int, to output: inout [UInt8]) {
+        guard offset > 0, !parameters.isEmpty else {
+            output.append(contentsOf: utf8)
+            return
+        }
         let count = parameters.count
-        source.withUTF8 { bytes in
-            output.reserveCapacity(bytes.count + count * 2)
+        utf8.withUnsafeBufferPointer { bytes in
+            output.reserveCapacity(output.count + bytes.count + count * 2)
             guard let base = bytes.baseAddress else { return }
             var runStart = 0, index = 0
             // memchr finds each `$`: statements are kilobytes of text with a few dozen placeholders.
@@ -54,48 +59,64 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
                     continue
                 }
                 output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<digits]))
-                output.append(contentsOf: String(number + offset).utf8)
+                Self.appendDecimal(number + offset, to: &output)
                 runStart = end
                 index = end
             }
             output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
-        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends a non-negative integer's decimal digits.
+    fileprivate static func appendDecimal(_ value: Int, to output: inout [UInt8]) {
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var rest = value
+        repeat {
+            output.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        } while divisor > 0
     }
 
     package struct StringInterpolation: StringInterpolationProtocol {
-        var text = ""
+        var bytes: [UInt8] = []
         var parameters: [PGData] = []
 
         package init(literalCapacity: Int, interpolationCount: Int) {
-            text.reserveCapacity(literalCapacity + interpolationCount * 3)
+            bytes.reserveCapacity(literalCapacity + interpolationCount * 3)
         }
 
         package mutating func appendLiteral(_ literal: String) {
-            text += literal
+            bytes.append(contentsOf: literal.utf8)
+        }
+
+        private mutating func appendPlaceholder() {
+            bytes.append(UInt8(ascii: "$"))
+            SQL.appendDecimal(parameters.count, to: &bytes)
         }
 
         package mutating func appendInterpolation(_ value: some PGEncodable) {
             parameters.append(value.pgData)
-            text += "$\(parameters.count)"
+            appendPlaceholder()
         }
 
         /// An optional value: SQL NULL when nil.
         package mutating func appendInterpolation(_ value: (some PGEncodable)?) {
             parameters.append(value?.pgData ?? .null)
-            text += "$\(parameters.count)"
+            appendPlaceholder()
         }
 
         /// Another statement fragment, its parameters renumbered into this one.
         package mutating func appendInterpolation(_ fragment: SQL) {
-            text += fragment.text(renumberedFrom: parameters.count)
+            fragment.appendText(renumberedFrom: parameters.count, to: &bytes)
             parameters += fragment.parameters
         }
 
         /// A fixed fragment of SQL text written in this code base (a column list shared by
         /// several statements). Never pass data through it: values go through `\(value)`.
         package mutating func appendInterpolation(unsafeColumns fragment: StaticString) {
-            text += fragment.description
+            fragment.withUTF8Buffer { bytes.append(contentsOf: $0) }
         }
 
         /// A name as a string constant, for names that shape the plan: an expression index
@@ -105,7 +126,9 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
         /// becomes a parameter like any value, so nothing but such a name reaches the SQL text.
         package mutating func appendInterpolation(name: String) {
             if SQL.isPlainName(name) {
-                text += "'" + name + "'"
+                bytes.append(UInt8(ascii: "'"))
+                bytes.append(contentsOf: name.utf8)
+                bytes.append(UInt8(ascii: "'"))
             } else {
                 appendInterpolation(name)
             }
@@ -113,13 +136,13 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
 
         /// An integer written as a constant (a LIMIT the planner should know).
         package mutating func appendInterpolation(constant: Int64) {
-            text += String(constant)
+            bytes.append(contentsOf: String(constant).utf8)
         }
 
         /// A quoted identifier (RFC-style doubling of embedded quotes), for names that cannot be
         /// parameters: schemas, channels.
         package mutating func appendInterpolation(identifier: String) {
-            text += "\"" + identifier.replacingAll("\"", with: "\"\"") + "\""
+            bytes.append(contentsOf: ("\"" + identifier.replacingAll("\"", with: "\"\"") + "\"").utf8)
         }
     }
 }

@@ -6,6 +6,21 @@ import NimbusSupport
 /// LIMIT_EXCEEDED naming the field); per-item problems stay with their item.
 protocol DatabaseRequest: Sendable {
     init(body: JSONValue, limits: Limits) throws
+
+    /// The request read straight from the body's bytes when they have the common shape this
+    /// type reads that way, else nil (the JSON tree then decodes them, and words any error): a
+    /// value it returns is the value `init(body:limits:)` makes of the same bytes.
+    static func decodeDirectly(_ bytes: [UInt8], limits: Limits) -> Self?
+}
+
+extension DatabaseRequest {
+    static func decodeDirectly(_ bytes: [UInt8], limits: Limits) -> Self? { nil }
+
+    /// A POST body decoded: directly when it can be, else through the JSON tree.
+    static func decode(_ bytes: [UInt8], limits: Limits) throws -> Self {
+        if let request = decodeDirectly(bytes, limits: limits) { return request }
+        return try Self(body: RequestInput.parseBody(bytes), limits: limits)
+    }
 }
 
 /// The body of an operation that reads none (GETs, `tokens/create`).

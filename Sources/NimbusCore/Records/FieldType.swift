@@ -20,16 +20,17 @@ package struct FieldType: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses `STRING`, `INT64_LIST`, ...; nil for anything else.
     package init?(name: String) {
-        if name.hasSuffix("_LIST"), let base = Base(rawValue: String(name.dropLast(5))) {
-            self.init(base, isList: true)
-        } else if let base = Base(rawValue: name) {
-            self.init(base)
-        } else {
-            return nil
-        }
+        guard let type = Self.byName[name] else { return nil }
+        self = type
     }
 
-    package var name: String { isList ? base.rawValue + "_LIST" : base.rawValue }
+    package var name: String { isList ? Self.listNames[base] ?? base.rawValue + "_LIST" : base.rawValue }
+
+    /// Every type by name: one lookup per field typed (a record of ten fields names ten types).
+    private static let byName: [String: FieldType] = Dictionary(uniqueKeysWithValues: Base.allCases.flatMap { base in
+        [(base.rawValue, FieldType(base)), (base.rawValue + "_LIST", FieldType(base, isList: true))]
+    })
+    private static let listNames: [Base: String] = Dictionary(uniqueKeysWithValues: Base.allCases.map { ($0, $0.rawValue + "_LIST") })
     package var description: String { name }
 
     package var element: FieldType { FieldType(base) }

@@ -238,6 +238,7 @@ package struct ModifyPlanner: Sendable {
         var fields: [String: FieldValue]
         if operation.kind.replacesAllFields || live == nil {
             fields = [:]
+            fields.reserveCapacity(typed.changes.count)
         } else {
             fields = live?.fields ?? [:]
         }

@@ -46,11 +46,11 @@ package struct RecordOperation: Sendable, Hashable {
     package enum Kind: String, Sendable, CaseIterable {
         case create, update, forceUpdate, replace, forceReplace, delete, forceDelete
 
-        var isDelete: Bool { self == .delete || self == .forceDelete }
+        package var isDelete: Bool { self == .delete || self == .forceDelete }
         /// Kinds that check `recordChangeTag`.
-        var checksTag: Bool { self == .update || self == .replace || self == .delete }
+        package var checksTag: Bool { self == .update || self == .replace || self == .delete }
         /// Kinds that create a missing record.
-        var createsMissing: Bool { self == .create || self == .forceUpdate || self == .forceReplace }
+        package var createsMissing: Bool { self == .create || self == .forceUpdate || self == .forceReplace }
         /// Kinds that replace all fields (the others merge the given fields).
         var replacesAllFields: Bool { self == .create || self == .replace || self == .forceReplace }
     }

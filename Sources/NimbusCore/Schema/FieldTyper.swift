@@ -31,6 +31,7 @@ package struct FieldTyper: Sendable {
             return .failure(error)
         }
         var typed = Typed()
+        typed.changes.reserveCapacity(fields.count)   // not grown (and rehashed) a field at a time
         if schema == nil {
             guard environment == .development else {
                 return missing(nil, "Record type \(recordType) is not deployed to production.")

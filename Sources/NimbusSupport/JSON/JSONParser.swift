@@ -9,7 +9,7 @@ struct JSONParser {
     let input: UnsafeBufferPointer<UInt8>
     let limits: JSONValue.ParseLimits
     var offset = 0
-    private var depth = 0
+    var depth = 0
     /// Reused for strings that contain escapes; strings without escapes are built straight from
     /// the input.
     var scratch: [UInt8] = []
@@ -40,7 +40,7 @@ struct JSONParser {
     // MARK: Values
 
     /// Parses the value starting at `offset`, which the caller has moved past whitespace.
-    private mutating func parseValue() throws(ParseError) -> JSONValue {
+    mutating func parseValue() throws(ParseError) -> JSONValue {
         guard offset < input.count else {
             throw ParseError(offset: offset, reason: "unexpected end of input, expected a value")
         }
@@ -74,7 +74,7 @@ struct JSONParser {
         offset += count
     }
 
-    private mutating func enterContainer() throws(ParseError) {
+    mutating func enterContainer() throws(ParseError) {
         guard depth < limits.maxDepth else {
             throw ParseError(offset: offset, reason: "nesting deeper than \(limits.maxDepth) levels")
         }
@@ -181,7 +181,7 @@ struct JSONParser {
 
     /// RFC 8259 §2: whitespace is space, tab, line feed and carriage return, nothing else.
     @inline(__always)
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while offset < input.count {
             switch input[offset] {
             case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): offset += 1
