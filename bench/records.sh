@@ -45,7 +45,7 @@
 #   BENCH_TXN_CLIENTS=8 BENCH_EQ_CLIENTS="16 2 1" BENCH_BATCH=100 BENCH_BATCH_ZONES=32 BENCH_PRELOAD=100000 BENCH_WARMUP=3
 #   BENCH_WORKLOADS="one many batch changes" BENCH_STATEMENTS=1 (0: skip the statement count)
 #   BENCH_POOL_SIZE= BENCH_EVENT_LOOPS= BENCH_WRITE_BATCHES= (nimbus defaults) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
-#   BENCH_KEEP=1 (keep the temp dir and leave nothing running)
+#   BENCH_KEEP=1 (keep the temp dir and leave nothing running) BENCH_NIMBUS_BIN=path (measure that binary, no build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -103,16 +103,21 @@ for f in schema.sql preload.sql zone_cte.sql zone_txn.sql upsert100.sql changes.
   [ -f "$REF/$f" ] || die "reference script $REF/$f is missing"
 done
 
-if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-  say "building nimbus (release)"
-  swift build -c release --product nimbus >&2 || die "release build failed (swift build -c release --product nimbus)"
+if [ -n "${BENCH_NIMBUS_BIN:-}" ]; then
+  NIMBUS_BIN=$BENCH_NIMBUS_BIN
+  rev="binary $NIMBUS_BIN of $(date -r "$NIMBUS_BIN" '+%F %T')"
+else
+  if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
+    say "building nimbus (release)"
+    swift build -c release --product nimbus >&2 || die "release build failed (swift build -c release --product nimbus)"
+  fi
+  NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
+  rev="commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  [ -z "$(git -C "$ROOT" status --porcelain -- Sources Package.swift migrations 2>/dev/null)" ] || rev+=" + uncommitted changes in Sources/migrations"
+  rev+=", binary of $(date -r "$NIMBUS_BIN" '+%F %T')"
+  [ -n "${BENCH_SKIP_BUILD:-}" ] && rev+=" (build skipped)"
 fi
-NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
-[ -x "$NIMBUS_BIN" ] || die "no release binary at $NIMBUS_BIN"
-rev="commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
-[ -z "$(git -C "$ROOT" status --porcelain -- Sources Package.swift migrations 2>/dev/null)" ] || rev+=" + uncommitted changes in Sources/migrations"
-rev+=", binary of $(date -r "$NIMBUS_BIN" '+%F %T')"
-[ -n "${BENCH_SKIP_BUILD:-}" ] && rev+=" (build skipped)"
+[ -x "$NIMBUS_BIN" ] || die "no nimbus binary at $NIMBUS_BIN"
 
 WORK=$(mktemp -d /tmp/nimbus-records-bench.XXXXXX)
 chmod 755 "$WORK"

@@ -23,7 +23,7 @@ extension PGConnection {
 
     private func execute(_ sql: SQL, on loop: any LoopContext) async throws -> OpaquePointer {
         let parameters = EncodedParameters(sql.parameters)
-        let name = parameters.count == 0 ? nil : try await preparedName(sql.text, parameters.types, on: loop)
+        let name = parameters.count == 0 ? nil : try await preparedName(sql, parameters.types, on: loop)
         PQsetnonblocking(handle, 1)
         defer { PQsetnonblocking(handle, 0) }
         let sent: Int32? = parameters.withValues { values in
@@ -75,9 +75,9 @@ extension PGConnection {
     }
 
     /// The prepared statement's name, preparing it first (as the blocking path does).
-    private func preparedName(_ text: String, _ types: [UInt32], on loop: any LoopContext) async throws -> String? {
+    private func preparedName(_ sql: SQL, _ types: [UInt32], on loop: any LoopContext) async throws -> String? {
         guard naming.isOn else { return nil }
-        let key = Self.preparedKey(text, types)
+        let key = Self.preparedKey(sql, types)
         if let name = prepared[key] { return name }
         PQsetnonblocking(handle, 1)
         defer { PQsetnonblocking(handle, 0) }
@@ -87,7 +87,7 @@ extension PGConnection {
             prepared.removeAll()
         }
         let name = nextStatementName()
-        guard PQsendPrepare(handle, name, text, Int32(types.count), types) == 1 else { throw lostError() }
+        guard PQsendPrepare(handle, name, sql.text, Int32(types.count), types) == 1 else { throw lostError() }
         do {
             PQclear(try await finish(on: loop))
         } catch let error as PGError where error.kind != .connectionLost {

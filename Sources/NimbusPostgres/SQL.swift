@@ -9,7 +9,7 @@ import Glibc
 package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
     /// The text as UTF-8: statements are built by appending bytes (appending to a `String` a
     /// piece at a time cost more than the rest of a one-record write's statement).
-    private var utf8: [UInt8]
+    package private(set) var utf8: [UInt8]
     package private(set) var parameters: [PGData]
 
     package init(stringLiteral value: String) {

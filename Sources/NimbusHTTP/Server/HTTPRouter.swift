@@ -1,3 +1,5 @@
+import NimbusSupport
+
 /// Maps method and path to a handler. Static paths are a dictionary lookup; patterns with
 /// `:name` segments are matched segment by segment, the most specific first (more fixed
 /// segments): a path that a specific pattern matches is that pattern's, so another method on it
@@ -24,6 +26,16 @@ package struct HTTPRouter: Sendable {
 
     private var staticRoutes: [String: [String: Route]] = [:]
     private var patternRoutes: [Route] = []
+    /// Pattern matches by method and path: clients send the same few paths again and again, and
+    /// splitting and binding one cost more than parsing the request's head. Bounded: emptied
+    /// when full.
+    private let matches = Lock<[MatchKey: Match]>([:])
+    static let maxCachedMatches = 1_024
+
+    private struct MatchKey: Hashable {
+        var method: String
+        var path: String
+    }
 
     package init() {}
 
@@ -44,6 +56,7 @@ package struct HTTPRouter: Sendable {
         } else {
             staticRoutes[pattern, default: [:]][method] = route
         }
+        matches.withLock { $0.removeAll() }
     }
 
     package func match(method: String, path: String) -> Match {
@@ -52,6 +65,19 @@ package struct HTTPRouter: Sendable {
             if let route = byMethod[lookup] { return .found(route, parameters: [:]) }
             return .methodNotAllowed(allowed: Self.allowed(byMethod.keys))
         }
+        let key = MatchKey(method: lookup, path: path)
+        if let match = matches.withLock({ $0[key] }) { return match }
+        let match = matchPattern(method: lookup, path: path)
+        if case .found = match {
+            matches.withLock { cache in
+                if cache.count >= Self.maxCachedMatches { cache.removeAll(keepingCapacity: true) }
+                cache[key] = match
+            }
+        }
+        return match
+    }
+
+    private func matchPattern(method lookup: String, path: String) -> Match {
         let segments = Self.segments(path)
         var allowed: [String] = []
         var matchedSpecificity: Int?
