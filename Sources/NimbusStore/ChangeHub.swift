@@ -32,7 +32,7 @@ package struct ChangeEvent: Sendable, Hashable {
     package var payload: String { "\(databaseID) \(kind.rawValue) \(zoneID) \(sequence)" }
 
     package init?(payload: String) {
-        let parts = payload.split(separator: " ")
+        let parts = payload.utf8.split(separator: UInt8(ascii: " ")).map { Substring($0) }   // bytes: not Characters
         guard parts.count == 4, let database = Int64(parts[0]), let kind = Kind(rawValue: String(parts[1])),
               let zone = Int64(parts[2]), let sequence = Int64(parts[3]) else { return nil }
         self.init(databaseID: database, kind: kind, zoneID: zone, sequence: sequence)

@@ -124,7 +124,7 @@ extension FieldValue {
         switch (type.base, json) {
         case (.string, .string(let text)):
             // PostgreSQL's text and jsonb cannot hold U+0000.
-            guard !text.utf8.contains(0) else { throw FieldValueError(given: "a string containing U+0000, which cannot be stored") }
+            guard !text.containsNUL else { throw FieldValueError(given: "a string containing U+0000, which cannot be stored") }
             return .string(text)
         case (.int64, .integer(let number)):
             return .int64(number)

@@ -81,7 +81,7 @@ package struct Subscription: Sendable, Hashable {
             for (key, value) in infoObject {
                 switch key {
                 case "title", "alertBody", "alertLocalizationKey", "soundName":
-                    guard case .string(let text) = value, !text.utf8.contains(0), text.utf8.count <= 4096 else {
+                    guard case .string(let text) = value, !text.containsNUL, text.utf8.count <= 4096 else {
                         throw fail("notificationInfo.\(key) of \(id) must be a string of at most 4096 bytes without U+0000.")
                     }
                 case "shouldBadge", "shouldSendContentAvailable":

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Reads one JSON document front to back without building it, for request bodies of a known
 /// shape: the caller asks for what it expects next (an object, its next key, a string, any value)
 /// and each read throws where the document is not that. It applies the rules and limits of
@@ -77,9 +79,12 @@ package struct JSONScanner {
             end += 1
         }
         let index: Int?
-        if end < input.count, input[end] == UInt8(ascii: "\"") {
-            let key = UnsafeBufferPointer(rebasing: input[start..<end])
-            index = keys.firstIndex { candidate in candidate.withUTF8Buffer { $0.elementsEqual(key) } }
+        if end < input.count, input[end] == UInt8(ascii: "\""), let base = input.baseAddress {
+            let length = end - start
+            let key = base + start
+            index = keys.firstIndex { candidate in
+                candidate.utf8CodeUnitCount == length && (length == 0 || memcmp(candidate.utf8Start, key, length) == 0)
+            }
             parser.offset = end + 1
         } else {
             // Escapes or other bytes: the parser reads (and checks) the key.

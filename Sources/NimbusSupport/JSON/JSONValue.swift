@@ -21,9 +21,9 @@ extension JSONValue {
     /// and jsonb cannot hold (values kept as sent must be refused before they reach the database).
     package var containsNUL: Bool {
         switch self {
-        case .string(let text): text.utf8.contains(0)
+        case .string(let text): text.containsNUL
         case .array(let values): values.contains { $0.containsNUL }
-        case .object(let object): object.contains { $0.key.utf8.contains(0) || $0.value.containsNUL }
+        case .object(let object): object.contains { $0.key.containsNUL || $0.value.containsNUL }
         case .null, .bool, .integer, .double: false
         }
     }
