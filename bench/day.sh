@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A day in the life (issue #18, item 4): the apps' traffic at realistic proportions against one
 # Nimbus instance and its PostgreSQL on this machine — per simulated user a Mac and an iPhone
-# (AppLocker's shape, /work/shared/seeds 002: the Mac publishes BlockedAppEvents, the phone shows a
+# (AppLocker's shape, deploy/schemas/applocker.json: the Mac publishes BlockedAppEvents, the phone shows a
 # dashboard of the latest events, intruder photos, and sends remote commands to the Mac) — with
 # every device holding a long-poll and the pruning job running; p50/p99 per operation, wake
 # latency, memory and CPU per user. Target (issue #18): p99 of every device request <= 50 ms and
@@ -364,12 +364,11 @@ run_step() {
   local prune_runs prune_left prune_log
   prune_runs=$(psql -d nimbus -At -F' ' -c "SELECT count(*), coalesce(sum(records), 0), coalesce(round(sum(seconds)::numeric, 1), 0)
     FROM prune_runs WHERE id > $prune_runs0")
-  # When each run went, in seconds from the start of the window. prune_runs.finished_at is now() of
-  # the transaction that holds the prune's advisory lock from the run's start, i.e. the START of the
-  # run (not its end), so a run spans finished_at .. finished_at + seconds.
+  # When each run went, in seconds from the start of the window: it ended at finished_at (the
+  # clock when its row was written; servers before 2026-11-25 wrote the transaction's start there).
   local prune_when
-  prune_when=$(psql -d nimbus -At -c "SELECT string_agg(format('%s..%s s', to_char(extract(epoch FROM finished_at) - $t_go, 'FMSG9990.0'),
-      to_char(extract(epoch FROM finished_at) + seconds - $t_go, 'FMSG9990.0')), ', ' ORDER BY id) FROM prune_runs WHERE id > $prune_runs0")
+  prune_when=$(psql -d nimbus -At -c "SELECT string_agg(format('%s..%s s', to_char(extract(epoch FROM finished_at) - seconds - $t_go, 'FMSG9990.0'),
+      to_char(extract(epoch FROM finished_at) - $t_go, 'FMSG9990.0')), ', ' ORDER BY id) FROM prune_runs WHERE id > $prune_runs0")
   prune_left=$(psql -d nimbus -At -c "SELECT count(*) FROM records r JOIN bench_day_reserve b ON b.zone_id = r.zone_id
     WHERE r.record_name LIKE 'old-' || b.zone_id || '-' || b.base || '-%' AND NOT r.deleted")
   prune_log=$(tail -n +"$((log_lines0 + 1))" "$log" | grep -a -E 'prun' | tail -3 | cut -c1-200 | paste -sd'|' || true)
@@ -462,7 +461,7 @@ FAILED="" HOLDS="" BREAKS=""
     ran=$(field "$prune" runs) removed=$(field "$prune" removed) left=$(field "$prune" left)
     echo "  pruning job: $ran run(s) finished during the step, $removed records removed in $(field "$prune" seconds) s of pruning;" \
          "$left of $(field "$prune" expired) expired events left (written in $(field "$prune" insert_s) s just before the window)"
-    echo "  prune runs (seconds from the window's start; prune_runs.finished_at taken as the start, see run_step): $(cut -d' ' -f2- <<<"$(line prunewhen)");" \
+    echo "  prune runs (seconds from the window's start, start..end): $(cut -d' ' -f2- <<<"$(line prunewhen)");" \
          "phones woken by its deletions from +$(grep '^tl ' <<<"$R" | awk '$16 > 0 {print $2; exit}') s to +$(grep '^tl ' <<<"$R" | awk '$16 > 0 {s = $2} END {print s}') s"
     echo "  prune log: $(cut -d' ' -f2- <<<"$(line prunelog)")"
     if [ -s "$WORK/statements-$n.txt" ]; then

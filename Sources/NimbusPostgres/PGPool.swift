@@ -52,6 +52,9 @@ package final class PGPool: Sendable {
     /// own (overcommit queues) without creating a queue per borrow.
     private let borrowerQueues: [DispatchQueue]
     private let nextBorrower = Atomic<Int>(0)
+    /// Borrower queues running nothing (every borrower holds a lease, and there are as many
+    /// queues as leases: one is always idle; round-robin is only the fallback).
+    private let idleQueues: Lock<[Int]>
     private let logger = Logger(subsystem: "postgres")
 
     package init(configuration: Configuration) {
@@ -64,6 +67,7 @@ package final class PGPool: Sendable {
         }
         state = Lock(State())
         borrowerQueues = (0..<max(configuration.maxConnections, 1)).map { DispatchQueue(label: "nimbus.postgres.borrower.\($0)") }
+        idleQueues = Lock(Array(borrowerQueues.indices.reversed()))
     }
 
     package var statistics: Statistics {
@@ -98,30 +102,34 @@ package final class PGPool: Sendable {
         return try await withCheckedThrowingContinuation { continuation in
             // Serial queues: their work gets threads of their own (overcommit), where a shared
             // concurrent queue would cap blocking libpq calls at the CPU count and starve the
-            // async runtime, which runs on the same Dispatch pool on Linux. Round-robin over as
-            // many queues as connections, so borrowers never queue behind each other.
-            let index = nextBorrower.add(1, ordering: .relaxed).newValue
-            borrowerQueues[index % borrowerQueues.count].async {
-                let connection: PGConnection
-                if let leased = lease.connection {
-                    connection = leased
-                } else {
+            // async runtime, which runs on the same Dispatch pool on Linux. As many queues as
+            // connections, and each borrower takes one running nothing, so borrowers never queue
+            // behind each other (round-robin had put requests behind the prune's long statement).
+            let index = idleQueues.withLock { $0.popLast() } ?? nextBorrower.add(1, ordering: .relaxed).newValue % borrowerQueues.count
+            borrowerQueues[index].async {
+                let result = Result { () throws -> T in
+                    let connection: PGConnection
+                    if let leased = lease.connection {
+                        connection = leased
+                    } else {
+                        do {
+                            connection = try self.connect()
+                        } catch {
+                            self.returnSlot()
+                            throw error
+                        }
+                    }
                     do {
-                        connection = try self.connect()
+                        let value = try body(connection)
+                        self.release(connection, failure: nil)
+                        return value
                     } catch {
-                        self.returnSlot()
-                        continuation.resume(throwing: error)
-                        return
+                        self.release(connection, failure: error)
+                        throw error
                     }
                 }
-                do {
-                    let value = try body(connection)
-                    self.release(connection, failure: nil)
-                    continuation.resume(returning: value)
-                } catch {
-                    self.release(connection, failure: error)
-                    continuation.resume(throwing: error)
-                }
+                self.idleQueues.withLock { $0.append(index) }
+                continuation.resume(with: result)
             }
         }
     }

@@ -73,8 +73,8 @@ extension Pruner {
                 _ = try await lease.run { connection in
                     if !dryRun {
                         try connection.run("""
-                            INSERT INTO prune_runs (records, tombstones, assets, notifications, seconds)
-                            VALUES (\(Int64(records)), \(Int64(tombstones)), \(Int64(report.assets)), \(Int64(report.notifications)), \(report.seconds))
+                            INSERT INTO prune_runs (finished_at, records, tombstones, assets, notifications, seconds)
+                            VALUES (clock_timestamp(), \(Int64(records)), \(Int64(tombstones)), \(Int64(report.assets)), \(Int64(report.notifications)), \(report.seconds))
                             """)
                     }
                     try connection.run("COMMIT")
