@@ -23,37 +23,39 @@ extension RecordStore {
     /// With `renderingWireJSON`, records stored with their wire form come as that JSON written from
     /// the row (as change feeds send them), the others decoded.
     package func queryRecords(_ session: Session, zoneName: String, query: RecordQuery, renderingWireJSON: Bool = false) async throws -> QueryPage {
-        let signer = signer
-        return try await pool.withConnection { connection in
-            guard let zone = try ZoneStore.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
-                throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
+        // Two statements (the zone, whose id the marker is bound to, then the page), on the
+        // request's event loop when it has one.
+        let zone = try await pool.queryFirst("""
+            SELECT zone_name, id, change_seq, tombstone_horizon_seq, deleted FROM zones
+            WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
+            """, decode: ZoneStore.decodeZone)
+        guard let zone, !zone.deleted else { throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.") }
+        let builder = QuerySQLBuilder(query: query, zoneID: zone.id)
+        let markerContext = builder.markerContext(zoneName: zoneName)
+        var after: [String]?
+        if let marker = query.continuationMarker {
+            guard let payload = signer.verify(marker, context: markerContext),
+                  case .array(let values)? = try? JSONValue.parse(payload),
+                  values.count == builder.keyCount else {
+                throw SyncError(.badRequest, "The continuationMarker does not belong to this query.")
             }
-            let builder = QuerySQLBuilder(query: query, zoneID: zone.id)
-            let markerContext = builder.markerContext(zoneName: zoneName)
-            var after: [String]?
-            if let marker = query.continuationMarker {
-                guard let payload = signer.verify(marker, context: markerContext),
-                      case .array(let values)? = try? JSONValue.parse(payload),
-                      values.count == builder.keyCount else {
-                    throw SyncError(.badRequest, "The continuationMarker does not belong to this query.")
-                }
-                after = values.compactMap(\.stringValue)
-                guard after?.count == builder.keyCount else { throw SyncError(.badRequest, "The continuationMarker is malformed.") }
-            }
-            let statement = builder.statement(after: after, limit: query.resultsLimit + 1, renderingWireJSON: renderingWireJSON)
-            let keyOffset = renderingWireJSON ? RecordRows.changeColumnCount : RecordRows.recordColumnCount
-            let rows = try connection.query(statement) { row -> (RecordChanges.Change, [String]) in
-                let read = try RecordRows.read(row, zoneName: zoneName, renderingWireJSON: renderingWireJSON)
-                let keys = try (0..<builder.keyCount).map { try row.string(keyOffset + $0) }
-                return (read.change, keys)
-            }
-            var marker: String?
-            if rows.count > query.resultsLimit, let last = rows.prefix(query.resultsLimit).last {
-                let payload = JSONValue.array(last.1.map { .string($0) }).serialized()
-                marker = signer.sign(payload, context: markerContext)
-            }
-            return QueryPage(changes: rows.prefix(query.resultsLimit).map(\.0), continuationMarker: marker)
+            after = values.compactMap(\.stringValue)
+            guard after?.count == builder.keyCount else { throw SyncError(.badRequest, "The continuationMarker is malformed.") }
         }
+        let statement = builder.statement(after: after, limit: query.resultsLimit + 1, renderingWireJSON: renderingWireJSON)
+        let keyOffset = renderingWireJSON ? RecordRows.changeColumnCount : RecordRows.recordColumnCount
+        let keyCount = builder.keyCount
+        let rows = try await pool.query(statement) { row -> (RecordChanges.Change, [String]) in
+            let read = try RecordRows.read(row, zoneName: zoneName, renderingWireJSON: renderingWireJSON)
+            let keys = try (0..<keyCount).map { try row.string(keyOffset + $0) }
+            return (read.change, keys)
+        }
+        var marker: String?
+        if rows.count > query.resultsLimit, let last = rows.prefix(query.resultsLimit).last {
+            let payload = JSONValue.array(last.1.map { .string($0) }).serialized()
+            marker = signer.sign(payload, context: markerContext)
+        }
+        return QueryPage(changes: rows.prefix(query.resultsLimit).map(\.0), continuationMarker: marker)
     }
 }
 

@@ -79,20 +79,22 @@ extension RecordStore {
 
     /// `records/lookup` for an answer: with `renderingWireJSON`, records stored with their wire
     /// form come as that JSON written from the row (as change feeds send them), the others decoded.
+    /// One statement (the zone and its records), on the request's event loop when it has one.
     package func lookupRecords(_ session: Session, zoneName: String, names: [String],
                                renderingWireJSON: Bool) async throws -> [RecordChanges.Change?] {
-        try await pool.withConnection { connection in
-            guard let zone = try ZoneStore.zone(connection, databaseID: session.databaseID, name: zoneName), !zone.deleted else {
-                throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
-            }
-            guard !names.isEmpty else { return [] }
-            let rows = try connection.query("""
-                SELECT \(unsafeColumns: RecordRows.readColumns(renderingWireJSON: renderingWireJSON)) FROM records r
-                WHERE r.zone_id = \(zone.id) AND r.record_name = ANY(\(PGData.textArray(names))) AND NOT r.deleted
-                """) { row in (name: try row.string(0), change: try RecordRows.read(row, zoneName: zoneName, renderingWireJSON: renderingWireJSON).change) }
-            let found = Dictionary(rows.map { ($0.name, $0.change) }, uniquingKeysWith: { first, _ in first })
-            return names.map { found[$0] }
+        let rows = try await pool.query("""
+            WITH z AS (SELECT id FROM zones WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName) AND NOT deleted)
+            SELECT z.id, \(unsafeColumns: RecordRows.readColumns(renderingWireJSON: renderingWireJSON))
+            FROM z LEFT JOIN LATERAL (
+                SELECT * FROM records r WHERE r.zone_id = z.id AND r.record_name = ANY(\(PGData.textArray(names))) AND NOT r.deleted
+            ) r ON true
+            """) { row -> (name: String, change: RecordChanges.Change)? in
+            guard !row.isNull(1) else { return nil }
+            return (try row.string(1), try RecordRows.read(row, zoneName: zoneName, offset: 1, renderingWireJSON: renderingWireJSON).change)
         }
+        guard !rows.isEmpty else { throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.") }
+        let found = Dictionary(rows.compactMap { $0 }.map { ($0.name, $0.change) }, uniquingKeysWith: { first, _ in first })
+        return names.map { found[$0] }
     }
 }
 

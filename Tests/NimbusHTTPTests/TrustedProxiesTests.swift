@@ -18,6 +18,13 @@ import Testing
 
     private let loopback = TrustedProxies([AddressRange("127.0.0.1/32"), AddressRange("10.0.0.0/8")].compactMap { $0 })
 
+    @Test func addressesPrintAsTheyParse() {
+        for text in ["0.0.0.0", "127.0.0.1", "10.20.30.40", "255.255.255.255", "192.168.0.9", "::1", "2001:db8::7"] {
+            #expect(address(text).description == text)
+        }
+        #expect(PeerAddress.unknown.description == "unknown")
+    }
+
     @Test func rangesParseAndMatchAtTheirEdges() throws {
         let range = try #require(AddressRange("10.1.0.0/16"))
         #expect(range.contains(address("10.1.255.255")))
