@@ -2,6 +2,12 @@ import NimbusSupport
 import Testing
 
 @Suite struct JSONWriterTests {
+    @Test func writesIntegersAtTheirExtremes() {
+        for value: Int64 in [0, 7, -7, 10, -10, 1_795_000_000_123, .max, .min, .max - 1, .min + 1] {
+            #expect(JSONValue.integer(value).serialized() == Array(String(value).utf8))
+        }
+    }
+
     @Test func writesCompactlyInMemberOrder() {
         let value: JSONValue = ["b": [1, 2, ["c": .null]], "a": true, "e": [], "o": .object([:])]
         #expect(value.serializedString == #"{"b":[1,2,{"c":null}],"a":true,"e":[],"o":{}}"#)

@@ -57,14 +57,23 @@ package struct JSONWriter {
     }
 
     package mutating func write(_ integer: Int64) {
-        if integer < 0 { bytes.append(UInt8(ascii: "-")) }
+        // Digits from the right into a stack buffer, then one append (two stamps per record of a
+        // change feed page).
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: "-" and 19 digits fit
         var magnitude = integer.magnitude
-        let start = bytes.count
-        repeat {
-            bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10))
-            magnitude /= 10
-        } while magnitude != 0
-        bytes[start...].reverse()
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude != 0
+            if integer < 0 {
+                start -= 1
+                buffer[start] = UInt8(ascii: "-")
+            }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start...]))
+        }
     }
 
     /// Swift's `description` is the shortest text that parses back to the same bits, and its
