@@ -207,7 +207,7 @@ for l in "${LABELS[@]}"; do
   for w in $WORKLOADS; do
     echo "---- $l $w: top $TOP functions by own instructions ----"
     callgrind_annotate --threshold=100 "$OUT/$l-$w.callgrind" 2>/dev/null | awk '/^-+$/ {n++; next} n == 6 && NF' \
-      | sed 's/ \[[^]]*\]$//' | "${DEMANGLE[@]}" | head -"$TOP" | cut -c1-160
+      | sed 's/ \[[^]]*\]$//' | sed -n "1,${TOP}p" | "${DEMANGLE[@]}" | cut -c1-160   # sed, not head: pipefail
   done
 done
 echo "dumps: $OUT (callgrind_annotate FILE)"

@@ -66,7 +66,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 start_bench_postgres max_connections=100 fsync=on synchronous_commit=on
 
 recload() { "$WORK/recload" "$@" 2>"$WORK/recload.err" || die "recload failed: $(head -3 "$WORK/recload.err")"; }
-field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k {print $2; exit}'; }
+field() { local pair; for pair in $1; do [ "${pair%%=*}" != "$2" ] || { echo "${pair#*=}"; return; }; done; }
 
 for b in "${!BINARIES[@]}"; do
   bin=${BINARIES[$b]} label=${LABELS[$b]}
@@ -108,8 +108,9 @@ for b in "${!BINARIES[@]}"; do
     line=$(run "$SECS" measured)
     wait "$perf_pid" || true
     echo "$label $w requests/s $(field "$line" req_per_s) records/s $(field "$line" records_per_s) p99_ms $(field "$line" p99_ms)" >>"$WORK/summary"
+    # (sed -n, not head: nothing in the pipe stops reading early, which pipefail would report)
     perf report -i "$WORK/$label-$w.data" --stdio --no-children --sort dso,symbol 2>/dev/null \
-      | grep -E '^ +[0-9.]+%' | head -"$TOP" | "${DEMANGLE[@]}" | cut -c1-150 >"$WORK/$label-$w.top"
+      | grep -E '^ +[0-9.]+%' | sed -n "1,${TOP}p" | "${DEMANGLE[@]}" | cut -c1-150 >"$WORK/$label-$w.top"
     say "$label $w: $(tail -1 "$WORK/summary")"
   done
   stop_pid "$NIMBUS_PID" TERM 30
