@@ -46,33 +46,17 @@ package struct JSONScanner {
     /// The object's next key (its `:` read), or nil at its `}`. `first`: no member read yet
     /// (the caller's, set to true at `beginObject`).
     package mutating func nextKey(first: inout Bool) throws(JSONValue.ParseError) -> String? {
-        if take(UInt8(ascii: "}")) {
-            parser.depth -= 1
-            return nil
-        }
-        if !first, !take(UInt8(ascii: ",")) { throw failure("expected ',' or '}'") }
-        first = false
-        parser.skipWhitespace()
-        guard parser.offset < parser.input.count, parser.input[parser.offset] == UInt8(ascii: "\"") else {
-            throw failure("expected a key")
-        }
+        guard try atKey(first: &first) else { return nil }
         let key = try parser.parseString()
-        guard take(UInt8(ascii: ":")) else { throw failure("expected ':'") }
+        try takeColon()
         return key
     }
 
     /// The object's next key as its index in `keys`, or nil at its `}`; a key not among them
     /// throws. A key without escapes is compared where it lies, without making a `String`.
     package mutating func nextKey(first: inout Bool, among keys: [StaticString]) throws(JSONValue.ParseError) -> Int? {
-        if take(UInt8(ascii: "}")) {
-            parser.depth -= 1
-            return nil
-        }
-        if !first, !take(UInt8(ascii: ",")) { throw failure("expected ',' or '}'") }
-        first = false
-        parser.skipWhitespace()
+        guard try atKey(first: &first) else { return nil }
         let input = parser.input
-        guard parser.offset < input.count, input[parser.offset] == UInt8(ascii: "\"") else { throw failure("expected a key") }
         let start = parser.offset + 1
         var end = start
         while end < input.count, input[end] >= 0x20, input[end] < 0x7F, input[end] != UInt8(ascii: "\""), input[end] != UInt8(ascii: "\\") {
@@ -92,8 +76,27 @@ package struct JSONScanner {
             index = keys.firstIndex { candidate in candidate.withUTF8Buffer { $0.elementsEqual(key.utf8) } }
         }
         guard let index else { throw failure("unexpected key") }
-        guard take(UInt8(ascii: ":")) else { throw failure("expected ':'") }
+        try takeColon()
         return index
+    }
+
+    /// Moves to the next key's opening quote (past a `,` unless `first`); false at the `}`.
+    private mutating func atKey(first: inout Bool) throws(JSONValue.ParseError) -> Bool {
+        if take(UInt8(ascii: "}")) {
+            parser.depth -= 1
+            return false
+        }
+        if !first, !take(UInt8(ascii: ",")) { throw failure("expected ',' or '}'") }
+        first = false
+        parser.skipWhitespace()
+        guard parser.offset < parser.input.count, parser.input[parser.offset] == UInt8(ascii: "\"") else {
+            throw failure("expected a key")
+        }
+        return true
+    }
+
+    private mutating func takeColon() throws(JSONValue.ParseError) {
+        guard take(UInt8(ascii: ":")) else { throw failure("expected ':'") }
     }
 
     /// `[`: an array starts.
