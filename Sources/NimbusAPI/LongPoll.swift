@@ -140,8 +140,7 @@ final class LongPoll: ParkedRequest, Sendable {
         }
         guard let ticket else { return }
         if let ticket { hub.remove(ticket) }
-        writer.writeChunk(answer)
-        writer.finishStreaming()
+        writer.finishStreaming(last: answer)
         onFinish()
     }
 }

@@ -17,6 +17,14 @@ package final class Metrics: Sendable {
         var buckets = [Int](repeating: 0, count: Metrics.bucketBounds.count)
         var count = 0
         var sum = 0.0
+
+        mutating func record(_ seconds: Double) {
+            if let bucket = Metrics.bucketBounds.firstIndex(where: { seconds <= $0 }) {
+                buckets[bucket] += 1
+            }
+            count += 1
+            sum += seconds
+        }
     }
 
     private struct State {
@@ -43,13 +51,8 @@ package final class Metrics: Sendable {
         let seconds = Double(monotonicNanoseconds() &- start) / 1e9
         state.withLock { state in
             state.requests[Series(route: route, method: method, status: status), default: 0] += 1
-            var histogram = state.latency[route] ?? Histogram()
-            if let bucket = Metrics.bucketBounds.firstIndex(where: { seconds <= $0 }) {
-                histogram.buckets[bucket] += 1
-            }
-            histogram.count += 1
-            histogram.sum += seconds
-            state.latency[route] = histogram
+            // In place: a copy taken out and put back copied its buckets on every request.
+            state.latency[route, default: Histogram()].record(seconds)
             state.recent.append(RequestRing.Entry(at: Int64(Date().timeIntervalSince1970 * 1000), method: method, route: route,
                                                   status: status, milliseconds: seconds * 1000, user: asker?.user,
                                                   device: asker?.device, serverErrorCode: serverErrorCode,

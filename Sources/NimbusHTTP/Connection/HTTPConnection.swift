@@ -293,17 +293,24 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     func writeChunk(_ bytes: [UInt8], requestID: UInt64) {
-        guard let framing = state.frameBody(bytes.count, requestID: requestID) else { return }
+        if appendBody(bytes, requestID: requestID) { flush() }
+    }
+
+    /// Frames body bytes into the outbound buffer, not sent yet; false when they do not belong.
+    private func appendBody(_ bytes: [UInt8], requestID: UInt64) -> Bool {
+        guard let framing = state.frameBody(bytes.count, requestID: requestID) else { return false }
         switch framing {
         case .fixedLength(let count): outbound.append(contentsOf: bytes[0..<count])
         case .chunked: outbound.appendChunk(bytes)
         case .untilClose: outbound.append(contentsOf: bytes)
         }
-        flush()
+        return true
     }
 
-    func finishStreaming(requestID: UInt64) {
-        guard let end = state.finishResponse(requestID: requestID) else { return }
+    /// Ends a streamed response, its `last` body bytes and the end going out in one send.
+    func finishStreaming(requestID: UInt64, last: [UInt8] = []) {
+        let appended = !last.isEmpty && appendBody(last, requestID: requestID)
+        guard let end = state.finishResponse(requestID: requestID) else { return appended ? flush() : () }
         switch end {
         case .tooShort:
             close()

@@ -68,10 +68,14 @@ package final class HTTPResponseWriter: @unchecked Sendable {
         onLoop { connection, requestID in connection.writeChunk(bytes, requestID: requestID) }
     }
 
-    /// Ends a chunked response.
-    package func finishStreaming() {
-        if let sink { return sink.finishStreaming() }
-        onLoop { connection, requestID in connection.finishStreaming(requestID: requestID) }
+    /// Ends a chunked response, after `last` body bytes if any: one job on the loop and one
+    /// send for both (a write waking a thousand waiters sends a thousand answers).
+    package func finishStreaming(last: [UInt8] = []) {
+        if let sink {
+            if !last.isEmpty { _ = sink.write(last) }
+            return sink.finishStreaming()
+        }
+        onLoop { connection, requestID in connection.finishStreaming(requestID: requestID, last: last) }
     }
 
     /// Bytes to send at once if the client shuts down its sending side while this streamed answer
