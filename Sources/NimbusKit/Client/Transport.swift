@@ -61,7 +61,7 @@ final class Transport: Sendable {
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await session.data(for: request)
+            (data, response) = try await CancellableRequest.data(session, for: request)
         } catch {
             throw Transport.networkError(error, url: request.url)
         }
