@@ -53,20 +53,13 @@ T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA="" UPLOAD_PIDS=() SAMPLER_PID=""
-cleanup() {
-  local rc=$? pid
-  set +e
+stop_own_processes() {
+  local pid
   stop_pid "$SAMPLER_PID" TERM 2
   for pid in "${UPLOAD_PIDS[@]}"; do stop_pid "$pid" TERM 2; done
   stop_pid "$NIMBUS_PID" TERM 30
-  stop_bench_postgres
-  if [ -n "$WORK" ]; then
-    if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop stop_own_processes
 
 # ---------------------------------------------------------------- 1. dependencies and build
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then

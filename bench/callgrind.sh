@@ -51,18 +51,10 @@ CONTAINER=iCloud.bench.Callgrind
 FEED_RECORDS=4000
 
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA=""
-cleanup() {
-  local rc=$?
-  set +e
+stop_own_processes() {
   stop_pid "$NIMBUS_PID" TERM 60
-  stop_bench_postgres
-  if [ -n "$WORK" ]; then
-    if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop stop_own_processes
 
 [ -n "${BENCH_SKIP_INSTALL:-}" ] || bash deploy/install-deps.sh valgrind
 command -v valgrind >/dev/null && command -v callgrind_control >/dev/null || die "valgrind is not installed"

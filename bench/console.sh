@@ -31,18 +31,10 @@ BENCH_NAME=console
 source bench/lib.sh
 
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA=""
-cleanup() {
-  local rc=$?
-  set +e
+stop_own_processes() {
   stop_pid "$NIMBUS_PID" TERM 30
-  stop_bench_postgres
-  if [ -n "$WORK" ]; then
-    if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop stop_own_processes
 
 [ -n "${BENCH_SKIP_INSTALL:-}" ] || bash deploy/install-deps.sh chromium python3
 pg_find_bin || die "PostgreSQL server programs not found (deploy/install-deps.sh)"

@@ -114,20 +114,12 @@ done
 
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" NIMBUS_PID="" LOAD_PID="" LOAD_FD="" PG_BIN="" PG_DATA=""
-cleanup() {
-  local rc=$?
-  set +e
+stop_own_processes() {
   [ -n "$LOAD_FD" ] && eval "exec $LOAD_FD>&-"
   stop_pid "$LOAD_PID" TERM 5
   stop_pid "$NIMBUS_PID" TERM 30
-  stop_bench_postgres
-  if [ -n "$WORK" ]; then
-    if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop stop_own_processes
 
 # ---------------------------------------------------------------- 1. dependencies and build
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then

@@ -177,6 +177,20 @@ static inline void http_grow(char **p, size_t *cap, size_t need) {
     *cap = n;
 }
 
+/* Reads everything a non-blocking socket has now into a growing buffer (room for a NUL kept):
+ * 0 when nothing more is there yet, 1 when the peer closed, -1 on an error (epoll-driven readers). */
+static inline int http_recv_available(int fd, char **buf, size_t *len, size_t *cap) {
+    for (;;) {
+        http_grow(buf, cap, *len + 4096);
+        ssize_t r = recv(fd, *buf + *len, *cap - *len - 1, MSG_DONTWAIT);
+        if (r > 0) { *len += (size_t)r; continue; }
+        if (r == 0) return 1;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+        return -1;
+    }
+}
+
 /* Reads more bytes into c->buf; returns bytes read, 0 on EOF, -1 on error (c->error says which). */
 static inline ssize_t http_fill(http_conn *c) {
     http_grow(&c->buf, &c->bufcap, c->buflen + 65536);

@@ -34,6 +34,24 @@ start_bench_postgres() {
 }
 # stop_bench_postgres: for the cleanup trap (pg_ctl stop -m fast; SIGQUIT to the postmaster if that fails).
 stop_bench_postgres() { [ -z "$PG_DATA" ] || pg_stop "$PG_DATA" fast 60; }
+# on_exit_stop STOP: when the script exits (INT and TERM exit 130), runs the function STOP (the
+# script's own processes, stopped by PID), then stops the scratch cluster and removes WORK (kept
+# with BENCH_KEEP); the script's exit status is kept.
+on_exit_stop() {
+  BENCH_STOP=$1
+  trap bench_exit EXIT
+  trap 'exit 130' INT TERM
+}
+bench_exit() {
+  local rc=$?
+  set +e
+  "$BENCH_STOP"
+  stop_bench_postgres
+  if [ -n "${WORK:-}" ]; then
+    if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
+  fi
+  exit "$rc"
+}
 psql() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -U nimbus "$@"; }
 alive() { kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus (pid $NIMBUS_PID) died; log tail:$(printf '\n'; tail -30 "$WORK/nimbus.log")"; }
 proc_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk -v all="${2:-}" '{print $12 + $13 + (all ? $14 + $15 : 0)}' || echo 0; }

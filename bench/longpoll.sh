@@ -60,20 +60,13 @@ T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" PG_BIN="" PG_DATA="" SERVER_PIDS=() HOLD_PID="" HOLD_FD=""
-cleanup() {
-  local rc=$? pid
-  set +e
+stop_own_processes() {
+  local pid
   [ -n "$HOLD_FD" ] && eval "exec $HOLD_FD>&-"
   stop_pid "$HOLD_PID" TERM 5
   for pid in "${SERVER_PIDS[@]}"; do stop_pid "$pid" TERM 30; done
-  stop_bench_postgres
-  if [ -n "$WORK" ]; then
-    if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop stop_own_processes
 
 # ---------------------------------------------------------------- 1. dependencies and build
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then

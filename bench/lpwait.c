@@ -234,18 +234,9 @@ static char *last_token(const char *body) {
 
 /* Reads what is available; returns parse() or -1 when the connection ended. */
 static int pump(struct conn *c) {
-    for (;;) {
-        if (c->cap - c->len < 2048) {
-            c->cap = c->cap ? c->cap * 2 : 4096;
-            c->buf = realloc(c->buf, c->cap);
-        }
-        ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len - 1, MSG_DONTWAIT);
-        if (r > 0) { c->len += (size_t)r; continue; }
-        if (r == 0) return parse(c) == 2 ? 2 : -1;
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        return -1;
-    }
+    int got = http_recv_available(c->fd, &c->buf, &c->len, &c->cap);
+    if (got < 0) return -1;
+    if (got == 1) return parse(c) == 2 ? 2 : -1;
     return parse(c);
 }
 

@@ -34,18 +34,10 @@ WORKLOADS=${BENCH_WORKLOADS:-one batch changes}
 CONTAINER=iCloud.bench.Perf
 
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA=""
-cleanup() {
-  local rc=$?
-  set +e
+stop_own_processes() {
   stop_pid "$NIMBUS_PID" TERM 30
-  stop_bench_postgres
-  if [ -n "$WORK" ]; then
-    if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop stop_own_processes
 
 [ -n "${BENCH_SKIP_INSTALL:-}" ] || bash deploy/install-deps.sh linux-perf
 command -v perf >/dev/null || die "perf is not installed (linux-perf)"

@@ -54,20 +54,12 @@ T0=$(date +%s)
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" NIMBUS_PID="" LOAD_PID="" PRUNE_PID="" PG_BIN="" PG_DATA=""
 PG_OPTS_EXTRA=${BENCH_PG_OPTS:-}
-cleanup() {
-  local rc=$?
-  set +e
+stop_own_processes() {
   stop_pid "$PRUNE_PID" TERM 10
   stop_pid "$LOAD_PID" TERM 10
   stop_pid "$NIMBUS_PID" TERM 30
-  stop_bench_postgres
-  if [ -n "$WORK" ]; then
-    if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop stop_own_processes
 
 # ---------------------------------------------------------------- 1. dependencies and build
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then

@@ -85,9 +85,7 @@ T0=$(date +%s)
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" PG_BIN="" PG_DATA="" NGINX1_PID="" NGINX2_PID="" PGB_RUNAS_PID="" PGB_PID=""
 INST_PID=("" "" "") INST_MODE=(none none none)
-cleanup() {
-  local rc=$?
-  set +e
+stop_own_processes() {
   stop_pid "${INST_PID[1]}" TERM 30
   stop_pid "${INST_PID[2]}" TERM 30
   stop_pid "$NGINX1_PID" TERM 10
@@ -95,14 +93,8 @@ cleanup() {
   # PgBouncer runs under runuser (it refuses root): the pgbouncer process itself first, then runuser.
   stop_pid "$PGB_PID" TERM 10
   stop_pid "$PGB_RUNAS_PID" TERM 10
-  stop_bench_postgres
-  if [ -n "$WORK" ]; then
-    if [ -n "${BENCH_KEEP:-}" ]; then say "kept $WORK"; else rm -rf -- "$WORK"; fi
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+on_exit_stop stop_own_processes
 
 # ---------------------------------------------------------------- 1. dependencies and build
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then
