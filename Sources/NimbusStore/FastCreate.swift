@@ -82,19 +82,21 @@ extension RecordStore {
             zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
             baseSequence: 0, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
         let plan = ModifyPlanner(context: context).plan(operations, existing: [:], schema: schema.types)
-        guard plan.schemaAdditions.isEmpty, plan.results.count == operations.count,
+        // Every operation saved and written: the planner appends a save's write and its result
+        // together, so `writes` and `results` go in step.
+        guard plan.schemaAdditions.isEmpty, plan.results.count == operations.count, plan.writes.count == operations.count,
               plan.results.allSatisfy({ if case .saved = $0 { true } else { false } }) else { return nil }
         var planned = PlannedCreates(session: session, tokenDigest: tokenDigest, zoneID: zoneID, schemaVersion: schema.version,
                                      now: now, names: [], types: [], fields: [], expires: [])
         // Each record is serialised once: the wire form is stored (no assets here: it is the
         // storage form too, `Record.storage(of:)`) and is the answer's.
-        var wireFields: [String: Record] = [:]
-        wireFields.reserveCapacity(plan.writes.count)
+        var saved: [Record] = []
+        saved.reserveCapacity(plan.writes.count)
         for write in plan.writes {
             guard case .save(let record, _, let targets, let expiresAt) = write, targets.isEmpty,
                   !record.fields.values.contains(where: { !$0.assets.isEmpty }) else { return nil }
             let serialized = record.withWireFields()
-            wireFields[record.recordName] = serialized.record
+            saved.append(serialized.record)
             planned.names.append(record.recordName)
             planned.types.append(record.recordType)
             planned.fields.append(String(decoding: serialized.wireFields, as: UTF8.self))
@@ -108,13 +110,12 @@ extension RecordStore {
         case .notTaken, .retryAlone: return nil
         case .failed(let error): throw StorePool.domainError(error)
         }
-        // The statement numbered the records in `names` order from `first`.
-        let sequences = Dictionary(planned.names.enumerated().map { ($1, first + Int64($0)) }, uniquingKeysWith: { first, _ in first })
-        let results = plan.results.map { result -> ModifyResult in
-            guard case .saved(var record, let keys) = result, let sequence = sequences[record.recordName] else { return result }
-            if let serialized = wireFields[record.recordName], serialized == record { record = serialized }
-            record.changeTag = ChangeTag.make(sequence: sequence)
-            return .saved(record, desiredKeys: keys)
+        // The statement numbered the records in `names` (the writes') order from `first`.
+        let results = zip(plan.results, saved).enumerated().map { index, pair -> ModifyResult in
+            guard case .saved(let record, let keys) = pair.0, record.recordName == pair.1.recordName else { return pair.0 }
+            var answer = pair.1
+            answer.changeTag = ChangeTag.make(sequence: first + Int64(index))
+            return .saved(answer, desiredKeys: keys)
         }
         let last = first + Int64(planned.names.count) - 1
         announce([ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zoneID, sequence: last)])
