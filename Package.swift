@@ -6,6 +6,13 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+/// The HTTP core's release build skips Swift's run-time exclusivity checks: each connection's
+/// state is touched by its event loop's thread only, and the checks were an eighth of the
+/// instructions of a small exchange (docs/performance.md). Debug builds, which every test and
+/// scenario runs, keep them. NimbusHTTP is in no library product, so NimbusKit stays usable as a
+/// dependency (SwiftPM refuses unsafe flags in a dependency's products).
+let httpCoreSettings = swiftSettings + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "Nimbus",
     // The server is Linux-only (epoll); the minimums are the client library's (the apps' targets).
@@ -25,7 +32,7 @@ let package = Package(
         .target(name: "NimbusSupport", swiftSettings: swiftSettings),
         // Linux epoll/eventfd headers, which the Glibc module does not export (libc only, no package).
         .systemLibrary(name: "CLinux"),
-        .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CLinux"], swiftSettings: swiftSettings),
+        .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CLinux"], swiftSettings: httpCoreSettings),
         .target(name: "NimbusPostgres", dependencies: ["NimbusSupport", "CLibPQ", "CLinux"], swiftSettings: swiftSettings),
         .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),

@@ -84,11 +84,11 @@ package final class API: Sendable {
 
         /// A route answered on the event loop thread: for cheap, non-blocking work only.
         func immediate(_ pattern: String, _ body: @escaping @Sendable (HTTPRequest) -> HTTPResponse) -> HTTPServer.Handler {
-            let metrics = metrics
+            let metrics = metrics, route = metrics.route(pattern)
             return { request, writer in
                 let start = monotonicNanoseconds()
                 let response = body(request)
-                metrics.record(route: pattern, method: request.method, status: response.status.code, start: start, request: request)
+                metrics.record(route, method: request.method, status: response.status.code, start: start, request: request)
                 writer.respond(response)
             }
         }
@@ -101,18 +101,18 @@ package final class API: Sendable {
         /// Like `task`, but the body may answer through the writer itself (long-polls) and
         /// return nil; it then calls the `Answered` callback it is given when it has answered.
         func streaming(_ pattern: String, _ body: @escaping @Sendable (HTTPRequest, Answering) async throws -> HTTPResponse?) -> HTTPServer.Handler {
-            let metrics = metrics, logger = logger, limiter = limiter
+            let metrics = metrics, logger = logger, limiter = limiter, route = metrics.route(pattern)
             return { request, writer in
                 let start = monotonicNanoseconds()
                 let bearer = Bearer(request.headers["Authorization"])
                 if let refusal = Self.throttle(bearer, limiter: limiter) {
-                    metrics.record(route: pattern, method: request.method, status: refusal.status.code, start: start, request: request)
+                    metrics.record(route, method: request.method, status: refusal.status.code, start: start, request: request)
                     writer.respond(refusal)
                     return
                 }
                 let who = RequestWho()
                 let answering = Answering(writer: writer, bearer: bearer, who: who) {
-                    metrics.record(route: pattern, method: request.method, status: 200, start: start, who: who, request: request)
+                    metrics.record(route, method: request.method, status: 200, start: start, who: who, request: request)
                 }
                 // On the connection's event loop: statements that wait there (`PGPool.query`)
                 // suspend the task and leave the thread to other connections; blocking calls
@@ -127,7 +127,7 @@ package final class API: Sendable {
                         response = ErrorResponse.make(for: error, logger: logger)
                     }
                     guard let response else { return }
-                    metrics.record(route: pattern, method: request.method, status: response.status.code, start: start, who: who,
+                    metrics.record(route, method: request.method, status: response.status.code, start: start, who: who,
                                    serverErrorCode: code, request: request)
                     writer.respond(response)
                 }

@@ -7,12 +7,6 @@ package final class Metrics: Sendable {
     /// Upper bounds of the latency histogram buckets, in seconds.
     static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
-    private struct Series: Hashable {
-        var route: String
-        var method: String
-        var status: Int
-    }
-
     private struct Histogram {
         var buckets = [Int](repeating: 0, count: Metrics.bucketBounds.count)
         var count = 0
@@ -27,9 +21,32 @@ package final class Metrics: Sendable {
         }
     }
 
+    /// A route pattern's place in the counters, found once when the route is registered: counting
+    /// an answer then hashes no strings.
+    package struct Route: Sendable {
+        fileprivate let index: Int
+    }
+
+    /// One route pattern's answers: counts by method and status (a route has a few of each, so
+    /// a list), and its latency histogram.
+    private struct RouteSeries {
+        let pattern: String
+        var answers: [(method: String, status: Int, count: Int)] = []
+        var latency = Histogram()
+
+        mutating func count(method: String, status: Int, seconds: Double) {
+            latency.record(seconds)
+            if let index = answers.firstIndex(where: { $0.status == status && $0.method == method }) {
+                answers[index].count += 1
+            } else {
+                answers.append((method, status, 1))
+            }
+        }
+    }
+
     private struct State {
-        var requests: [Series: Int] = [:]
-        var latency: [String: Histogram] = [:]
+        var routes: [RouteSeries] = []
+        var routeIndex: [String: Int] = [:]
         var recent: RequestRing
     }
 
@@ -42,21 +59,35 @@ package final class Metrics: Sendable {
         state = Lock(State(recent: RequestRing(capacity: recentRequests)))
     }
 
-    /// Counts one answered request and its latency (from `start`, a monotonic timestamp); who
-    /// asked and the error code go to the console's request log only.
+    /// The counters of a route pattern (the same for every call with the same pattern).
+    package func route(_ pattern: String) -> Route {
+        state.withLock { state in
+            if let index = state.routeIndex[pattern] { return Route(index: index) }
+            state.routes.append(RouteSeries(pattern: pattern))
+            state.routeIndex[pattern] = state.routes.count - 1
+            return Route(index: state.routes.count - 1)
+        }
+    }
+
+    /// Counts one answered request of the route pattern `route`; see `record(_:method:...)`.
     package func record(route: String, method: String, status: Int, start: UInt64, who: RequestWho? = nil, serverErrorCode: String? = nil,
                         request: HTTPRequest? = nil) {
+        record(self.route(route), method: method, status: status, start: start, who: who, serverErrorCode: serverErrorCode, request: request)
+    }
+
+    /// Counts one answered request and its latency (from `start`, a monotonic timestamp); who
+    /// asked and the error code go to the console's request log only.
+    package func record(_ route: Route, method: String, status: Int, start: UInt64, who: RequestWho? = nil, serverErrorCode: String? = nil,
+                        request: HTTPRequest? = nil) {
         let asker = who?.value
-        let client = request?.clientAddress ?? "unknown"
         let seconds = Double(monotonicNanoseconds() &- start) / 1e9
+        let at = Int64(Date().timeIntervalSince1970 * 1000)
         state.withLock { state in
-            state.requests[Series(route: route, method: method, status: status), default: 0] += 1
-            // In place: a copy taken out and put back copied its buckets on every request.
-            state.latency[route, default: Histogram()].record(seconds)
-            state.recent.append(RequestRing.Entry(at: Int64(Date().timeIntervalSince1970 * 1000), method: method, route: route,
-                                                  status: status, milliseconds: seconds * 1000, user: asker?.user,
-                                                  device: asker?.device, serverErrorCode: serverErrorCode,
-                                                  client: client))
+            state.routes[route.index].count(method: method, status: status, seconds: seconds)
+            state.recent.append(RequestRing.Entry(at: at, method: method, route: state.routes[route.index].pattern, status: status,
+                                                  milliseconds: seconds * 1000, user: asker?.user, device: asker?.device,
+                                                  serverErrorCode: serverErrorCode, peer: request?.peer ?? .unknown,
+                                                  forwardedClient: request?.forwarded?.client))
         }
     }
 
@@ -75,15 +106,17 @@ package final class Metrics: Sendable {
 
     /// The Prometheus text exposition (version 0.0.4).
     package func render() -> String {
-        let (requests, latency) = state.withLock { ($0.requests, $0.latency) }
+        let routes = state.withLock { $0.routes }.filter { $0.latency.count > 0 }.sorted { $0.pattern < $1.pattern }
         var text = "# HELP nimbus_http_requests_total Requests answered, by route pattern, method and status.\n"
         text += "# TYPE nimbus_http_requests_total counter\n"
-        for (series, count) in requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
-            text += "nimbus_http_requests_total{route=\"\(series.route)\",method=\"\(series.method)\",status=\"\(series.status)\"} \(count)\n"
+        for series in routes {
+            for answer in series.answers.sorted(by: { ($0.method, $0.status) < ($1.method, $1.status) }) {
+                text += "nimbus_http_requests_total{route=\"\(series.pattern)\",method=\"\(answer.method)\",status=\"\(answer.status)\"} \(answer.count)\n"
+            }
         }
         text += "# HELP nimbus_http_request_duration_seconds Time from a complete request to its answer.\n"
         text += "# TYPE nimbus_http_request_duration_seconds histogram\n"
-        for (route, histogram) in latency.sorted(by: { $0.key < $1.key }) {
+        for (route, histogram) in routes.map({ ($0.pattern, $0.latency) }) {
             var cumulative = 0
             for (index, bound) in Metrics.bucketBounds.enumerated() {
                 cumulative += histogram.buckets[index]

@@ -1,3 +1,5 @@
+import NimbusHTTP
+
 /// The last requests answered, for the console's Requests page: what was asked and how it went,
 /// never who with which secret (no tokens, no bodies, no query strings). A fixed number of
 /// entries; the oldest is overwritten. Also counts answers per minute by status for the overview.
@@ -17,11 +19,31 @@ package struct RequestRing: Sendable {
         /// The error answer's serverErrorCode.
         package var serverErrorCode: String?
         /// The client's address: as a trusted proxy forwarded it, else the connection's peer.
-        package var client: String
+        package var client: String {
+            switch clientAddress {
+            case .peer(let peer): peer.description
+            case .forwarded(let client): client
+            }
+        }
+        /// Kept as it came and printed when the log is read, not for every request answered.
+        private var clientAddress: ClientAddress
+
+        private enum ClientAddress: Hashable {
+            case peer(PeerAddress)
+            case forwarded(String)
+        }
 
         package init(at: Int64, method: String, route: String, status: Int, milliseconds: Double,
                      user: String? = nil, device: String? = nil, serverErrorCode: String? = nil,
                      client: String = "unknown") {
+            self.init(at: at, method: method, route: route, status: status, milliseconds: milliseconds, user: user,
+                      device: device, serverErrorCode: serverErrorCode, peer: .unknown, forwardedClient: client)
+        }
+
+        /// An entry whose client is `forwardedClient` when a trusted proxy named one, else `peer`.
+        package init(at: Int64, method: String, route: String, status: Int, milliseconds: Double,
+                     user: String?, device: String?, serverErrorCode: String?,
+                     peer: PeerAddress, forwardedClient: String?) {
             self.at = at
             self.method = method
             self.route = route
@@ -30,7 +52,7 @@ package struct RequestRing: Sendable {
             self.user = user
             self.device = device
             self.serverErrorCode = serverErrorCode
-            self.client = client
+            clientAddress = forwardedClient.map(ClientAddress.forwarded) ?? .peer(peer)
         }
     }
 

@@ -14,14 +14,12 @@ struct SystemRoutes: Sendable {
         let store = store, metrics = metrics
         // The limits never change while running: encode them once.
         let limitsBody = JSONValue.object(JSONObject(limits.namedValues.map { ($0.name, .integer(Int64($0.value))) })).serialized(sortedKeys: true)
-        router.add("GET", "/limits", api.immediate("/limits") { _ in
-            HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: limitsBody)
-        })
+        let limitsResponse = HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: limitsBody)
+        router.add("GET", "/limits", api.immediate("/limits") { _ in limitsResponse })
         // Written pretty in the source, served compact (member order kept).
         let openAPIBody = (try? JSONValue.parse(Array(OpenAPIDocument.json.utf8)))?.serialized() ?? Array(OpenAPIDocument.json.utf8)
-        router.add("GET", "/openapi.json", api.immediate("/openapi.json") { _ in
-            HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: openAPIBody)
-        })
+        let openAPIResponse = HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: openAPIBody)
+        router.add("GET", "/openapi.json", api.immediate("/openapi.json") { _ in openAPIResponse })
         router.add("GET", "/healthz", api.task("/healthz") { _ in
             do {
                 let seconds = try await store.ping()

@@ -66,8 +66,20 @@ package struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionar
 
     package func contains(name: String) -> Bool { self[name] != nil }
 
-    package func makeIterator() -> some IteratorProtocol<Field> {
-        zip(names, values).lazy.map { (name: $0.0, value: $0.1) }.makeIterator()
+    package func makeIterator() -> Iterator {
+        Iterator(headers: self)
+    }
+
+    /// The fields in order.
+    package struct Iterator: IteratorProtocol {
+        fileprivate let headers: HTTPHeaders
+        fileprivate var index = 0
+
+        package mutating func next() -> Field? {
+            guard index < headers.names.count else { return nil }
+            defer { index += 1 }
+            return (headers.names[index], headers.values[index])
+        }
     }
 
     package static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
@@ -85,12 +97,24 @@ extension StringProtocol {
     package func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
         let lhs = self.utf8, rhs = other.utf8
         guard lhs.count == rhs.count else { return false }
-        for (a, b) in zip(lhs, rhs) where a != b {
-            let la = (a >= 65 && a <= 90) ? a | 0x20 : a
-            let lb = (b >= 65 && b <= 90) ? b | 0x20 : b
-            if la != lb { return false }
+        // Native and small strings lend their bytes: compared in place, not through two iterators.
+        let compared = lhs.withContiguousStorageIfAvailable { left in
+            rhs.withContiguousStorageIfAvailable { right in Self.equalsIgnoringASCIICase(left, right) }
+        }
+        if let compared, let compared { return compared }
+        for (a, b) in zip(lhs, rhs) where a != b && Self.lowercased(a) != Self.lowercased(b) { return false }
+        return true
+    }
+
+    private static func equalsIgnoringASCIICase(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Bool {
+        for index in 0..<left.count where left[index] != right[index] && lowercased(left[index]) != lowercased(right[index]) {
+            return false
         }
         return true
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= 65 && byte <= 90 ? byte | 0x20 : byte
     }
 
     /// The string without leading and trailing spaces and tabs (HTTP's OWS).

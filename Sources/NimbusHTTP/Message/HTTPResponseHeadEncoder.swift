@@ -35,7 +35,7 @@ enum HTTPResponseHeadEncoder {
         buffer.append(contentsOf: (version == .http1_0 ? "HTTP/1.0 " : "HTTP/1.1 ").utf8)
         appendDecimal(status.code, to: &buffer)
         buffer.append(UInt8(ascii: " "))
-        buffer.append(contentsOf: status.reasonPhrase.utf8)
+        append(status.reasonPhrase, to: &buffer)
         buffer.append(contentsOf: "\r\n".utf8)
         appendField("Date", date, to: &buffer)
         for field in headers where !isFramingOrConnection(field.name) {
@@ -67,10 +67,18 @@ enum HTTPResponseHeadEncoder {
 
     /// One field line: `name: value` and its CRLF.
     private static func appendField(_ name: String, _ value: String, to buffer: inout [UInt8]) {
-        buffer.append(contentsOf: name.utf8)
-        buffer.append(contentsOf: ": ".utf8)
-        buffer.append(contentsOf: value.utf8)
-        buffer.append(contentsOf: "\r\n".utf8)
+        append(name, to: &buffer)
+        buffer.append(UInt8(ascii: ":"))
+        buffer.append(UInt8(ascii: " "))
+        append(value, to: &buffer)
+        buffer.append(UInt8(ascii: "\r"))
+        buffer.append(UInt8(ascii: "\n"))
+    }
+
+    /// The string's bytes, copied at once rather than through its UTF-8 view's iterator.
+    private static func append(_ text: String, to buffer: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { buffer.append(contentsOf: $0) }
     }
 
     private static func appendDecimal(_ value: Int, to buffer: inout [UInt8]) {

@@ -90,17 +90,23 @@ extension HTTPParser {
         while valueEnd > valueStart, line[valueEnd - 1].isWhitespace { valueEnd -= 1 }
         if trailer { return nil }
         let name = line.slice(0..<nameEnd), value = line.slice(valueStart..<valueEnd)
-        noteWellKnownField(name: name, value: value)
+        let isHost = noteWellKnownField(name: name, value: value)
         // One allocation per array for a typical head instead of regrowing at 1, 2, 4 and 8 fields.
         if head.headers.isEmpty { head.headers.reserveCapacity(16) }
-        head.headers.add(name: name.decodedString(), value: value.decodedString())
+        let valueText = value.decodedString()
+        if isHost, head.host == nil { head.host = valueText }
+        head.headers.add(name: name.decodedString(), value: valueText)
         return nil
     }
 
-    /// Notes the fields that decide framing and connection handling, compared on their bytes.
-    private mutating func noteWellKnownField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    /// Notes the fields that decide framing and connection handling, compared on their bytes;
+    /// true for a Host field.
+    private mutating func noteWellKnownField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
         switch name.count {
-        case 4 where name.equalsCaseInsensitive("host"): head.hostCount += 1
+        case 4 where name.equalsCaseInsensitive("host"):
+            head.hostCount += 1
+            head.hostIsValid = Self.isValidHost(value)
+            return true
         case 6 where name.equalsCaseInsensitive("expect"): head.hasExpect = true
         case 10 where name.equalsCaseInsensitive("connection"): head.hasConnection = true
         case 13 where name.equalsCaseInsensitive("authorization"): head.authorizationCount += 1
@@ -108,6 +114,7 @@ extension HTTPParser {
         case 17 where name.equalsCaseInsensitive("transfer-encoding"): head.hasTransferEncoding = true
         default: break
         }
+        return false
     }
 
     /// The body framing the head asks for (RFC 9112 §6.3).

@@ -8,6 +8,9 @@ extension HTTPParser {
         var version = HTTPVersion.http1_1
         var headers = HTTPHeaders()
         var hostCount = 0
+        /// The first Host field's value, and whether it is a valid one.
+        var host: String?
+        var hostIsValid = false
         var authorizationCount = 0
         var contentLength = ContentLength.absent
         var hasTransferEncoding = false
@@ -87,34 +90,38 @@ extension HTTPParser {
     /// an IP-literal in brackets or a reg-name (unreserved, pct-encoded and sub-delims, which covers
     /// IPv4 addresses), then an optional port of digits. An empty value is valid (RFC 9112 §3.2).
     static func isValidHost(_ value: String) -> Bool {
-        var bytes = Substring(value).utf8[...]
+        var value = value
+        return value.withUTF8 { isValidHost(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `isValidHost` on the bytes of the value.
+    static func isValidHost(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
         if bytes.first == UInt8(ascii: "[") {
-            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
-            let literal = bytes[bytes.index(after: bytes.startIndex)..<close]
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]"), from: 1) else { return false }
             // IPv6address and IPvFuture use hex digits, ":", "." and (IPvFuture) unreserved / sub-delims.
-            guard !literal.isEmpty, literal.allSatisfy({ $0 == .colon || $0.isHostCharacter }) else { return false }
-            bytes = bytes[bytes.index(after: close)...]
+            guard close > 1 else { return false }
+            for byte in bytes[1..<close] where !(byte == .colon || byte.isHostCharacter) { return false }
+            index = close + 1
         } else {
-            var index = bytes.startIndex
-            while index < bytes.endIndex, bytes[index] != .colon {
+            while index < bytes.count, bytes[index] != .colon {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "%") {
                     // RFC 3986 §2.1: pct-encoded = "%" HEXDIG HEXDIG.
-                    let first = bytes.index(after: index)
-                    guard first < bytes.endIndex, bytes[first].hexDigitValue != nil else { return false }
-                    let second = bytes.index(after: first)
-                    guard second < bytes.endIndex, bytes[second].hexDigitValue != nil else { return false }
-                    index = bytes.index(after: second)
+                    guard index + 2 < bytes.count, bytes[index + 1].hexDigitValue != nil, bytes[index + 2].hexDigitValue != nil
+                    else { return false }
+                    index += 3
                     continue
                 }
                 guard byte.isHostCharacter else { return false }
-                index = bytes.index(after: index)
+                index += 1
             }
-            bytes = bytes[index...]
         }
-        guard let first = bytes.first else { return true }
+        guard index < bytes.count else { return true }
         // RFC 3986 §3.2.3: port = *DIGIT.
-        return first == .colon && bytes.dropFirst().allSatisfy(\.isASCIIDigit)
+        guard bytes[index] == .colon else { return false }
+        for byte in bytes[(index + 1)...] where !byte.isASCIIDigit { return false }
+        return true
     }
 
     /// Parses `HTTP/1.1` or `HTTP/1.0`.
@@ -148,12 +155,12 @@ extension HTTPParser {
             throw .badRequest("The HTTP/1.1 request has no Host header field.")
         }
         // RFC 9112 §3.2: 400 for a Host field with an invalid value.
-        if head.hostCount == 1, let host = head.headers["Host"], !Self.isValidHost(host) {
+        if head.hostCount == 1, !head.hostIsValid {
             throw .badRequest("The Host header field is not a host name or address with an optional port.")
         }
         // RFC 9112 §3.2.2: an absolute-form target's authority replaces Host, so it obeys Host's
         // rules; RFC 9110 §4.2.1 and §4.2.4: an empty host or a userinfo part is invalid.
-        var authority = head.headers["Host"]
+        var authority = head.host
         if let targetAuthority = HTTPRequestHead.absoluteFormAuthority(head.target) {
             guard !targetAuthority.isEmpty, !targetAuthority.utf8.contains(UInt8(ascii: "@")),
                   Self.isValidHost(targetAuthority) else {

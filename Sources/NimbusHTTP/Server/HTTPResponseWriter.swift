@@ -39,6 +39,8 @@ package final class HTTPResponseWriter: @unchecked Sendable {
     /// Sends a complete response (`Content-Length` is set from the body).
     package func respond(_ response: HTTPResponse) {
         if let sink { return sink.respond(response) }
+        // Answered on the loop already (immediate routes): no closure to allocate and run.
+        if let connection, let loop, loop.isInLoop { return connection.respond(response, requestID: requestID) }
         onLoop { connection, requestID in connection.respond(response, requestID: requestID) }
     }
 
