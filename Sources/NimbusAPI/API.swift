@@ -50,7 +50,7 @@ package final class API: Sendable {
     package var handler: HTTPServer.Handler {
         let router = router, metrics = metrics
         return { request, writer in
-            let start = monotonicNanoseconds()
+            let start = request.latencyStart
             // RFC 9110 §9.3.7: `OPTIONS *` asks about the server as a whole (the parser allows `*`
             // only with OPTIONS); the answer is the methods it serves.
             if request.path == "*" {
@@ -86,7 +86,7 @@ package final class API: Sendable {
         func immediate(_ pattern: String, _ body: @escaping @Sendable (HTTPRequest) -> HTTPResponse) -> HTTPServer.Handler {
             let metrics = metrics, route = metrics.route(pattern)
             return { request, writer in
-                let start = monotonicNanoseconds()
+                let start = request.latencyStart
                 let response = body(request)
                 metrics.record(route, method: request.method, status: response.status.code, start: start, request: request)
                 writer.respond(response)
@@ -103,7 +103,7 @@ package final class API: Sendable {
         func streaming(_ pattern: String, _ body: @escaping @Sendable (HTTPRequest, Answering) async throws -> HTTPResponse?) -> HTTPServer.Handler {
             let metrics = metrics, logger = logger, limiter = limiter, route = metrics.route(pattern)
             return { request, writer in
-                let start = monotonicNanoseconds()
+                let start = request.latencyStart
                 let bearer = Bearer(request.headers["Authorization"])
                 if let refusal = Self.throttle(bearer, limiter: limiter) {
                     metrics.record(route, method: request.method, status: refusal.status.code, start: start, request: request)

@@ -14,7 +14,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// Where the connection comes from (given to every request).
     let peer: PeerAddress
     unowned let loop: EventLoop
-    private(set) var state: HTTPConnectionState<SystemMonotonicClock>
+    private(set) var state: HTTPConnectionState<LoopClock>
     private var parser: HTTPParser
     /// The request being read: its head, and its body unless that streams.
     private var head: HTTPRequestHead?
@@ -43,7 +43,7 @@ final class HTTPConnection: @unchecked Sendable {
         self.loop = loop
         let configuration = loop.server.configuration
         parser = HTTPParser(limits: configuration.parserLimits)
-        state = HTTPConnectionState(clock: SystemMonotonicClock(), timeouts: HTTPConnectionTimeouts(configuration))
+        state = HTTPConnectionState(clock: LoopClock(loop: loop), timeouts: HTTPConnectionTimeouts(configuration))
         registeredEvents = state.interest.epollEvents
     }
 
@@ -226,6 +226,7 @@ final class HTTPConnection: @unchecked Sendable {
         var request = HTTPRequest(head: head, body: body)
         request.bodyStream = stream
         request.peer = peer
+        request.receivedAt = loop.now
         let trusted = loop.server.configuration.trustedProxies
         if !trusted.isEmpty { request.forwarded = trusted.origin(peer: peer, headers: head.headers) }
         bodyStream = stream

@@ -10,3 +10,10 @@ protocol MonotonicClock {
 struct SystemMonotonicClock: MonotonicClock {
     var nanoseconds: UInt64 { monotonicNanoseconds() }
 }
+
+/// The event loop's time of its last wake-up: timers of seconds do not need a clock read of
+/// their own for every step of every request.
+struct LoopClock: MonotonicClock {
+    unowned let loop: EventLoop
+    var nanoseconds: UInt64 { loop.now }
+}

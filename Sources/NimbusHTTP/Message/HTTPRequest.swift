@@ -1,3 +1,5 @@
+import NimbusSupport
+
 /// A complete request as handlers see it: the parsed head and the whole body.
 package struct HTTPRequest: Sendable {
     package var head: HTTPRequestHead
@@ -11,6 +13,12 @@ package struct HTTPRequest: Sendable {
     package var peer: PeerAddress = .unknown
     /// What a trusted proxy said of the client (`HTTPServer.Configuration.trustedProxies`).
     package var forwarded: ForwardedOrigin?
+    /// When the request was complete (`monotonicNanoseconds`, as of its event loop's wake-up);
+    /// 0 for a request that came through no connection.
+    package var receivedAt: UInt64 = 0
+
+    /// Where the request's latency is counted from: `receivedAt`, or now without one.
+    package var latencyStart: UInt64 { receivedAt != 0 ? receivedAt : monotonicNanoseconds() }
 
     package init(head: HTTPRequestHead, body: [UInt8] = []) {
         self.head = head

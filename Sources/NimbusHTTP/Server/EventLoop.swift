@@ -33,6 +33,9 @@ final class EventLoop: @unchecked Sendable {
     private(set) var draining = false
     let readBuffer: UnsafeMutableRawBufferPointer
     private var nextTimerScan: UInt64 = 0
+    /// The monotonic time when `epoll_wait` last returned: the clock of the connections' timers
+    /// and of requests' arrival (one read per wake-up, not several per request).
+    private(set) var now: UInt64 = monotonicNanoseconds()
     private(set) var cachedDateHeader: String = ""
     private var cachedDateSecond: Int = -1
 
@@ -165,6 +168,7 @@ final class EventLoop: @unchecked Sendable {
                 server.logger.error("epoll_wait failed", ["errno": errno])
                 break
             }
+            now = monotonicNanoseconds()
             refreshDate()
             for slot in 0..<max(Int(count), 0) {
                 let event = events[slot]
@@ -259,7 +263,6 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func scanTimers() {
-        let now = monotonicNanoseconds()
         guard now >= nextTimerScan else { return }
         nextTimerScan = now + 200_000_000
         for connection in Array(connections.values) where connection.deadline != 0 && connection.deadline <= now {
