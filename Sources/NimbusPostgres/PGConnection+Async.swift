@@ -14,6 +14,13 @@ extension PGConnection {
         return try Self.rows(of: result, decode: decode)
     }
 
+    /// Runs a statement and reads its whole result with `body` (as `read`), waiting on `loop`.
+    package func read<T>(_ sql: SQL, on loop: any LoopContext, _ body: (PGRows) throws -> T) async throws -> T {
+        let result = try await execute(sql, on: loop)
+        defer { PQclear(result) }
+        return try body(PGRows(result: result))
+    }
+
     /// Runs a statement and decodes its first row, if any (as `queryFirst`), waiting on `loop`.
     package func queryFirst<Row>(_ sql: SQL, on loop: any LoopContext, decode: (PGRow) throws -> Row) async throws -> Row? {
         let result = try await execute(sql, on: loop)

@@ -85,6 +85,14 @@ package final class PGConnection: @unchecked Sendable {
         return try Self.rows(of: result, decode: decode)
     }
 
+    /// Runs a statement and reads its whole result with `body` while the result is alive: one
+    /// pass over the rows that may carry state from row to row (an answer written as it is read).
+    package func read<T>(_ sql: SQL, _ body: (PGRows) throws -> T) throws -> T {
+        let result = try execute(sql)
+        defer { PQclear(result) }
+        return try body(PGRows(result: result))
+    }
+
     /// Runs a statement and decodes its first row, if any.
     package func queryFirst<Row>(_ sql: SQL, decode: (PGRow) throws -> Row) throws -> Row? {
         let result = try execute(sql)
@@ -97,8 +105,9 @@ package final class PGConnection: @unchecked Sendable {
         let rowCount = Int(PQntuples(result))
         var rows: [Row] = []
         rows.reserveCapacity(rowCount)
+        let columnCount = Int(PQnfields(result))
         for index in 0..<rowCount {
-            rows.append(try decode(PGRow(result: result, row: Int32(index))))
+            rows.append(try decode(PGRow(result: result, row: Int32(index), columnCount: columnCount)))
         }
         return rows
     }
@@ -106,7 +115,7 @@ package final class PGConnection: @unchecked Sendable {
     /// The first row of a result, if any, decoded while it is alive.
     static func firstRow<Row>(of result: OpaquePointer, decode: (PGRow) throws -> Row) throws -> Row? {
         guard PQntuples(result) > 0 else { return nil }
-        return try decode(PGRow(result: result, row: 0))
+        return try decode(PGRow(result: result, row: 0, columnCount: Int(PQnfields(result))))
     }
 
     /// Runs a statement for its effect; returns the number of rows it affected.

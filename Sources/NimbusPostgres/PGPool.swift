@@ -157,6 +157,14 @@ package final class PGPool: Sendable {
         return try await withConnection { try $0.query(sql, decode: decode) }
     }
 
+    /// One statement's whole result, read by `body` in one pass, as `query` waits for it.
+    package func read<T: Sendable>(_ sql: SQL, _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
+        if let loop = CurrentLoop.context {
+            return try await withConnection(on: loop) { try await $0.read(sql, on: loop, body) }
+        }
+        return try await withConnection { try $0.read(sql, body) }
+    }
+
     /// One statement's first row, as `query`.
     package func queryFirst<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> Row? {
         if let loop = CurrentLoop.context {

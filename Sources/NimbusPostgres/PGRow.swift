@@ -1,18 +1,35 @@
 import CLibPQ
 import Foundation
 
+/// Every row of a result, for reading the whole of it in one pass (`PGPool.read`); valid only
+/// inside the closure it is given to.
+package struct PGRows {
+    fileprivate let result: OpaquePointer
+    private let columnCount: Int
+    package let count: Int
+
+    init(result: OpaquePointer) {
+        self.result = result
+        columnCount = Int(PQnfields(result))
+        count = Int(PQntuples(result))
+    }
+
+    package subscript(index: Int) -> PGRow { PGRow(result: result, row: Int32(index), columnCount: columnCount) }
+}
+
 /// One row of a result, valid only inside the `decode` closure that receives it: it reads the
 /// libpq result directly and must not escape. Columns arrive in binary format.
 package struct PGRow {
     fileprivate let result: OpaquePointer
     fileprivate let row: Int32
+    /// The result's number of columns, asked of libpq once per result rather than per column read.
+    package let columnCount: Int
 
-    init(result: OpaquePointer, row: Int32) {
+    init(result: OpaquePointer, row: Int32, columnCount: Int) {
         self.result = result
         self.row = row
+        self.columnCount = columnCount
     }
-
-    package var columnCount: Int { Int(PQnfields(result)) }
 
     /// The index of a named column.
     package func column(_ name: String) throws -> Int {

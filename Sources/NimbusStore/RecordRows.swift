@@ -54,23 +54,10 @@ enum RecordRows {
             deleted: deleted)
     }
 
-    /// A row read for an answer, with its change sequence: selected with `changeColumns` when
-    /// `renderingWireJSON` (then records stored with their wire form, and tombstones, come as
-    /// their wire JSON written from the row), else with `recordColumns`; the others decoded.
-    static func read(_ row: PGRow, zoneName: String, offset: Int = 0, renderingWireJSON: Bool) throws -> (sequence: Int64, change: RecordChanges.Change) {
-        if renderingWireJSON, let stored = try storedRecordText(row, offset: offset) {
-            var json: [UInt8] = []
-            json.reserveCapacity(stored.fields.count + 320)
-            stored.writeJSON(zoneName: zoneName, to: &json)
-            return (stored.sequence, .wireJSON(json))
-        }
-        return (try row.int64(offset + 3), .record(try decodeRecord(row, zoneName: zoneName, offset: offset)))
-    }
-
     static let recordColumnCount = 11
     static let changeColumnCount = 12
 
-    /// The columns `read` expects.
+    /// The columns `WirePage.add` expects.
     static func readColumns(renderingWireJSON: Bool) -> StaticString {
         renderingWireJSON ? changeColumns : recordColumns
     }

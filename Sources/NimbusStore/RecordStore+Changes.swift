@@ -8,7 +8,8 @@ package struct RecordChanges: Sendable {
     /// tombstones, and records stored with their wire form).
     package enum Change: Sendable {
         case record(Record)
-        case wireJSON([UInt8])
+        /// A slice of the page's one array of written records.
+        case wireJSON(ArraySlice<UInt8>)
     }
 
     /// Live records and tombstones (`deleted` true), each once, in change order.
@@ -62,7 +63,8 @@ extension RecordStore {
         // No ORDER BY outside: the lateral subquery's rows come in its order (one zone row, a
         // nested loop), and sorting 200 rows with their fields again cost PostgreSQL 10% of the
         // statement. The order is checked below all the same.
-        let rows = try await pool.query("""
+        // The zone's columns repeat on every row: read once, from the first.
+        let page = try await pool.read("""
             WITH z AS (\(zoneRow))
             SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted, z.lost,
                    \(unsafeColumns: RecordRows.readColumns(renderingWireJSON: renderingWireJSON))
@@ -74,18 +76,23 @@ extension RecordStore {
                 ORDER BY r.change_seq
                 LIMIT \(Int64(limit + 1))
             ) r ON true
-            """) { row -> (zone: ZoneInfo, lost: Bool, sequence: Int64, change: RecordChanges.Change?) in
-            let zone = ZoneInfo(name: zoneName, id: try row.int64(0), changeSequence: try row.int64(1),
-                                horizon: try row.int64(2), deleted: try row.bool(3))
-            let lost = try row.bool(4)
-            guard !row.isNull(5) else { return (zone, lost, 0, nil) }
-            let read = try RecordRows.read(row, zoneName: zoneName, offset: 5, renderingWireJSON: renderingWireJSON)
-            return (zone, lost, read.sequence, read.change)
+            """) { rows -> (zone: ZoneInfo, lost: Bool, sequences: [Int64], changes: [RecordChanges.Change])? in
+            guard rows.count > 0 else { return nil }
+            let first = rows[0]
+            let zone = ZoneInfo(name: zoneName, id: try first.int64(0), changeSequence: try first.int64(1),
+                                horizon: try first.int64(2), deleted: try first.bool(3))
+            var written = WirePage(rows: rows.count, renderingWireJSON: renderingWireJSON)
+            var sequences: [Int64] = []
+            sequences.reserveCapacity(rows.count)
+            for index in 0..<rows.count where !rows[index].isNull(5) {
+                sequences.append(try written.add(rows[index], zoneName: zoneName, offset: 5))
+            }
+            return (zone, try first.bool(4), sequences, written.changes())
         }
-        guard let first = rows.first, !first.zone.deleted else {
+        guard let read = page, !read.zone.deleted else {
             throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
         }
-        let zone = first.zone
+        let zone = read.zone
         if let tokenZoneID {
             guard tokenZoneID == zone.id else {
                 throw SyncError(.changeTokenExpired, "The syncToken is from before zone \(zoneName) was deleted and created again; fetch again without a token.")
@@ -93,22 +100,27 @@ extension RecordStore {
             guard since >= zone.horizon else {
                 throw SyncError(.changeTokenExpired, "The syncToken is older than the zone's retention horizon; fetch again without a token.")
             }
-            guard since <= zone.changeSequence, !first.lost else {
+            guard since <= zone.changeSequence, !read.lost else {
                 throw SyncError(.changeTokenExpired, "The syncToken is from changes this server no longer has "
                     + "(it was restored from a backup taken before them); fetch again without a token.")
             }
         }
-        var changes = rows.compactMap { row in row.change.map { (row.sequence, $0) } }
-        if zip(changes, changes.dropFirst()).contains(where: { $0.0 >= $1.0 }) {
-            changes.sort { $0.0 < $1.0 }
+        var sequences = read.sequences, changes = read.changes
+        if zip(sequences, sequences.dropFirst()).contains(where: { $0 >= $1 }) {
+            let sorted = zip(sequences, changes).sorted { $0.0 < $1.0 }
+            sequences = sorted.map(\.0)
+            changes = sorted.map(\.1)
         }
         let moreComing = changes.count > limit
-        if moreComing { changes.removeLast(changes.count - limit) }
-        let position = moreComing ? (changes.last?.0 ?? since) : zone.changeSequence
+        if moreComing {
+            sequences.removeLast(sequences.count - limit)
+            changes.removeLast(changes.count - limit)
+        }
+        let position = moreComing ? (sequences.last ?? since) : zone.changeSequence
         let token = signer.encode(ZoneChangeToken(databaseID: session.databaseID, zoneID: zone.id, sequence: max(position, since)),
                                   zoneName: zoneName)
         database.syncPositions.note(tokenID: session.tokenID, zoneID: zone.id, sequence: max(position, since),
                                        atMilliseconds: clock.nowMilliseconds())
-        return RecordChanges(changes: changes.map { $0.1 }, token: token, moreComing: moreComing, zone: zone)
+        return RecordChanges(changes: changes, token: token, moreComing: moreComing, zone: zone)
     }
 }

@@ -45,17 +45,23 @@ extension RecordStore {
         let statement = builder.statement(after: after, limit: query.resultsLimit + 1, renderingWireJSON: renderingWireJSON)
         let keyOffset = renderingWireJSON ? RecordRows.changeColumnCount : RecordRows.recordColumnCount
         let keyCount = builder.keyCount
-        let rows = try await pool.query(statement) { row -> (RecordChanges.Change, [String]) in
-            let read = try RecordRows.read(row, zoneName: zoneName, renderingWireJSON: renderingWireJSON)
-            let keys = try (0..<keyCount).map { try row.string(keyOffset + $0) }
-            return (read.change, keys)
+        let limit = query.resultsLimit
+        // One row more than the page says whether another follows; the marker holds the sort
+        // values of the page's last row, so only that row's are read.
+        let read = try await pool.read(statement) { rows -> (changes: [RecordChanges.Change], lastKeys: [String]?) in
+            let count = min(rows.count, limit)
+            var written = WirePage(rows: count, renderingWireJSON: renderingWireJSON)
+            for index in 0..<count {
+                _ = try written.add(rows[index], zoneName: zoneName, offset: 0)
+            }
+            let lastKeys = rows.count > limit && count > 0
+                ? try (0..<keyCount).map { try rows[count - 1].string(keyOffset + $0) } : nil
+            return (written.changes(), lastKeys)
         }
-        var marker: String?
-        if rows.count > query.resultsLimit, let last = rows.prefix(query.resultsLimit).last {
-            let payload = JSONValue.array(last.1.map { .string($0) }).serialized()
-            marker = signer.sign(payload, context: markerContext)
+        let marker = read.lastKeys.map { keys in
+            signer.sign(JSONValue.array(keys.map { .string($0) }).serialized(), context: markerContext)
         }
-        return QueryPage(changes: rows.prefix(query.resultsLimit).map(\.0), continuationMarker: marker)
+        return QueryPage(changes: read.changes, continuationMarker: marker)
     }
 }
 

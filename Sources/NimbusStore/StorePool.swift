@@ -27,6 +27,10 @@ struct StorePool: Sendable {
         try await Self.mapping { try await pool.query(sql, decode: decode) }
     }
 
+    func read<T: Sendable>(_ sql: SQL, _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
+        try await Self.mapping { try await pool.read(sql, body) }
+    }
+
     func queryFirst<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> Row? {
         try await Self.mapping { try await pool.queryFirst(sql, decode: decode) }
     }

@@ -40,24 +40,22 @@ struct StoredRecordText {
         self.deleted = deleted
     }
 
-    /// Appends the record's wire JSON: the bytes `Record.writeJSON(to:)` writes, or those of
+    /// Writes the record's wire JSON: the bytes `Record.writeJSON(to:)` writes, or those of
     /// `Record.tombstoneJSON` for a deleted record.
-    func writeJSON(zoneName: String, to bytes: inout [UInt8]) {
-        var writer = JSONWriter(bytes: bytes, sortedKeys: false)
-        bytes = []                      // keep the writer's buffer uniquely referenced
+    func writeJSON(zoneName: String, to writer: inout JSONPageWriter) {
         writer.append(#"{"recordName":"#)
-        writer.write(utf8: recordName.assumingMemoryBound(to: UInt8.self))
+        writer.write(utf8: recordName)
         writer.append(#","recordType":"#)
-        writer.write(utf8: recordType.assumingMemoryBound(to: UInt8.self))
+        writer.write(utf8: recordType)
         if deleted {
             writer.append(#","deleted":true}"#)
-            bytes = writer.bytes
             return
         }
-        writer.append(#","recordChangeTag":"#)
-        writer.write(ChangeTag.make(sequence: sequence))
-        writer.append(#","fields":"#)
-        writer.appendJSON(fields)
+        // ChangeTag.make(sequence:): the sequence in base 36.
+        writer.append(#","recordChangeTag":""#)
+        writer.writeBase36(sequence)
+        writer.append(#"","fields":"#)
+        writer.append(raw: fields)
         writer.append(#","created":{"timestamp":"#)
         Self.write(created, to: &writer)
         writer.append(#","modified":{"timestamp":"#)
@@ -65,15 +63,14 @@ struct StoredRecordText {
         writer.append(#","deleted":false,"zoneID":{"zoneName":"#)
         writer.write(zoneName)
         writer.append("}}")
-        bytes = writer.bytes
     }
 
-    private static func write(_ stamp: Stamp, to writer: inout JSONWriter) {
+    private static func write(_ stamp: Stamp, to writer: inout JSONPageWriter) {
         writer.write(stamp.timestamp)
         writer.append(#","userRecordName":"#)
-        writer.write(utf8: stamp.userRecordName.assumingMemoryBound(to: UInt8.self))
+        writer.write(utf8: stamp.userRecordName)
         writer.append(#","deviceID":"#)
-        writer.write(utf8: stamp.deviceID.assumingMemoryBound(to: UInt8.self))
+        writer.write(utf8: stamp.deviceID)
         writer.append("}")
     }
 }

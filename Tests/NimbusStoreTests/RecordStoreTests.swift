@@ -77,7 +77,7 @@ import Testing
                     case .wireJSON(let json):
                         var expected: [UInt8] = []
                         if record.deleted { expected = record.tombstoneJSON.serialized() } else { record.writeJSON(to: &expected) }
-                        #expect(json == expected, "\(record.recordName)")
+                        #expect(Array(json) == expected, "\(record.recordName)")
                     case .record(let kept):
                         #expect(kept == record)
                         names.append(kept.recordName)
@@ -97,7 +97,7 @@ import Testing
                     case (.wireJSON(let json)?, let record?):
                         var expected: [UInt8] = []
                         record.writeJSON(to: &expected)
-                        #expect(json == expected, "\(record.recordName)")
+                        #expect(Array(json) == expected, "\(record.recordName)")
                     case (.record(let kept)?, let record?):
                         #expect(kept == record)
                         names.append(kept.recordName)

@@ -23,7 +23,7 @@ import NimbusCore
             var text = text
             text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
         }
-        var output: [UInt8] = []
+        var output = JSONPageWriter()
         bytes(record.recordName) { name in bytes(record.recordType) { type in bytes(storedText) { fields in
             bytes(record.created.userRecordName) { createdUser in bytes(record.created.deviceID) { createdDevice in
                 bytes(record.modified.userRecordName) { modifiedUser in bytes(record.modified.deviceID) { modifiedDevice in
@@ -36,7 +36,7 @@ import NimbusCore
                 } }
             } }
         } } }
-        return output
+        return output.finish()
     }
 
     @Test func writesTheBytesTheRecordWrites() throws {

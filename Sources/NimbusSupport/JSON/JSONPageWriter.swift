@@ -1,0 +1,161 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// JSON written into one growable buffer of its own, for answers of many records written from
+/// database rows (a change feed page): each piece is a bounds check and a `memcpy`, where an
+/// `Array` append of a short piece costs more than copying its bytes. Writes the same bytes as
+/// `JSONWriter` (JSONPageWriterTests); `finish()` hands them over as an array.
+package struct JSONPageWriter: ~Copyable {
+    private var base: UnsafeMutableRawPointer
+    private var capacity: Int
+    /// Bytes written so far.
+    package private(set) var count = 0
+
+    /// A writer with room for `capacity` bytes before it first grows.
+    package init(capacity: Int = 4096) {
+        self.capacity = max(capacity, 64)
+        base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 1)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes written, as an array (one copy); the writer is used up.
+    package consuming func finish() -> [UInt8] {
+        let bytes = [UInt8](UnsafeRawBufferPointer(start: base, count: count))
+        return bytes
+    }
+
+    /// Makes room for `extra` more bytes: at least doubles, so appends are amortised O(1).
+    private mutating func reserve(_ extra: Int) {
+        guard count + extra > capacity else { return }
+        let newCapacity = max(capacity * 2, count + extra)
+        let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 1)
+        newBase.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    /// A single byte, e.g. `,` between records.
+    package mutating func append(byte: UInt8) {
+        reserve(1)
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    /// Literal text (keys and punctuation), as it is.
+    package mutating func append(_ text: StaticString) {
+        append(raw: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Bytes that are already JSON (a stored wire form), as they are.
+    package mutating func append(raw bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        reserve(bytes.count)
+        (base + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    /// A JSON string of valid UTF-8 bytes: quotes, backslashes and control characters escaped
+    /// (RFC 8259 §7), everything else as it is.
+    package mutating func write(utf8 bytes: UnsafeRawBufferPointer) {
+        append(byte: UInt8(ascii: "\""))
+        var runStart = 0, index = Self.plainPrefix(bytes)
+        while index < bytes.count {
+            let byte = bytes[index]
+            if Self.needsEscape(byte) {
+                append(raw: UnsafeRawBufferPointer(rebasing: bytes[runStart..<index]))
+                appendEscape(for: byte)
+                runStart = index + 1
+            }
+            index += 1
+        }
+        append(raw: UnsafeRawBufferPointer(rebasing: bytes[runStart...]))
+        append(byte: UInt8(ascii: "\""))
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    /// How many leading bytes need no escape, found eight at a time (names and ids rarely have
+    /// any): a word has none when no byte is below 0x20, `"` or `\\` (the classic zero-byte test
+    /// on the word, on it XOR `"` and on it XOR `\\`). Stops at the first word that may have one.
+    private static func plainPrefix(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasByteBelow(_ word: UInt64, _ limit: UInt64) -> Bool { (word &- ones &* limit) & ~word & highs != 0 }
+        var index = 0
+        while index + 8 <= bytes.count {
+            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            if hasByteBelow(word, 0x20) || hasByteBelow(word ^ (ones &* 0x22), 1) || hasByteBelow(word ^ (ones &* 0x5C), 1) {
+                return index
+            }
+            index += 8
+        }
+        return index
+    }
+
+    /// A JSON string.
+    package mutating func write(_ string: String) {
+        var string = string
+        string.withUTF8 { write(utf8: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// An integer in decimal.
+    package mutating func write(_ integer: Int64) {
+        writeDigits(integer, radix: 10)
+    }
+
+    /// An integer's digits in base 36 (lower-case letters), as `String(_:radix: 36)` spells
+    /// them, without quotes (change tags).
+    package mutating func writeBase36(_ integer: Int64) {
+        writeDigits(integer, radix: 36)
+    }
+
+    /// The divisor is a constant at both call sites, so the divisions become multiplications.
+    @inline(__always)
+    private mutating func writeDigits(_ integer: Int64, radix: UInt64) {
+        reserve(66)
+        let digits: StaticString = "0123456789abcdefghijklmnopqrstuvwxyz"
+        var magnitude = integer.magnitude
+        var length = 1
+        var power = radix
+        while length < 64, magnitude >= power {
+            length += 1
+            let (next, overflow) = power.multipliedReportingOverflow(by: radix)
+            if overflow { break }
+            power = next
+        }
+        if integer < 0 {
+            base.storeBytes(of: UInt8(ascii: "-"), toByteOffset: count, as: UInt8.self)
+            count += 1
+        }
+        var position = count + length
+        repeat {
+            position -= 1
+            base.storeBytes(of: digits.utf8Start[Int(magnitude % radix)], toByteOffset: position, as: UInt8.self)
+            magnitude /= radix
+        } while magnitude != 0
+        count += length
+    }
+
+    private mutating func appendEscape(for byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""): append("\\\"")
+        case UInt8(ascii: "\\"): append("\\\\")
+        case 0x08: append("\\b")
+        case 0x0C: append("\\f")
+        case 0x0A: append("\\n")
+        case 0x0D: append("\\r")
+        case 0x09: append("\\t")
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            append("\\u00")
+            append(byte: hex.utf8Start[Int(byte >> 4)])
+            append(byte: hex.utf8Start[Int(byte & 0x0F)])
+        }
+    }
+}
