@@ -293,7 +293,7 @@ for s in nimbus nginx; do
   eval "${s}_req=\$(mean $s 7) ${s}_cpu=\$(mean $s 8)"
 done
 # Server CPU per request (µs): CPU ticks used by the server's processes during the run / requests.
-cpu_us() { awk -v t="$1" -v n="$2" -v hz="$CLK_TCK" 'BEGIN {printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0)}'; }
+cpu_us() { awk -v t="$1" -v n="$2" -v hz="$CLK_TCK" 'BEGIN {printf "%.2f", (n > 0 ? t / hz * 1e6 / n : 0)}'; }
 nimbus_cpu_us=$(cpu_us "$nimbus_cpu" "$nimbus_req"); nginx_cpu_us=$(cpu_us "$nginx_cpu" "$nginx_req")
 dur_s=$(awk -v d="$DURATION" 'BEGIN {printf "%g", (d ~ /m$/ ? d * 60 : d + 0)}')
 nimbus_cores=$(awk -v t="$nimbus_cpu" -v hz="$CLK_TCK" -v d="$dur_s" 'BEGIN {printf "%.2f", t / hz / d}')
@@ -301,6 +301,7 @@ nginx_cores=$(awk -v t="$nginx_cpu" -v hz="$CLK_TCK" -v d="$dur_s" 'BEGIN {print
 ratio=$(awk -v a="$nimbus_rps" -v b="$nginx_rps" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
 # CPU per request does not depend on how the 2 cores were shared with wrk or with other people's work.
 cpu_ratio=$(awk -v a="$nimbus_cpu_us" -v b="$nginx_cpu_us" 'BEGIN {printf "%.2f", (a > 0 ? b / a : 0)}')
+cpu_times=$(awk -v a="$nimbus_cpu_us" -v b="$nginx_cpu_us" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
 # Runs during which other processes (not the server, not wrk) used more than 0.2 cores.
 contended=$(printf '%s\n' "${results[@]}" | awk -v hz="$CLK_TCK" '{x = (($10 - $8) / hz - $9) / $11; if (x > 0.2) printf "%s%s round %s (%.2f cores)", n++ ? ", " : "", $1, $2, x}')
 
@@ -392,7 +393,8 @@ verdict() { if awk "BEGIN {exit !($1)}"; then echo ok; else echo MISSED; fi; }
   printf '  %-7s %12s %9s %9s %9s %12s %14s\n' server req/s p50_ms p90_ms p99_ms cpu_us/req "server cores"
   printf '  %-7s %12.0f %9.3f %9.3f %9.3f %12s %14s\n' nimbus "$nimbus_rps" "$nimbus_p50" "$nimbus_p90" "$nimbus_p99" "$nimbus_cpu_us" "$nimbus_cores"
   printf '  %-7s %12.0f %9.3f %9.3f %9.3f %12s %14s\n' nginx "$nginx_rps" "$nginx_p50" "$nginx_p90" "$nginx_p99" "$nginx_cpu_us" "$nginx_cores"
-  echo "  ratio nimbus/nginx req/s: $ratio (target >= 0.5: $(verdict "$ratio >= 0.5"))"
+  echo "  ratio nimbus/nginx req/s: $ratio (target >= 0.8: $(verdict "$ratio >= 0.8"))"
+  echo "  CPU per request nimbus/nginx: $cpu_times (target <= 1.2: $(verdict "$cpu_times <= 1.2"))"
   echo "  CPU efficiency nimbus vs nginx (nginx cpu_us/req / nimbus cpu_us/req): $cpu_ratio"
   echo "  runs disturbed by other load on the machine: ${contended:-none}"
   echo "  nimbus p99: ${nimbus_p99} ms (target < 10 ms: $(verdict "$nimbus_p99 < 10"))"

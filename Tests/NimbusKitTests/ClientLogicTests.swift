@@ -78,6 +78,15 @@ struct ClientLogicTests {
         }
     }
 
+    @Test func longPollWaitsAreSpreadOverTheLastFifthBelowTheLimit() {
+        #expect(jitteredWait(55, random: { $0.lowerBound }) == 44)
+        #expect(jitteredWait(55, random: { $0.upperBound }) == 55)
+        #expect(jitteredWait(1) == 1 && jitteredWait(0) == 0)
+        let waits = Set((0..<200).map { _ in jitteredWait(55) })
+        #expect(waits.allSatisfy { (44...55).contains($0) })
+        #expect(waits.count > 5, "the waits differ from device to device")
+    }
+
     @Test func requestsSplitAtTheOperationCountAndTheRequestSize() throws {
         var limits = ServerLimits.defaults
         limits.maxOperationsPerRequest = 3

@@ -59,8 +59,7 @@ final class HTTPConnection: @unchecked Sendable {
             close()
             return
         }
-        // Events no longer wanted stay registered until one is raised (see `updateInterest`);
-        // epoll is level-triggered, so it would be raised on every wait: unregister it now.
+        // An event no longer wanted (`updateInterest`) would be raised on every wait: drop it now.
         let wanted = state.interest.epollEvents
         if raised & ~wanted != 0 { register(wanted) }
         let events = raised & wanted
@@ -196,14 +195,12 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// Registers at once the events the state starts waiting for. Events it stops waiting for
-    /// stay registered until one of them is raised (`handle(events:)`): a request answered before
-    /// its client sends more costs no `epoll_ctl` (it stops reading while answering, then reads
-    /// again), which was a fifth of the kernel's work per small request.
+    /// Registers at once the events the state starts waiting for; those it stops waiting for stay
+    /// registered until one is raised (`handle(events:)`). A request answered before its client
+    /// sends more (reading stops while answering) costs no `epoll_ctl`: it cost two.
     private func updateInterest() {
         let wanted = state.interest.epollEvents
-        guard wanted & ~registeredEvents != 0 else { return }
-        register(wanted)
+        if wanted & ~registeredEvents != 0 { register(wanted) }
     }
 
     private func register(_ events: UInt32) {
@@ -214,24 +211,22 @@ final class HTTPConnection: @unchecked Sendable {
 
     private func dispatch() {
         // A connection that closed meanwhile (the 100 Continue could not be sent) has no handler.
-        // The head and body move into the request (taken, not copied and then released).
+        // The head and body move into the request (not copied, then released).
         guard state.phase == .responding, let head = head.take() else { return }
         let stream = state.bodyStreams
             ? HTTPBodyStream(resumeReading: { [loop, self] in loop.execute { self.resumeBodyReading() } })
             : nil
         cancelHandler = nil
         inputClosedProbe = nil
-        var body: [UInt8] = []
-        swap(&body, &self.body)
-        var request = HTTPRequest(head: head, body: body)
+        var request = HTTPRequest(head: head, body: [])
+        swap(&request.body, &body)
         request.bodyStream = stream
         request.peer = peer
         request.receivedAt = loop.now
         let trusted = loop.server.configuration.trustedProxies
         if !trusted.isEmpty { request.forwarded = trusted.origin(peer: peer, headers: head.headers) }
         bodyStream = stream
-        let writer = HTTPResponseWriter(connection: self, requestID: state.requestID)
-        loop.server.handle(request, writer)
+        loop.server.handle(request, HTTPResponseWriter(connection: self, requestID: state.requestID))
     }
 
     private func closeSocket() {
@@ -400,14 +395,5 @@ final class HTTPConnection: @unchecked Sendable {
 
     func close() {
         perform(state.close())
-    }
-}
-
-extension HTTPConnectionInterest {
-    /// The epoll events for this interest.
-    var epollEvents: UInt32 {
-        (contains(.read) ? EventLoop.epollIn : 0)
-            | (contains(.peerClose) ? EventLoop.epollRDHUP : 0)
-            | (contains(.write) ? EventLoop.epollOut : 0)
     }
 }

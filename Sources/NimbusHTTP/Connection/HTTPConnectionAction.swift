@@ -19,6 +19,13 @@ struct HTTPConnectionInterest: OptionSet, Equatable, Sendable {
     static let peerClose = HTTPConnectionInterest(rawValue: 2)
     /// Room in the socket for queued output (EPOLLOUT).
     static let write = HTTPConnectionInterest(rawValue: 4)
+
+    /// The epoll events for this interest.
+    var epollEvents: UInt32 {
+        (contains(.read) ? EventLoop.epollIn : 0)
+            | (contains(.peerClose) ? EventLoop.epollRDHUP : 0)
+            | (contains(.write) ? EventLoop.epollOut : 0)
+    }
 }
 
 /// One thing a connection does after an event, as its state decided.

@@ -23,3 +23,11 @@ public struct Backoff: Sendable, Hashable {
         return max(jittered, retryAfter ?? 0)
     }
 }
+
+/// The wait of each long-poll: a whole number of seconds drawn from the last fifth below `limit`
+/// (55 → 44...55). Devices that parked together (a server restart, a network coming back) would
+/// otherwise all time out in the same second and all park again together.
+func jitteredWait(_ limit: Int, random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }) -> Int {
+    guard limit > 1 else { return max(limit, 0) }
+    return random((limit - limit / 5)...limit)
+}

@@ -4,7 +4,8 @@ extension SyncEngine {
     /// Live mode instead of push: sends enqueued changes at once, and holds one long-poll
     /// (`zones/changes` with `wait`) for the device; whenever a zone changes it fetches. A broken
     /// connection or a restarting server is retried with backoff and jitter, resuming from the
-    /// saved tokens, so nothing sent meanwhile is lost.
+    /// saved tokens, so nothing sent meanwhile is lost. Each wait is jittered below `waitSeconds`
+    /// (`jitteredWait`), so devices that parked together do not all come back together.
     public func startLive(waitSeconds: Int = 55) {
         guard liveTask == nil else { return }
         automaticSending = true
@@ -36,7 +37,7 @@ extension SyncEngine {
                 }
                 let limits = try await database.container.limits()
                 let page = try await database.databaseChanges(since: state.databaseToken,
-                                                              wait: min(waitSeconds, limits.maxWaitSeconds))
+                                                              wait: jitteredWait(min(waitSeconds, limits.maxWaitSeconds)))
                 backoff.reset()
                 needsFetch = !page.changedZones.isEmpty || !page.deletedZones.isEmpty || page.moreComing
                     || page.syncToken != state.databaseToken

@@ -66,7 +66,7 @@ package struct JSONPageWriter: ~Copyable {
         var runStart = 0, index = Self.plainPrefix(bytes)
         while index < bytes.count {
             let byte = bytes[index]
-            if Self.needsEscape(byte) {
+            if JSONEscape.isNeeded(byte) {
                 append(raw: UnsafeRawBufferPointer(rebasing: bytes[runStart..<index]))
                 appendEscape(for: byte)
                 runStart = index + 1
@@ -75,10 +75,6 @@ package struct JSONPageWriter: ~Copyable {
         }
         append(raw: UnsafeRawBufferPointer(rebasing: bytes[runStart...]))
         append(byte: UInt8(ascii: "\""))
-    }
-
-    private static func needsEscape(_ byte: UInt8) -> Bool {
-        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
     /// How many leading bytes need no escape, found eight at a time (names and ids rarely have
@@ -143,19 +139,6 @@ package struct JSONPageWriter: ~Copyable {
     }
 
     private mutating func appendEscape(for byte: UInt8) {
-        switch byte {
-        case UInt8(ascii: "\""): append("\\\"")
-        case UInt8(ascii: "\\"): append("\\\\")
-        case 0x08: append("\\b")
-        case 0x0C: append("\\f")
-        case 0x0A: append("\\n")
-        case 0x0D: append("\\r")
-        case 0x09: append("\\t")
-        default:
-            let hex: StaticString = "0123456789abcdef"
-            append("\\u00")
-            append(byte: hex.utf8Start[Int(byte >> 4)])
-            append(byte: hex.utf8Start[Int(byte & 0x0F)])
-        }
+        JSONEscape.write(byte) { append(raw: $0) }
     }
 }

@@ -105,7 +105,7 @@ package struct JSONWriter {
         var runStart = 0
         for index in 0..<utf8.count {
             let byte = utf8[index]
-            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            guard JSONEscape.isNeeded(byte) else { continue }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
             appendEscape(for: byte)
             runStart = index + 1
@@ -115,21 +115,37 @@ package struct JSONWriter {
     }
 
     private mutating func appendEscape(for byte: UInt8) {
+        JSONEscape.write(byte) { bytes.append(contentsOf: $0) }
+    }
+}
+
+/// RFC 8259 §7's escapes, shared by `JSONWriter` and `JSONPageWriter`.
+enum JSONEscape {
+    /// Whether a byte of a string must be escaped: `"`, `\` and U+0000...U+001F; nothing else is.
+    @inline(__always)
+    static func isNeeded(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    /// Hands `append` the escape of such a byte: its two-character form, or `\u00XX`.
+    static func write(_ byte: UInt8, _ append: (UnsafeRawBufferPointer) -> Void) {
+        let short: StaticString
         switch byte {
-        case UInt8(ascii: "\""): append("\\\"")
-        case UInt8(ascii: "\\"): append("\\\\")
-        case 0x08: append("\\b")
-        case 0x0C: append("\\f")
-        case 0x0A: append("\\n")
-        case 0x0D: append("\\r")
-        case 0x09: append("\\t")
+        case UInt8(ascii: "\""): short = "\\\""
+        case UInt8(ascii: "\\"): short = "\\\\"
+        case 0x08: short = "\\b"
+        case 0x0C: short = "\\f"
+        case 0x0A: short = "\\n"
+        case 0x0D: short = "\\r"
+        case 0x09: short = "\\t"
         default:
             let hex: StaticString = "0123456789abcdef"
-            append("\\u00")
-            hex.withUTF8Buffer { digits in
-                bytes.append(digits[Int(byte >> 4)])
-                bytes.append(digits[Int(byte & 0x0F)])
-            }
+            var escape: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0x5C, 0x75, 0x30, 0x30, 0, 0)   // \u00
+            escape.4 = hex.utf8Start[Int(byte >> 4)]
+            escape.5 = hex.utf8Start[Int(byte & 0x0F)]
+            withUnsafeBytes(of: &escape) { append($0) }
+            return
         }
+        append(UnsafeRawBufferPointer(start: short.utf8Start, count: short.utf8CodeUnitCount))
     }
 }
