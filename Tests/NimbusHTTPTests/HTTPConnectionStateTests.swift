@@ -222,3 +222,55 @@ extension HTTPConnectionState {
         }
     }
 }
+
+/// Which closes linger (`closedAfterAnswer`): those right after a whole answer, while the client
+/// may still be sending; not a close with nothing answered, nor one after the client's own end.
+@Suite struct HTTPConnectionStateLingerTests {
+    struct LingerCase: Sendable, CustomTestStringConvertible {
+        let name: String
+        let run: @Sendable (inout ConnectionState) -> Void
+        let lingers: Bool
+        var testDescription: String { name }
+    }
+
+    static let cases: [LingerCase] = [
+        LingerCase(name: "an answer asking to close", run: { state in
+            state.receiveGet()
+            #expect(state.answer(closeRequested: true) == [.close])
+        }, lingers: true),
+        LingerCase(name: "a refused body (413 before the body)", run: { state in
+            state.receiveHead(.post(100))
+            #expect(state.parseFailed(.contentTooLarge, reason: "too large") == [.respondWithError(.contentTooLarge, reason: "too large")])
+            #expect(state.answer() == [.close])
+        }, lingers: true),
+        LingerCase(name: "a head that timed out (408)", run: { state in
+            state.inputArrived()
+            state.clock.nanoseconds = state.deadline
+            #expect(state.deadlinePassed() == [.respondWithError(.requestTimeout, reason: HTTPConnectionStateTests.headReason)])
+            #expect(state.answer() == [.close])
+        }, lingers: true),
+        LingerCase(name: "an idle keep-alive connection timing out", run: { state in
+            state.receiveGet()
+            _ = state.answer()
+            state.clock.nanoseconds = state.deadline
+            #expect(state.deadlinePassed() == [.close])
+        }, lingers: false),
+        LingerCase(name: "a client that shut down its side first", run: { state in
+            state.receiveGet()
+            _ = state.peerClosedInput()
+            _ = state.answer()
+            #expect(state.closeIfNothingToAnswer(hasPendingInput: false) == [.close])
+        }, lingers: false),
+        LingerCase(name: "a close while answering (the client went away)", run: { state in
+            state.receiveGet()
+            _ = state.close()
+        }, lingers: false),
+    ]
+
+    @Test(arguments: cases) func closesAfterAWholeAnswerLinger(_ row: LingerCase) {
+        var state = ConnectionState(clock: ManualClock(), timeouts: .test)
+        row.run(&state)
+        #expect(state.phase == .closed)
+        #expect(state.closedAfterAnswer == row.lingers)
+    }
+}

@@ -231,9 +231,13 @@ final class HTTPConnection: @unchecked Sendable {
 
     private func closeSocket() {
         loop.unregister(self)
-        discardUnreadInput()
-        Glibc.close(descriptor)
-        loop.server.releaseConnectionSlot()
+        if state.closedAfterAnswer {
+            loop.closeAfterLingering(descriptor)
+        } else {
+            Socket.discardInput(descriptor)
+            Glibc.close(descriptor)
+            loop.server.releaseConnectionSlot()
+        }
         outbound.discard()
         pending = []
         body = []
@@ -365,18 +369,6 @@ final class HTTPConnection: @unchecked Sendable {
                 waiter.resume(returning: true)
             }
             perform(state.outputDrained())
-        }
-    }
-
-    /// Reads and drops what the peer sent that nobody will read (a head trickling in when its
-    /// timeout answered 408, the rest of a refused body): closing a socket with unread input
-    /// makes the kernel send a reset and drop output not yet sent, which could be that answer.
-    /// Bounded: at most 256 KiB, and never waits.
-    private func discardUnreadInput() {
-        var scratch = [UInt8](repeating: 0, count: 16_384)
-        for _ in 0..<16 {
-            let count = scratch.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count <= 0 { return }
         }
     }
 

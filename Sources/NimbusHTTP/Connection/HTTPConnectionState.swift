@@ -27,6 +27,10 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     private var reading = true
     /// Queued output waits for room in the socket.
     private var writePending = false
+    /// The connection closed right after a complete answer, its client's input still open: the
+    /// socket is closed in stages (`LingeringSockets`), so input still arriving cannot reset the
+    /// connection under the answer.
+    private(set) var closedAfterAnswer = false
 
     /// A connection just accepted: its first request must begin within the header timeout
     /// (slow-loris protection).
@@ -279,6 +283,7 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     mutating func close() -> HTTPConnectionActions {
         guard phase != .closed else { return HTTPConnectionActions() }
         let wasAnswering = phase == .responding && !exchange.responseComplete
+        closedAfterAnswer = phase == .responding && exchange.responseComplete && !writePending && !inputClosed
         phase = .closed
         deadline = 0
         bodyStreams = false

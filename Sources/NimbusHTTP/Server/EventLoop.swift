@@ -28,6 +28,8 @@ final class EventLoop: @unchecked Sendable {
     /// Descriptors tasks on this loop wait for (database sockets), with their waiters.
     private var watchers: [Int32: CheckedContinuation<Void, Never>] = [:]
     private var deferred: [HTTPConnection] = []
+    /// Sockets whose connection answered and closed, waiting for the client to close its side.
+    private var lingering: LingeringSockets
     private var listener: Int32 = -1
     private var running = true
     private(set) var draining = false
@@ -49,6 +51,7 @@ final class EventLoop: @unchecked Sendable {
     init(index: Int, server: HTTPServer) throws {
         self.index = index
         self.server = server
+        lingering = LingeringSockets(seconds: server.configuration.lingerSeconds)
         epollDescriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
         wakeDescriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         guard epollDescriptor >= 0, wakeDescriptor >= 0 else {
@@ -146,11 +149,12 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Closes every connection, whatever it is doing.
+    /// Closes every connection, whatever it is doing, and every lingering socket.
     func closeAll() {
         for connection in Array(connections.values) {
             connection.close()
         }
+        for descriptor in lingering.removeAll() { closeLingering(descriptor) }
     }
 
     // MARK: - The loop
@@ -182,6 +186,8 @@ final class EventLoop: @unchecked Sendable {
                     acceptConnections()
                 } else if let connection = connections[descriptor] {
                     connection.handle(events: event.events)
+                } else if lingering.contains(descriptor) {
+                    dropLingeringInput(descriptor)
                 }
             }
             runDeferred()
@@ -265,9 +271,49 @@ final class EventLoop: @unchecked Sendable {
     private func scanTimers() {
         guard now >= nextTimerScan else { return }
         nextTimerScan = now + 200_000_000
+        for descriptor in lingering.expired(now: now) { closeLingering(descriptor) }
         for connection in Array(connections.values) where connection.deadline != 0 && connection.deadline <= now {
             connection.deadlineExpired()
         }
+    }
+
+    // MARK: - Closing in stages (`LingeringSockets`)
+
+    /// Closes the socket of a connection that has answered (and unregistered): output now, input
+    /// once the client closes its side or the linger time is up. Its connection slot is released
+    /// then.
+    func closeAfterLingering(_ descriptor: Int32) {
+        var event = epoll_event()
+        event.events = Self.epollIn | Self.epollRDHUP
+        event.data.fd = descriptor
+        guard lingering.nanoseconds > 0, Glibc.shutdown(descriptor, Int32(SHUT_WR)) == 0,
+              epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, descriptor, &event) == 0 else {
+            Socket.discardInput(descriptor)
+            return closeLingering(descriptor)
+        }
+        lingering.add(descriptor, now: now)
+    }
+
+    /// Reads and drops what a lingering socket received; the end of its input (or an error)
+    /// closes it. At most four buffers a wake: the deadline bounds a client that keeps sending.
+    private func dropLingeringInput(_ descriptor: Int32) {
+        for _ in 0..<4 {
+            switch Socket.read(descriptor, into: readBuffer) {
+            case .bytes:
+                continue
+            case .wouldBlock:
+                return
+            case .closed, .failed:
+                lingering.remove(descriptor)
+                return closeLingering(descriptor)
+            }
+        }
+    }
+
+    private func closeLingering(_ descriptor: Int32) {
+        epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, descriptor, nil)
+        Glibc.close(descriptor)
+        server.releaseConnectionSlot()
     }
 
     /// `Date` changes once a second; format it once a second per loop (RFC 9110 §5.6.7 IMF-fixdate).

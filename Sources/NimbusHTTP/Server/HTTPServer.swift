@@ -28,6 +28,9 @@ package final class HTTPServer: Sendable {
         /// On shutdown, how long an idle kept-alive connection stays open for a request a proxy
         /// may already be sending on it (answered with `Connection: close`).
         package var drainIdleGraceSeconds: Double = 1
+        /// After an answer that ends its connection, how long input is still read and dropped
+        /// before the socket closes (`LingeringSockets`); the client's own close ends it sooner.
+        package var lingerSeconds: Double = 2
         package var errorResponse: ErrorResponder = HTTPServer.plainErrorResponse
         /// For requests whose bodies should stream to the handler instead of being buffered
         /// (uploads): the largest body accepted; nil buffers the body up to `maxBodyBytes`.

@@ -86,6 +86,18 @@ package enum Socket {
         case failed(Int32)
     }
 
+    /// Reads and drops what the peer sent that nobody will read, before a close that does not
+    /// linger (a timeout with no answer, a broken answer): closing a socket with unread input
+    /// makes the kernel send a reset and drop output not yet sent. Bounded: at most 256 KiB, and
+    /// never waits.
+    static func discardInput(_ descriptor: Int32) {
+        var scratch = [UInt8](repeating: 0, count: 16_384)
+        for _ in 0..<16 {
+            let count = scratch.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count <= 0 { return }
+        }
+    }
+
     package static func read(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
         while true {
             let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)

@@ -1,0 +1,86 @@
+import Foundation
+import Glibc
+import Testing
+@testable import NimbusHTTP
+import NimbusSupport
+
+/// Closing after an answer in stages (RFC 9112 §9.6): output at once, input once the client closes
+/// its side or `lingerSeconds` pass, so input still arriving cannot reset the answer away.
+@Suite struct HTTPServerClosingTests {
+    private let server = HTTPServerTests()
+
+    /// Polls `server.connectionCount` until it is `count`; the seconds that took, or nil after
+    /// `limit`. Blocking on purpose: a suspended poll could resume late while other tests hold
+    /// the cooperative threads, and measure their wait instead of the server's.
+    private func secondsUntil(_ server: HTTPServer, hasConnections count: Int, limit: Double) -> Double? {
+        let start = Date()
+        while Date().timeIntervalSince(start) < limit {
+            if server.connectionCount == count { return Date().timeIntervalSince(start) }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    @Test func aRefusalReachesAClientStillSendingItsBody() async throws {
+        try await server.withServer({ $0.parserLimits.maxBodyBytes = 10 }) { port, httpServer in
+            let client = try TestClient(port: port)
+            try client.send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\n\r\n")
+            // More body than the server would read and drop before an immediate close (256 KiB).
+            let chunk = [UInt8](repeating: UInt8(ascii: "b"), count: 64 * 1024)
+            for _ in 0..<16 { try client.send(chunk) }
+            let response = try client.readResponse()
+            #expect(response.status == 413)
+            #expect(response.bodyText.contains("LIMIT_EXCEEDED"))
+            #expect(client.isClosedByServer(), "the server's side is shut down at once")
+            #expect(httpServer.connectionCount == 1, "its input is still read until the client closes")
+            Glibc.shutdown(client.descriptor, Int32(SHUT_WR))
+            #expect(secondsUntil(httpServer, hasConnections: 0, limit: 1.5) != nil)
+        }
+    }
+
+    @Test func aSocketLingersNoLongerThanLingerSeconds() async throws {
+        try await server.withServer({ $0.headerTimeoutSeconds = 0.3; $0.lingerSeconds = 0.6 }) { port, httpServer in
+            let client = try TestClient(port: port)
+            try client.send("GET / HTTP/1.1\r\nHost: x\r\n")
+            #expect(try client.readResponse().status == 408)
+            #expect(client.isClosedByServer())
+            // The client neither sends nor closes: the socket closes at the linger deadline, checked
+            // every 200 ms by the loop (its wait is at most 250 ms).
+            let closedAfter = secondsUntil(httpServer, hasConnections: 0, limit: 3)
+            let seconds = try #require(closedAfter)
+            #expect(seconds >= 0.45 && seconds <= 1.3, "closed \(seconds) s after the answer was read")
+        }
+    }
+
+    @Test func anAnsweredConnectionCloseEndsWithTheClientsClose() async throws {
+        try await server.withServer({ $0.lingerSeconds = 30 }) { port, httpServer in
+            let client = try TestClient(port: port)
+            try client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+            #expect(client.isClosedByServer())
+            close(client.descriptor)
+            let closedAfter = secondsUntil(httpServer, hasConnections: 0, limit: 2)
+            #expect(closedAfter != nil, "the client's close ends the linger long before its 30 s")
+        }
+    }
+}
+
+@Suite struct LingeringSocketsTests {
+    @Test func aSocketExpiresAtItsDeadlineAndNotOneNanosecondBefore() {
+        var sockets = LingeringSockets(seconds: 2)
+        sockets.add(7, now: 1_000)
+        sockets.add(5, now: 2_000)
+        #expect(sockets.expired(now: 1_000 + 2_000_000_000 - 1).isEmpty)
+        #expect(sockets.expired(now: 1_000 + 2_000_000_000) == [7])
+        #expect(sockets.contains(5) && !sockets.contains(7))
+        sockets.remove(5)
+        #expect(sockets.count == 0 && sockets.expired(now: .max).isEmpty)
+    }
+
+    @Test func stoppingTakesEverySocketStillLingering() {
+        var sockets = LingeringSockets(seconds: 1)
+        for descriptor: Int32 in [9, 3, 6] { sockets.add(descriptor, now: 0) }
+        #expect(sockets.removeAll() == [3, 6, 9])
+        #expect(sockets.count == 0)
+    }
+}
