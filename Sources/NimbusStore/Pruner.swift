@@ -121,8 +121,10 @@ extension Pruner {
             // for every live row took minutes once the expired records were gone and only fresh
             // ones were left to pass over. The delete re-checks `condition` under the zone's lock.
             let schemaKey = "\(zone.container)|\(zone.environment)"
-            var rules = rulesBySchema[schemaKey] ?? []
-            if rulesBySchema[schemaKey] == nil {
+            let rules: [ExpiryRule]
+            if let known = rulesBySchema[schemaKey] {
+                rules = known
+            } else {
                 rules = try await expiryRules(zone, options: options, now: now)
                 rulesBySchema[schemaKey] = rules
             }

@@ -25,8 +25,6 @@ struct WirePage: ~Copyable {
         self.renderingWireJSON = renderingWireJSON
     }
 
-    var count: Int { items.count }
-
     /// Reads the record in `row` (`RecordRows.readColumns` from `offset`); returns its change sequence.
     mutating func add(_ row: PGRow, zoneName: String, offset: Int) throws -> Int64 {
         if renderingWireJSON, let stored = try RecordRows.storedRecordText(row, offset: offset) {

@@ -224,7 +224,7 @@ final class HTTPConnection: @unchecked Sendable {
         request.peer = peer
         request.receivedAt = loop.now
         let trusted = loop.server.configuration.trustedProxies
-        if !trusted.isEmpty { request.forwarded = trusted.origin(peer: peer, headers: head.headers) }
+        if !trusted.isEmpty { request.forwarded = trusted.origin(peer: peer, headers: request.headers) }
         bodyStream = stream
         loop.server.handle(request, HTTPResponseWriter(connection: self, requestID: state.requestID))
     }

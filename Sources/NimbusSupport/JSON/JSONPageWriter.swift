@@ -102,40 +102,13 @@ package struct JSONPageWriter: ~Copyable {
 
     /// An integer in decimal.
     package mutating func write(_ integer: Int64) {
-        writeDigits(integer, radix: 10)
+        IntegerDigits.withText(integer, radix: 10) { append(raw: $0) }
     }
 
     /// An integer's digits in base 36 (lower-case letters), as `String(_:radix: 36)` spells
     /// them, without quotes (change tags).
     package mutating func writeBase36(_ integer: Int64) {
-        writeDigits(integer, radix: 36)
-    }
-
-    /// The divisor is a constant at both call sites, so the divisions become multiplications.
-    @inline(__always)
-    private mutating func writeDigits(_ integer: Int64, radix: UInt64) {
-        reserve(66)
-        let digits: StaticString = "0123456789abcdefghijklmnopqrstuvwxyz"
-        var magnitude = integer.magnitude
-        var length = 1
-        var power = radix
-        while length < 64, magnitude >= power {
-            length += 1
-            let (next, overflow) = power.multipliedReportingOverflow(by: radix)
-            if overflow { break }
-            power = next
-        }
-        if integer < 0 {
-            base.storeBytes(of: UInt8(ascii: "-"), toByteOffset: count, as: UInt8.self)
-            count += 1
-        }
-        var position = count + length
-        repeat {
-            position -= 1
-            base.storeBytes(of: digits.utf8Start[Int(magnitude % radix)], toByteOffset: position, as: UInt8.self)
-            magnitude /= radix
-        } while magnitude != 0
-        count += length
+        IntegerDigits.withText(integer, radix: 36) { append(raw: $0) }
     }
 
     private mutating func appendEscape(for byte: UInt8) {

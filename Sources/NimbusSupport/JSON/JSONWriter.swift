@@ -57,23 +57,7 @@ package struct JSONWriter {
     }
 
     package mutating func write(_ integer: Int64) {
-        // Digits from the right into a stack buffer, then one append (two stamps per record of a
-        // change feed page).
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: "-" and 19 digits fit
-        var magnitude = integer.magnitude
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var start = buffer.count
-            repeat {
-                start -= 1
-                buffer[start] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
-                magnitude /= 10
-            } while magnitude != 0
-            if integer < 0 {
-                start -= 1
-                buffer[start] = UInt8(ascii: "-")
-            }
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start...]))
-        }
+        IntegerDigits.withText(integer, radix: 10) { bytes.append(contentsOf: $0) }
     }
 
     /// Swift's `description` is the shortest text that parses back to the same bits, and its
@@ -147,5 +131,33 @@ enum JSONEscape {
             return
         }
         append(UnsafeRawBufferPointer(start: short.utf8Start, count: short.utf8CodeUnitCount))
+    }
+}
+
+/// An integer's text, written from the right into a stack buffer and handed over in one piece
+/// (shared by `JSONWriter` and `JSONPageWriter`: two stamps and a change tag per record of a page).
+enum IntegerDigits {
+    /// Hands `body` the digits of `integer` in `radix` (10 or 36, lower-case letters, as
+    /// `String(_:radix:)` spells them), after a `-` when negative.
+    @inline(__always)
+    static func withText<R>(_ integer: Int64, radix: UInt64, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        precondition(radix >= 10 && radix <= 36, "a radix of 10...36 fits the buffer")
+        // 24 bytes: "-" and Int64's 19 decimal digits fit (fewer in any larger radix).
+        var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        var magnitude = integer.magnitude
+        let digits: StaticString = "0123456789abcdefghijklmnopqrstuvwxyz"
+        return withUnsafeMutableBytes(of: &buffer) { text in
+            var start = text.count
+            repeat {
+                start -= 1
+                text[start] = digits.utf8Start[Int(magnitude % radix)]
+                magnitude /= radix
+            } while magnitude != 0
+            if integer < 0 {
+                start -= 1
+                text[start] = UInt8(ascii: "-")
+            }
+            return body(UnsafeRawBufferPointer(rebasing: text[start...]))
+        }
     }
 }
