@@ -16,6 +16,8 @@ package enum PGData: Sendable, Hashable {
     case textArray([String])
     case int64Array([Int64])
     case byteaArray([[UInt8]])
+    /// A value already in binary form, with its type's OID (`PGArrayElements`).
+    case encoded(oid: UInt32, [UInt8])
 
     /// Type OIDs from `pg_type` (stable across PostgreSQL versions).
     package enum OID {
@@ -55,6 +57,7 @@ package enum PGData: Sendable, Hashable {
         case .double(let value): return (OID.float8, value.bitPattern.bigEndianBytes)
         case .bool(let value): return (OID.bool, [value ? 1 : 0])
         case .bytea(let value): return (OID.bytea, value)
+        case .encoded(let oid, let bytes): return (oid, bytes)
         case .jsonb(let value): return (OID.jsonb, [1] + Array(value.utf8))  // jsonb binary version 1
         case .timestamptz(let date):
             let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded()) - Self.postgresEpochOffsetMicroseconds

@@ -11,11 +11,37 @@ struct PlannedCreates: Sendable {
     var zoneID: Int64
     var schemaVersion: Int64
     var now: Int64
-    var names: [String]
-    var types: [String]
-    var fields: [String]
-    /// Expiry in epoch milliseconds, `Int64.min` for none.
-    var expires: [Int64]
+    /// The records' names, types, fields' wire forms and expiries (epoch milliseconds,
+    /// `Int64.min` for none), already in the statement's array parameters.
+    private(set) var names = PGArrayElements.text
+    private(set) var types = PGArrayElements.text
+    private(set) var fields = PGArrayElements.text
+    private(set) var expires = PGArrayElements.int64
+
+    init(session: Session, tokenDigest: [UInt8]?, zoneID: Int64, schemaVersion: Int64, now: Int64) {
+        self.session = session
+        self.tokenDigest = tokenDigest
+        self.zoneID = zoneID
+        self.schemaVersion = schemaVersion
+        self.now = now
+    }
+
+    /// Records in the request.
+    var count: Int { names.count }
+
+    mutating func reserve(records: Int, wireBytes: Int) {
+        names.reserve(count: records, bytes: records * 40)
+        types.reserve(count: records, bytes: records * 24)
+        fields.reserve(count: records, bytes: wireBytes)
+        expires.reserve(count: records, bytes: records * 8)
+    }
+
+    mutating func append(name: String, type: String, wireFields: [UInt8], expiresAt: Int64?) {
+        names.append(name)
+        types.append(type)
+        fields.append(utf8: wireFields)
+        expires.append(expiresAt ?? Int64.min)
+    }
 }
 
 /// What became of a `PlannedCreates` in a batch.
@@ -44,7 +70,7 @@ struct FastCreate: RecordWriteStrategy {
 
     static func makeCombiner(pool: PGPool, batchesInFlight: Int) -> WriteCombiner<PlannedCreates, CreateOutcome> {
         WriteCombiner(maxBatchesInFlight: batchesInFlight, maxBatchWeight: maxCombinedRecords,
-                      key: { $0.zoneID }, weight: { $0.names.count }, run: { batch in await writeCreates(batch, pool: pool) })
+                      key: { $0.zoneID }, weight: { $0.count }, run: { batch in await writeCreates(batch, pool: pool) })
     }
 }
 
@@ -81,26 +107,15 @@ extension RecordStore {
         let context = ModifyPlanner.Context(
             zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
             baseSequence: 0, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
-        let plan = ModifyPlanner(context: context).plan(operations, existing: [:], schema: schema.types)
-        // Every operation saved and written: the planner appends a save's write and its result
-        // together, so `writes` and `results` go in step.
-        guard plan.schemaAdditions.isEmpty, plan.results.count == operations.count, plan.writes.count == operations.count,
-              plan.results.allSatisfy({ if case .saved = $0 { true } else { false } }) else { return nil }
-        var planned = PlannedCreates(session: session, tokenDigest: tokenDigest, zoneID: zoneID, schemaVersion: schema.version,
-                                     now: now, names: [], types: [], fields: [], expires: [])
+        guard let created = CreatePlanner.plan(operations, schema: schema.types, context: context)
+                            ?? CreatePlanner.planByModifyPlanner(operations, schema: schema.types, context: context) else { return nil }
+        var planned = PlannedCreates(session: session, tokenDigest: tokenDigest, zoneID: zoneID, schemaVersion: schema.version, now: now)
         // Each record is serialised once: the wire form is stored (no assets here: it is the
         // storage form too, `Record.storage(of:)`) and is the answer's.
-        var saved: [Record] = []
-        saved.reserveCapacity(plan.writes.count)
-        for write in plan.writes {
-            guard case .save(let record, _, let targets, let expiresAt) = write, targets.isEmpty,
-                  !record.fields.values.contains(where: { !$0.assets.isEmpty }) else { return nil }
-            let serialized = record.withWireFields()
-            saved.append(serialized.record)
-            planned.names.append(record.recordName)
-            planned.types.append(record.recordType)
-            planned.fields.append(String(decoding: serialized.wireFields, as: UTF8.self))
-            planned.expires.append(expiresAt ?? Int64.min)
+        planned.reserve(records: created.count, wireBytes: created.reduce(0) { $0 + $1.wireFields.count })
+        for record in created {
+            planned.append(name: record.record.recordName, type: record.record.recordType, wireFields: record.wireFields,
+                           expiresAt: record.expiresAt)
         }
         var outcome = await database.createCombiner.submit(planned)
         if case .retryAlone = outcome { outcome = await FastCreate.writeCreates([planned], pool: database.rawPool)[0] }
@@ -110,14 +125,13 @@ extension RecordStore {
         case .notTaken, .retryAlone: return nil
         case .failed(let error): throw StorePool.domainError(error)
         }
-        // The statement numbered the records in `names` (the writes') order from `first`.
-        let results = zip(plan.results, saved).enumerated().map { index, pair -> ModifyResult in
-            guard case .saved(let record, let keys) = pair.0, record.recordName == pair.1.recordName else { return pair.0 }
-            var answer = pair.1
+        // The statement numbered the records in `names` (the operations') order from `first`.
+        let results = created.enumerated().map { index, created -> ModifyResult in
+            var answer = created.record
             answer.changeTag = ChangeTag.make(sequence: first + Int64(index))
-            return .saved(answer, desiredKeys: keys)
+            return .saved(answer, desiredKeys: created.desiredKeys)
         }
-        let last = first + Int64(planned.names.count) - 1
+        let last = first + Int64(planned.count) - 1
         announce([ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zoneID, sequence: last)])
         return results
     }
@@ -149,7 +163,7 @@ extension FastCreate {
     /// sequence as text (the combined statement's answer, for one).
     private static func singleCreateStatement(_ planned: PlannedCreates) -> SQL {
         let session = planned.session
-        let count = Int64(planned.names.count)
+        let count = Int64(planned.count)
         var statement: SQL = """
             WITH z AS (
                 UPDATE zones SET change_seq = change_seq + \(count)
@@ -169,8 +183,8 @@ extension FastCreate {
                        'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
                        false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
-                FROM z, unnest(\(PGData.textArray(planned.names)), \(PGData.textArray(planned.types)), \(PGData.textArray(planned.fields)),
-                               \(PGData.int64Array(planned.expires))) WITH ORDINALITY AS u(n, t, f, e, ord)
+                FROM z, unnest(\(planned.names.pgData), \(planned.types.pgData), \(planned.fields.pgData),
+                               \(planned.expires.pgData)) WITH ORDINALITY AS u(n, t, f, e, ord)
                 RETURNING 1
             )
             SELECT ((SELECT base FROM z) + 1)::text, nimbus_retry(\(count), (SELECT count(*) FROM saved))
@@ -186,13 +200,13 @@ extension FastCreate {
         var zoneIDs: [Int64] = [], databaseIDs: [Int64] = [], counts: [Int64] = [], versions: [Int64] = [], nows: [Int64] = []
         var digests: [[UInt8]] = [], tokenIDs: [String] = [], containers: [String] = [], environments: [String] = []
         var devices: [String] = [], users: [String] = []
-        var rowRequests: [Int64] = [], rowOrdinals: [Int64] = [], names: [String] = [], types: [String] = [], fields: [String] = []
-        var expires: [Int64] = []
+        var rowRequests: [Int64] = [], rowOrdinals: [Int64] = []
+        var names = PGArrayElements.text, types = PGArrayElements.text, fields = PGArrayElements.text, expires = PGArrayElements.int64
         for (index, planned) in batch.enumerated() {
             let session = planned.session
             zoneIDs.append(planned.zoneID)
             databaseIDs.append(session.databaseID)
-            counts.append(Int64(planned.names.count))
+            counts.append(Int64(planned.count))
             versions.append(planned.schemaVersion)
             nows.append(planned.now)
             digests.append(planned.tokenDigest ?? [])
@@ -201,14 +215,14 @@ extension FastCreate {
             environments.append(session.environment.rawValue)
             devices.append(session.deviceID)
             users.append(session.userRecordName)
-            for ordinal in planned.names.indices {
+            for ordinal in 0..<planned.count {
                 rowRequests.append(Int64(index + 1))
                 rowOrdinals.append(Int64(ordinal))
             }
-            names += planned.names
-            types += planned.types
-            fields += planned.fields
-            expires += planned.expires
+            names.append(contentsOf: planned.names)
+            types.append(contentsOf: planned.types)
+            fields.append(contentsOf: planned.fields)
+            expires.append(contentsOf: planned.expires)
         }
         return """
             WITH request AS (
@@ -245,8 +259,8 @@ extension FastCreate {
                        'epoch'::timestamptz + s.now * interval '1 millisecond', s.device, s.usr,
                        'epoch'::timestamptz + s.now * interval '1 millisecond', s.device, s.usr,
                        false, 'epoch'::timestamptz + NULLIF(r.e, \(Int64.min)) * interval '1 millisecond'
-                FROM unnest(\(PGData.int64Array(rowRequests)), \(PGData.int64Array(rowOrdinals)), \(PGData.textArray(names)),
-                            \(PGData.textArray(types)), \(PGData.textArray(fields)), \(PGData.int64Array(expires))) AS r(i, o, n, t, f, e)
+                FROM unnest(\(PGData.int64Array(rowRequests)), \(PGData.int64Array(rowOrdinals)), \(names.pgData),
+                            \(types.pgData), \(fields.pgData), \(expires.pgData)) AS r(i, o, n, t, f, e)
                 JOIN starts s ON s.i = r.i
                 RETURNING 1
             )

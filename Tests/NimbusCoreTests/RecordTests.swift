@@ -45,6 +45,34 @@ import Testing
         }
     }
 
+    @Test func wireFieldsAreTheTreesBytesForEveryTypeAndEveryFormOfDouble() {
+        let doubles: [Double] = [0, -0.0, 1, 0.1, -2.5, 1e-5, 1.5e300, 1.2345678901234568e20, 9_007_199_254_740_993, .leastNonzeroMagnitude]
+        var fields: [String: FieldValue] = [:]
+        for (index, number) in doubles.enumerated() { fields["d\(index)"] = .double(number) }
+        fields["doubles"] = .list(elementType: .double, doubles.map(FieldValue.double))
+        fields["times"] = .list(elementType: .timestamp, [.timestamp(-1), .timestamp(Int64.max)])
+        fields["blobs"] = .list(elementType: .bytes, [.bytes([]), .bytes([1, 2, 3, 4])])
+        fields["refs"] = .list(elementType: .reference, [.reference(RecordReference(recordName: "r")),
+                                                         .reference(RecordReference(recordName: "s", zoneName: "z", action: .deleteSelf))])
+        fields["photos"] = .list(elementType: .assetID, [.asset(AssetValue(fileChecksum: "c", size: 0, receipt: "r", downloadURL: "https://x/y"))])
+        fields["ints"] = .list(elementType: .int64, [.int64(Int64.min), .int64(0)])
+        fields["escapes"] = .string("\u{0}\u{1f}\"\\/é\u{2028}" + String(repeating: "plain", count: 5))
+        var bytes: [UInt8] = []
+        let candidate = Record(recordName: "r", recordType: "T", fields: fields, changeTag: "1", created: record.created,
+                               modified: record.modified, zoneName: "z")
+        candidate.writeJSON(to: &bytes)
+        #expect(bytes == candidate.json().serialized())
+    }
+
+    @Test func quotedTypeNamesAreTheNamesAsJSONStrings() {
+        for base in FieldType.Base.allCases {
+            for isList in [false, true] {
+                let type = FieldType(base, isList: isList)
+                #expect(type.quotedName.description == "\"\(type.name)\"")
+            }
+        }
+    }
+
     @Test func desiredKeysLimitTheFieldsButNotTheSystemMembers() {
         let json = record.json(desiredKeys: ["title", "nonexistent"])
         #expect(json["fields"]?.objectValue?.keys == ["title"])

@@ -29,9 +29,11 @@ import Testing
     }
 
     func planned(_ session: Session, zoneID: Int64, schemaVersion: Int64, names: [String], digest: [UInt8]? = nil) -> PlannedCreates {
-        PlannedCreates(session: session, tokenDigest: digest, zoneID: zoneID, schemaVersion: schemaVersion, now: 1_700_000_000_000,
-                       names: names, types: names.map { _ in "Note" }, fields: names.map { _ in #"{"n":{"type":"INT64","value":1}}"# },
-                       expires: names.map { _ in Int64.min })
+        var planned = PlannedCreates(session: session, tokenDigest: digest, zoneID: zoneID, schemaVersion: schemaVersion, now: 1_700_000_000_000)
+        for name in names {
+            planned.append(name: name, type: "Note", wireFields: Array(#"{"n":{"type":"INT64","value":1}}"#.utf8), expiresAt: nil)
+        }
+        return planned
     }
 
     func sequences(_ fixture: StoreFixture, zoneID: Int64) async throws -> [String: Int64] {

@@ -33,6 +33,26 @@ package struct FieldType: Sendable, Hashable, CustomStringConvertible {
     private static let listNames: [Base: String] = Dictionary(uniqueKeysWithValues: Base.allCases.map { ($0, $0.rawValue + "_LIST") })
     package var description: String { name }
 
+    /// `name` as a JSON string constant, for writers of wire forms (no lookup, no allocation).
+    package var quotedName: StaticString {
+        switch (base, isList) {
+        case (.string, false): #""STRING""#
+        case (.int64, false): #""INT64""#
+        case (.double, false): #""DOUBLE""#
+        case (.timestamp, false): #""TIMESTAMP""#
+        case (.bytes, false): #""BYTES""#
+        case (.reference, false): #""REFERENCE""#
+        case (.assetID, false): #""ASSETID""#
+        case (.string, true): #""STRING_LIST""#
+        case (.int64, true): #""INT64_LIST""#
+        case (.double, true): #""DOUBLE_LIST""#
+        case (.timestamp, true): #""TIMESTAMP_LIST""#
+        case (.bytes, true): #""BYTES_LIST""#
+        case (.reference, true): #""REFERENCE_LIST""#
+        case (.assetID, true): #""ASSETID_LIST""#
+        }
+    }
+
     package var element: FieldType { FieldType(base) }
 
     package static let string = FieldType(.string)

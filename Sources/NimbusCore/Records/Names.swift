@@ -27,9 +27,14 @@ package enum Names {
     }
 
     private static func isValid(_ name: String, maxLength: Int, _ allowed: (UInt8) -> Bool) -> Bool {
-        let bytes = name.utf8
-        guard !bytes.isEmpty, bytes.count <= maxLength else { return false }
-        return bytes.allSatisfy(allowed)
+        // Over the contiguous bytes: the UTF-8 view's iteration cost ~30 instructions a byte, and
+        // every field name of every record written is checked.
+        var name = name
+        return name.withUTF8 { bytes in
+            guard !bytes.isEmpty, bytes.count <= maxLength else { return false }
+            for byte in bytes where !allowed(byte) { return false }
+            return true
+        }
     }
 
     private static func isASCIILetter(_ byte: UInt8) -> Bool {

@@ -72,23 +72,26 @@ package struct Record: Sendable, Hashable {
         return (copy, bytes)
     }
 
-    /// The `fields` object of `json()`, serialized: `{"name":{"value":V,"type":"T"},...}`.
+    /// The `fields` object of `json()`, serialized: `{"name":{"value":V,"type":"T"},...}`, in
+    /// name order. Written into a page writer: every piece is a `memcpy`, and the fields are
+    /// sorted by their dictionary positions, not copied out of it.
     package static func wireFields(_ fields: [String: FieldValue]) -> [UInt8] {
-        var writer = JSONWriter(bytes: [], sortedKeys: false)
+        var order = Array(fields.indices)
+        order.sort { fields[$0].key < fields[$1].key }
+        var writer = JSONPageWriter(capacity: 64 + fields.count * 48)
         writer.append("{")
-        var first = true
-        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
-            if !first { writer.append(",") }
-            first = false
+        for (position, index) in order.enumerated() {
+            let (name, value) = fields[index]
+            if position > 0 { writer.append(",") }
             writer.write(name)
             writer.append(#":{"value":"#)
             value.writeJSON(to: &writer)
             writer.append(#","type":"#)
-            writer.write(value.type.name)
+            writer.append(value.type.quotedName)
             writer.append("}")
         }
         writer.append("}")
-        return writer.bytes
+        return writer.finish()
     }
 
     /// What the database keeps of `fields`: the JSON for the `fields` column, and whether that

@@ -63,7 +63,7 @@ package struct JSONPageWriter: ~Copyable {
     /// (RFC 8259 §7), everything else as it is.
     package mutating func write(utf8 bytes: UnsafeRawBufferPointer) {
         append(byte: UInt8(ascii: "\""))
-        var runStart = 0, index = Self.plainPrefix(bytes)
+        var runStart = 0, index = JSONEscape.plainRun(bytes, from: 0, asciiOnly: false)
         while index < bytes.count {
             let byte = bytes[index]
             if JSONEscape.isNeeded(byte) {
@@ -77,23 +77,6 @@ package struct JSONPageWriter: ~Copyable {
         append(byte: UInt8(ascii: "\""))
     }
 
-    /// How many leading bytes need no escape, found eight at a time (names and ids rarely have
-    /// any): a word has none when no byte is below 0x20, `"` or `\\` (the classic zero-byte test
-    /// on the word, on it XOR `"` and on it XOR `\\`). Stops at the first word that may have one.
-    private static func plainPrefix(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        func hasByteBelow(_ word: UInt64, _ limit: UInt64) -> Bool { (word &- ones &* limit) & ~word & highs != 0 }
-        var index = 0
-        while index + 8 <= bytes.count {
-            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-            if hasByteBelow(word, 0x20) || hasByteBelow(word ^ (ones &* 0x22), 1) || hasByteBelow(word ^ (ones &* 0x5C), 1) {
-                return index
-            }
-            index += 8
-        }
-        return index
-    }
-
     /// A JSON string.
     package mutating func write(_ string: String) {
         var string = string
@@ -103,6 +86,17 @@ package struct JSONPageWriter: ~Copyable {
     /// An integer in decimal.
     package mutating func write(_ integer: Int64) {
         IntegerDigits.withText(integer, radix: 10) { append(raw: $0) }
+    }
+
+    /// A double as `JSONWriter.write(_:)` writes it: the shortest text that parses back to the
+    /// same bits, `null` when not finite.
+    package mutating func write(_ double: Double) {
+        guard double.isFinite else { return append("null") }
+        var text = double.description
+        text.withUTF8 { append(raw: UnsafeRawBufferPointer($0)) }
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") }) {
+            append(".0")
+        }
     }
 
     /// An integer's digits in base 36 (lower-case letters), as `String(_:radix: 36)` spells

@@ -5,8 +5,9 @@ extension JSONParser {
     mutating func parseString() throws(ParseError) -> String {
         let quote = offset
         let start = offset + 1
-        var index = start
-        // Fast path: no escapes, so the string is a slice of the input.
+        // Fast path: no escapes, so the string is a slice of the input; plain ASCII eight bytes
+        // at a time, then a byte at a time.
+        var index = JSONEscape.plainRun(UnsafeRawBufferPointer(input), from: start, asciiOnly: true)
         while index < input.count {
             let byte = input[index]
             if byte == UInt8(ascii: "\"") {

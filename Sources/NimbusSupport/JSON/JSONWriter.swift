@@ -111,6 +111,28 @@ enum JSONEscape {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
+    /// Where the run of bytes from `start` that need no escape (and are ASCII, with `asciiOnly`)
+    /// may end, found eight at a time: names, ids and most values have no such byte. A word
+    /// passes when no byte is below 0x20, `"` or `\\` (the classic test for a byte below a
+    /// limit, on the word, on it XOR `"` and on it XOR `\\`) and, with `asciiOnly`, none has its
+    /// high bit set. Returns the offset of the first word that may hold one (or of the tail
+    /// shorter than a word): the caller goes on a byte at a time from there.
+    @inline(__always)
+    static func plainRun(_ bytes: UnsafeRawBufferPointer, from start: Int, asciiOnly: Bool) -> Int {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasByteBelow(_ word: UInt64, _ limit: UInt64) -> Bool { (word &- ones &* limit) & ~word & highs != 0 }
+        var index = start
+        while index + 8 <= bytes.count {
+            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            if (asciiOnly && word & highs != 0) || hasByteBelow(word, 0x20) || hasByteBelow(word ^ (ones &* 0x22), 1)
+                || hasByteBelow(word ^ (ones &* 0x5C), 1) {
+                return index
+            }
+            index += 8
+        }
+        return index
+    }
+
     /// Hands `append` the escape of such a byte: its two-character form, or `\u00XX`.
     static func write(_ byte: UInt8, _ append: (UnsafeRawBufferPointer) -> Void) {
         let short: StaticString
