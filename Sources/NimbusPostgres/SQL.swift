@@ -10,7 +10,9 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
     /// The text as UTF-8: statements are built by appending bytes (appending to a `String` a
     /// piece at a time cost more than the rest of a one-record write's statement).
     package private(set) var utf8: [UInt8]
-    package private(set) var parameters: [PGData]
+    package internal(set) var parameters: [PGData]
+    /// For a template (`SQL+Template.swift`): the parameters `binding(_:)` must supply.
+    private(set) var templateParameterCount = 0
 
     package init(stringLiteral value: String) {
         utf8 = Array(value.utf8)
@@ -20,6 +22,7 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
     package init(stringInterpolation: StringInterpolation) {
         utf8 = stringInterpolation.bytes
         parameters = stringInterpolation.parameters
+        templateParameterCount = stringInterpolation.templateParameterCount
     }
 
     package var text: String { String(decoding: utf8, as: UTF8.self) }
@@ -82,6 +85,8 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
     package struct StringInterpolation: StringInterpolationProtocol {
         var bytes: [UInt8] = []
         var parameters: [PGData] = []
+        /// The highest `\(parameter:)` number written (templates only).
+        var templateParameterCount = 0
 
         package init(literalCapacity: Int, interpolationCount: Int) {
             bytes.reserveCapacity(literalCapacity + interpolationCount * 3)
@@ -97,12 +102,14 @@ package struct SQL: Sendable, Hashable, ExpressibleByStringInterpolation, Custom
         }
 
         package mutating func appendInterpolation(_ value: some PGEncodable) {
+            precondition(templateParameterCount == 0, "a template takes its values through binding(_:)")
             parameters.append(value.pgData)
             appendPlaceholder()
         }
 
         /// An optional value: SQL NULL when nil.
         package mutating func appendInterpolation(_ value: (some PGEncodable)?) {
+            precondition(templateParameterCount == 0, "a template takes its values through binding(_:)")
             parameters.append(value?.pgData ?? .null)
             appendPlaceholder()
         }

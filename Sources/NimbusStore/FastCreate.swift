@@ -160,37 +160,42 @@ extension FastCreate {
     }
 
     /// One request's creates: the zone's row lock, its checks, the inserts, and the first
-    /// sequence as text (the combined statement's answer, for one).
+    /// sequence as text (the combined statement's answer, for one). The text is a template built
+    /// once (`SQL+Template`); the checks are the combined statement's for one request.
     private static func singleCreateStatement(_ planned: PlannedCreates) -> SQL {
         let session = planned.session
-        let count = Int64(planned.count)
-        var statement: SQL = """
-            WITH z AS (
-                UPDATE zones SET change_seq = change_seq + \(count)
-                WHERE id = \(planned.zoneID) AND database_id = \(session.databaseID) AND NOT deleted
-                  AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID))
-                  AND \(SchemaStore.schemaVersion(container: session.container, environment: session.environment)) = \(planned.schemaVersion)
-            """
-        if let digest = planned.tokenDigest {
-            statement.append(" AND ")
-            statement.append(AccountStore.tokenIsLive(digest: digest, tokenID: session.tokenID))
-        }
-        statement.append("""
-                RETURNING change_seq - \(count) AS base
-            ), saved AS (
-                INSERT INTO records (\(unsafeColumns: RecordRows.insertColumns))
-                SELECT \(planned.zoneID), u.n, u.t, u.f::jsonb, u.f, z.base + u.ord, z.base + u.ord,
-                       'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
-                       'epoch'::timestamptz + \(planned.now) * interval '1 millisecond', \(session.deviceID), \(session.userRecordName),
-                       false, 'epoch'::timestamptz + NULLIF(u.e, \(Int64.min)) * interval '1 millisecond'
-                FROM z, unnest(\(planned.names.pgData), \(planned.types.pgData), \(planned.fields.pgData),
-                               \(planned.expires.pgData)) WITH ORDINALITY AS u(n, t, f, e, ord)
-                RETURNING 1
-            )
-            SELECT ((SELECT base FROM z) + 1)::text, nimbus_retry(\(count), (SELECT count(*) FROM saved))
-            """)
-        return statement
+        return singleCreate.binding([
+            .int64(Int64(planned.count)), .int64(planned.zoneID), .int64(session.databaseID), .text(session.container),
+            .text(session.environment.rawValue), .int64(planned.schemaVersion), .bytea(planned.tokenDigest ?? []), .text(session.tokenID),
+            .int64(planned.now), .text(session.deviceID), .text(session.userRecordName), .int64(Int64.min),
+            planned.names.pgData, planned.types.pgData, planned.fields.pgData, planned.expires.pgData,
+        ])
     }
+
+    /// $1 records, $2 zone id, $3 database id, $4 container, $5 environment, $6 schema version,
+    /// $7 token digest (empty: the session is verified), $8 token id, $9 now (epoch ms), $10 device,
+    /// $11 user record name, $12 "no expiry", $13–$16 names, types, wire forms, expiries.
+    private static let singleCreate: SQL = """
+        WITH z AS (
+            UPDATE zones SET change_seq = change_seq + \(parameter: 1)
+            WHERE id = \(parameter: 2) AND database_id = \(parameter: 3) AND NOT deleted
+              AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(parameter: 3))
+              AND COALESCE((SELECT v.version FROM schema_versions v
+                            WHERE v.container = \(parameter: 4) AND v.environment = \(parameter: 5)), 0) = \(parameter: 6)
+              AND (length(\(parameter: 7)) = 0 OR EXISTS (SELECT 1 FROM device_tokens WHERE token_sha256 = \(parameter: 7)
+                                                           AND token_id = \(parameter: 8) AND revoked_at IS NULL))
+            RETURNING change_seq - \(parameter: 1) AS base
+        ), saved AS (
+            INSERT INTO records (\(unsafeColumns: RecordRows.insertColumns))
+            SELECT \(parameter: 2), u.n, u.t, u.f::jsonb, u.f, z.base + u.ord, z.base + u.ord,
+                   'epoch'::timestamptz + \(parameter: 9) * interval '1 millisecond', \(parameter: 10), \(parameter: 11),
+                   'epoch'::timestamptz + \(parameter: 9) * interval '1 millisecond', \(parameter: 10), \(parameter: 11),
+                   false, 'epoch'::timestamptz + NULLIF(u.e, \(parameter: 12)) * interval '1 millisecond'
+            FROM z, unnest(\(parameter: 13), \(parameter: 14), \(parameter: 15), \(parameter: 16)) WITH ORDINALITY AS u(n, t, f, e, ord)
+            RETURNING 1
+        )
+        SELECT ((SELECT base FROM z) + 1)::text, nimbus_retry(\(parameter: 1), (SELECT count(*) FROM saved))
+        """
 
     /// Several requests' creates in one statement: each request's checks (as in the single
     /// statement; any failure aborts the whole statement), one sequence bump per zone under its

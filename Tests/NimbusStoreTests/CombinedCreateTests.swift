@@ -114,6 +114,43 @@ import Testing
         }
     }
 
+    /// The one-request statement (a template) checks what the combined one checks: each check
+    /// failing alone leaves the request to the full path and writes nothing.
+    @Test func theSingleStatementChecksTheTokenTheSchemaTheZoneAndSubscriptions() async throws {
+        try await StoreFixture.with { fixture in
+            let session = try await fixture.session()
+            let zone = try await warmZone(fixture, session, "_defaultZone")
+            let token = try await fixture.store.accounts.issueToken(user: "alice", device: "phone")
+            let digest = AccountStore.tokenDigest(token.secret)
+            guard let phone = try await fixture.store.accounts.session(tokenDigest: digest, container: session.container,
+                                                               environment: session.environment) else {
+                Issue.record("no session for the phone"); return
+            }
+            func alone(_ planned: PlannedCreates) async -> String {
+                switch await FastCreate.writeCreates([planned], pool: fixture.pool)[0] {
+                case .written(let first): "written \(first)"
+                case .notTaken: "not taken"
+                case .retryAlone: "retry alone"
+                case .failed(let error): "failed: \(error)"
+                }
+            }
+            #expect(await alone(planned(phone, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["p1"], digest: digest)) == "written 2")
+            #expect(await alone(planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["s1", "s2"])) == "written 3")
+            #expect(await alone(planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion + 1, names: ["stale"])) == "not taken")
+            #expect(await alone(planned(session, zoneID: zone.zoneID + 1_000, schemaVersion: zone.schemaVersion, names: ["elsewhere"])) == "not taken")
+            var otherDatabase = session
+            otherDatabase.databaseID += 1_000
+            #expect(await alone(planned(otherDatabase, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["foreign"])) == "not taken")
+            try await fixture.store.accounts.revokeToken(tokenID: phone.tokenID)
+            #expect(await alone(planned(phone, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["p2"], digest: digest)) == "not taken")
+            _ = try await fixture.store.subscriptions.modifySubscriptions(session, operations: [
+                .save(try RetentionTests.subscription("all", firesOn: ["create"]), mustExist: false),
+            ])
+            #expect(await alone(planned(session, zoneID: zone.zoneID, schemaVersion: zone.schemaVersion, names: ["watched"])) == "not taken")
+            #expect(try await sequences(fixture, zoneID: zone.zoneID) == ["warm-_defaultZone": 1, "p1": 2, "s1": 3, "s2": 4])
+        }
+    }
+
     @Test func concurrentCreatesAreEachWrittenOnceWithGaplessSequences() async throws {
         try await StoreFixture.with { fixture in
             let session = try await fixture.session()
