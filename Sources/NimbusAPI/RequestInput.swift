@@ -8,15 +8,28 @@ package enum RequestInput {
     /// `Authorization: Bearer <token>` → the token's SHA-256. `credential` names the token in the
     /// errors ("token", "admin token"); `hint` is added to the error for a missing header.
     package static func bearerDigest(_ header: String?, credential: String = "token", hint: String = "") throws(SyncError) -> [UInt8] {
-        guard let header else {
+        guard var header else {
             throw SyncError(.authenticationRequired, "This request needs an Authorization: Bearer <\(credential)> header\(hint).")
         }
-        // Over the bytes: splitting the header's Characters cost more than hashing the token.
-        let parts = header.utf8.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lazy.map({ $0 | 0x20 }).elementsEqual("bearer".utf8) else {
+        // Two words between runs of spaces, over the contiguous bytes: splitting the UTF-8 view
+        // cost as much as hashing the token.
+        let digest: [UInt8]? = header.withUTF8 { bytes in
+            var index = 0
+            func word() -> Range<Int> {
+                while index < bytes.count, bytes[index] == UInt8(ascii: " ") { index += 1 }
+                let start = index
+                while index < bytes.count, bytes[index] != UInt8(ascii: " ") { index += 1 }
+                return start..<index
+            }
+            let scheme = word(), token = word()
+            guard word().isEmpty, !token.isEmpty, scheme.count == 6,
+                  zip(bytes[scheme], "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+            return AccountStore.tokenDigest(utf8: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[token])))
+        }
+        guard let digest else {
             throw SyncError(.authenticationFailed, "The Authorization header must be \"Bearer <\(credential)>\".")
         }
-        return AccountStore.tokenDigest(String(decoding: parts[1], as: UTF8.self))
+        return digest
     }
 
     /// A request body as a JSON object; an empty (or all-whitespace) body is `{}`.

@@ -91,6 +91,13 @@ extension AccountStore {
         SHA256.hash(secret)
     }
 
+    /// `tokenDigest(_:)` of a token given as its UTF-8 bytes (a request's header).
+    package static func tokenDigest(utf8 secret: UnsafeRawBufferPointer) -> [UInt8] {
+        var hasher = SHA256()
+        hasher.update(secret)
+        return hasher.finalize()
+    }
+
     /// Resolves a bearer token and the private database it addresses (created on first use,
     /// with its `_defaultZone`). nil when the token is unknown or revoked.
     package func session(tokenDigest: [UInt8], container: String, environment: Environment) async throws -> Session? {
