@@ -20,24 +20,27 @@ struct RecordHandlers: Sendable {
         let keysByName = request.desiredKeysByName
         // Written straight to bytes; saved records without assets (no download URLs to add) and
         // without desiredKeys skip the JSON tree (the same bytes: RecordTests).
-        var bytes: [UInt8] = Array(#"{"records":["#.utf8)
-        bytes.reserveCapacity(results.count * 640)
+        var answer = JSONPageWriter(capacity: 64 + results.count * 640)
+        answer.append(#"{"records":["#)
         for (index, result) in results.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            if index > 0 { answer.append(byte: UInt8(ascii: ",")) }
+            let tree: JSONValue
             switch result {
-            case .saved(let record, nil) where !record.fields.values.contains(where: { !$0.assets.isEmpty }):
-                record.writeJSON(to: &bytes)
+            case .saved(let record, nil) where !record.fields.values.contains(where: { $0.hasAssets }):
+                record.writeJSON(to: &answer)
+                continue
             case .saved(let record, let keys):
-                bytes += context.render(record, desiredKeys: keys, assets: assets).serialized()
+                tree = context.render(record, desiredKeys: keys, assets: assets)
             case .deleted(let name):
-                bytes += JSONValue.object(["recordName": .string(name), "deleted": .bool(true)]).serialized()
+                tree = .object(["recordName": .string(name), "deleted": .bool(true)])
             case .failed(let error):
-                bytes += Wire.item(error, desiredKeys: error.recordName.flatMap { keysByName[$0] ?? nil },
-                                   render: { context.render($0, desiredKeys: $1, assets: assets) }).serialized()
+                tree = Wire.item(error, desiredKeys: error.recordName.flatMap { keysByName[$0] ?? nil },
+                                 render: { context.render($0, desiredKeys: $1, assets: assets) })
             }
+            tree.serialized().withUnsafeBytes { answer.append(raw: $0) }
         }
-        bytes += Array("]}".utf8)
-        return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: bytes)
+        answer.append("]}")
+        return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: answer.finish())
     }
 
     func lookup(_ context: DatabaseRoutes.Context, _ request: LookupRecordsRequest) async throws -> HTTPResponse {

@@ -70,7 +70,7 @@ extension LockedWrite {
                 guard let before = existing[name] ?? cascaded[name] else { continue }
                 for value in before.fields.values {
                     if value.references.contains(where: { $0.action == .deleteSelf }) { edges = true }
-                    if !value.assets.isEmpty { assets = true }
+                    if value.hasAssets { assets = true }
                 }
             }
             hadEdges = edges

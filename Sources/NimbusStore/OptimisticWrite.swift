@@ -88,7 +88,7 @@ extension RecordStore {
         let previous = LockedWrite.PreviousState(plan, existing: existing, cascaded: [:])
         let plainSaves = plan.writes.allSatisfy { write in
             if case .save(let record, _, let targets, _) = write {
-                return targets.isEmpty && !record.fields.values.contains { !$0.assets.isEmpty }
+                return targets.isEmpty && !record.fields.values.contains { $0.hasAssets }
             }
             return false
         }

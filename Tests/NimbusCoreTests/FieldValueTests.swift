@@ -160,4 +160,16 @@ import Testing
             #expect(FieldValue.inferType(Fixture.json(text)) == nil, "\(text)")
         }
     }
+
+    @Test func hasAssetsSaysWhetherThereAreAssetsForEveryKindOfValue() {
+        let asset = FieldValue.asset(AssetValue(fileChecksum: "c", size: 1))
+        let values: [FieldValue] = [
+            .string("a"), .int64(1), .double(1), .timestamp(1), .bytes([1]), .reference(RecordReference(recordName: "r")), asset,
+            .list(elementType: .assetID, []), .list(elementType: .assetID, [asset]), .list(elementType: .string, [.string("a")]),
+            .list(elementType: .reference, [.reference(RecordReference(recordName: "r"))]),
+        ]
+        for value in values {
+            #expect(value.hasAssets == !value.assets.isEmpty, "\(value)")
+        }
+    }
 }

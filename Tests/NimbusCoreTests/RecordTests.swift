@@ -71,6 +71,9 @@ import Testing
                 #expect(type.quotedName.description == "\"\(type.name)\"")
             }
         }
+        #expect(FieldType.spellings.map(\.description) == FieldType.names)
+        #expect(FieldType.all.map(\.name) == FieldType.names && Set(FieldType.all).count == 14)
+        #expect(FieldType.names.allSatisfy { FieldType(name: $0) != nil })
     }
 
     @Test func desiredKeysLimitTheFieldsButNotTheSystemMembers() {

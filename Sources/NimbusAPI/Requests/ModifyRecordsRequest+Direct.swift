@@ -118,17 +118,28 @@ extension ModifyRecordsRequest {
 
     private static func directFields(_ scanner: inout JSONScanner) throws -> [RawField] {
         var fields: [RawField] = []
+        fields.reserveCapacity(16)      // not grown through 1, 2, 4, 8 for a record of ten fields
         var first = true
         try scanner.beginObject()
         while let name = try scanner.nextKey(first: &first) {
-            guard Names.isValidFieldName(name), !fields.contains(where: { $0.name == name }) else { throw NotDirect() }
+            // Names of other lengths differ: most pairs are told apart without comparing strings.
+            let length = name.utf8.count
+            guard Names.isValidFieldName(name), !fields.contains(where: { $0.name.utf8.count == length && $0.name == name }) else {
+                throw NotDirect()
+            }
             var value: JSONValue?, type: String?
             var firstMember = true
             try scanner.beginObject()
             while let key = try scanner.nextKey(first: &firstMember, among: Self.fieldKeys) {
                 switch key {
                 case 0 where value == nil: value = try scanner.value()
-                case 1 where type == nil: type = try scanner.string()
+                case 1 where type == nil:
+                    // A type's name is one of a few: the shared string, not a new one.
+                    if let known = scanner.string(among: FieldType.spellings) {
+                        type = FieldType.names[known]
+                    } else {
+                        type = try scanner.string()
+                    }
                 default: throw NotDirect()
                 }
             }

@@ -47,7 +47,7 @@ package enum CreatePlanner {
         for (write, result) in zip(plan.writes, plan.results) {
             guard case .save(let record, _, let targets, let expiresAt) = write, targets.isEmpty,
                   case .saved(_, let keys) = result,
-                  !record.fields.values.contains(where: { !$0.assets.isEmpty }) else { return nil }
+                  !record.fields.values.contains(where: { $0.hasAssets }) else { return nil }
             let serialized = record.withWireFields()
             created.append(Created(record: serialized.record, wireFields: serialized.wireFields, expiresAt: expiresAt,
                                                  desiredKeys: keys))

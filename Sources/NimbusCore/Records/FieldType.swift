@@ -33,6 +33,17 @@ package struct FieldType: Sendable, Hashable, CustomStringConvertible {
     private static let listNames: [Base: String] = Dictionary(uniqueKeysWithValues: Base.allCases.map { ($0, $0.rawValue + "_LIST") })
     package var description: String { name }
 
+    /// Every type, each base type followed by its `_LIST` form; `spellings` names them in order.
+    package static let all: [FieldType] = Base.allCases.flatMap { [FieldType($0), FieldType($0, isList: true)] }
+    /// Every type's name as a constant, in the order of `all`: request bytes are matched against
+    /// them without making a string (`JSONScanner.string(among:)`).
+    package static let spellings: [StaticString] = [
+        "STRING", "STRING_LIST", "INT64", "INT64_LIST", "DOUBLE", "DOUBLE_LIST", "TIMESTAMP", "TIMESTAMP_LIST",
+        "BYTES", "BYTES_LIST", "REFERENCE", "REFERENCE_LIST", "ASSETID", "ASSETID_LIST",
+    ]
+    /// `all`'s names as strings, in the same order.
+    package static let names: [String] = all.map(\.name)
+
     /// `name` as a JSON string constant, for writers of wire forms (no lookup, no allocation).
     package var quotedName: StaticString {
         switch (base, isList) {

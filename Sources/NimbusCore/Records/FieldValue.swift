@@ -70,6 +70,15 @@ package enum FieldValue: Sendable, Hashable {
         }
     }
 
+    /// Whether `assets` is not empty, without collecting them.
+    package var hasAssets: Bool {
+        switch self {
+        case .asset: true
+        case .list(_, let values): values.contains { $0.hasAssets }
+        default: false
+        }
+    }
+
     /// The value as stored: assets keep only checksum and size (receipts are checked on save,
     /// download URLs are made when answering).
     package var storedForm: FieldValue {

@@ -99,7 +99,7 @@ package struct Record: Sendable, Hashable {
     /// holds an asset: assets are stored without the download URL each answer adds. (Both forms
     /// are the same document to jsonb: the same members, in another order.)
     package static func storage(of fields: [String: FieldValue]) -> (text: String, isWireForm: Bool) {
-        if fields.values.contains(where: { !$0.assets.isEmpty }) {
+        if fields.values.contains(where: { $0.hasAssets }) {
             return (storedFields(fields).serializedString, false)
         }
         return (String(decoding: wireFields(fields), as: UTF8.self), true)
@@ -109,8 +109,17 @@ package struct Record: Sendable, Hashable {
     /// already in the wire form (change feeds send stored fields as stored), without building
     /// values: the members and their order are those of `json()`.
     package func writeJSON(fields: [UInt8], to bytes: inout [UInt8]) {
-        var writer = JSONWriter(bytes: bytes, sortedKeys: false)
-        bytes = []                      // keep the writer's buffer uniquely referenced
+        var writer = JSONPageWriter(capacity: fields.count + 256)
+        writeJSON(fields: fields, to: &writer)
+        writer.withBytes { bytes.append(contentsOf: $0) }
+    }
+
+    /// `writeJSON(to:)` into a page writer (a records/modify answer of many records).
+    package func writeJSON(to writer: inout JSONPageWriter) {
+        writeJSON(fields: serialized.bytes ?? Self.wireFields(fields), to: &writer)
+    }
+
+    private func writeJSON(fields: [UInt8], to writer: inout JSONPageWriter) {
         writer.append(#"{"recordName":"#)
         writer.write(recordName)
         writer.append(#","recordType":"#)
@@ -118,20 +127,23 @@ package struct Record: Sendable, Hashable {
         writer.append(#","recordChangeTag":"#)
         writer.write(changeTag)
         writer.append(#","fields":"#)
-        writer.appendJSON(fields)
-        for (key, stamp) in [(#","created":{"timestamp":"# as StaticString, created), (#","modified":{"timestamp":"#, modified)] {
-            writer.append(key)
-            writer.write(stamp.timestamp)
-            writer.append(#","userRecordName":"#)
-            writer.write(stamp.userRecordName)
-            writer.append(#","deviceID":"#)
-            writer.write(stamp.deviceID)
-            writer.append("}")
-        }
+        fields.withUnsafeBytes { writer.append(raw: $0) }
+        writer.append(#","created":{"timestamp":"#)
+        writeStamp(created, to: &writer)
+        writer.append(#","modified":{"timestamp":"#)
+        writeStamp(modified, to: &writer)
         writer.append(deleted ? #","deleted":true,"zoneID":{"zoneName":"# : #","deleted":false,"zoneID":{"zoneName":"#)
         writer.write(zoneName)
         writer.append("}}")
-        bytes = writer.bytes
+    }
+
+    private func writeStamp(_ stamp: RecordStamp, to writer: inout JSONPageWriter) {
+        writer.write(stamp.timestamp)
+        writer.append(#","userRecordName":"#)
+        writer.write(stamp.userRecordName)
+        writer.append(#","deviceID":"#)
+        writer.write(stamp.deviceID)
+        writer.append("}")
     }
 
     private func dictionary(fields: JSONValue) -> JSONObject {
@@ -149,7 +161,7 @@ package struct Record: Sendable, Hashable {
 
     package func withDownloadURLs(_ url: (AssetValue) -> String) -> Record {
         var copy = self
-        for (name, value) in fields where !value.assets.isEmpty {
+        for (name, value) in fields where value.hasAssets {
             copy.fields[name] = value.withDownloadURLs(url)
         }
         return copy

@@ -28,6 +28,11 @@ package struct JSONPageWriter: ~Copyable {
         return bytes
     }
 
+    /// Calls `body` with the bytes written so far (valid only inside the call).
+    package func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
     /// Makes room for `extra` more bytes: at least doubles, so appends are amortised O(1).
     private mutating func reserve(_ extra: Int) {
         guard count + extra > capacity else { return }

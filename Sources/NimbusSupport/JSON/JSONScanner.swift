@@ -56,27 +56,44 @@ package struct JSONScanner {
     /// throws. A key without escapes is compared where it lies, without making a `String`.
     package mutating func nextKey(first: inout Bool, among keys: [StaticString]) throws(JSONValue.ParseError) -> Int? {
         guard try atKey(first: &first) else { return nil }
-        let input = parser.input
-        let start = parser.offset + 1
-        var end = start
-        while end < input.count, input[end] >= 0x20, input[end] < 0x7F, input[end] != UInt8(ascii: "\""), input[end] != UInt8(ascii: "\\") {
-            end += 1
-        }
         let index: Int?
-        if end < input.count, input[end] == UInt8(ascii: "\""), let base = input.baseAddress {
-            let length = end - start
-            let key = base + start
-            index = keys.firstIndex { candidate in
-                candidate.utf8CodeUnitCount == length && (length == 0 || memcmp(candidate.utf8Start, key, length) == 0)
-            }
-            parser.offset = end + 1
+        if let plain = plainMatch(among: keys) {
+            index = plain
         } else {
-            // Escapes or other bytes: the parser reads (and checks) the key.
+            // Escapes, other bytes or no match: the parser reads (and checks) the key.
             let key = try parser.parseString()
             index = keys.firstIndex { candidate in candidate.withUTF8Buffer { $0.elementsEqual(key.utf8) } }
         }
         guard let index else { throw failure("unexpected key") }
         try takeColon()
+        return index
+    }
+
+    /// A string value that is one of `candidates`, as its index; nil, reading nothing, when the
+    /// next value is not a string spelled exactly as one of them without escapes (then read it
+    /// with `string()`). For values of a few known spellings (field types): no `String` made.
+    package mutating func string(among candidates: [StaticString]) -> Int? {
+        parser.skipWhitespace()
+        guard parser.offset < parser.input.count, parser.input[parser.offset] == UInt8(ascii: "\"") else { return nil }
+        return plainMatch(among: candidates)
+    }
+
+    /// At an opening quote: the index of the candidate the string spells, when it is plain
+    /// ASCII without escapes, leaving the offset after its closing quote; otherwise nil and the
+    /// offset where it was. The run is found eight bytes at a time (`JSONEscape.plainRun`).
+    private mutating func plainMatch(among candidates: [StaticString]) -> Int? {
+        let input = parser.input
+        let start = parser.offset + 1
+        var end = JSONEscape.plainRun(UnsafeRawBufferPointer(input), from: start, asciiOnly: true)
+        while end < input.count, input[end] >= 0x20, input[end] < 0x80, input[end] != UInt8(ascii: "\""), input[end] != UInt8(ascii: "\\") {
+            end += 1
+        }
+        guard end < input.count, input[end] == UInt8(ascii: "\""), let base = input.baseAddress else { return nil }
+        let length = end - start
+        guard let index = candidates.firstIndex(where: { candidate in
+            candidate.utf8CodeUnitCount == length && (length == 0 || memcmp(candidate.utf8Start, base + start, length) == 0)
+        }) else { return nil }
+        parser.offset = end + 1
         return index
     }
 
