@@ -163,10 +163,11 @@ package struct PGRow {
 
     private func raw(_ column: Int) throws -> UnsafeRawBufferPointer {
         guard column >= 0, column < columnCount else { throw PGError(.decoding, "column \(column) is out of range") }
-        guard !isNull(column) else {
+        // NULL has length 0: a value with bytes needs no second call to say it is not NULL.
+        let length = Int(PQgetlength(result, row, Int32(column)))
+        guard length > 0 || !isNull(column) else {
             throw PGError(.decoding, "column \(String(cString: PQfname(result, Int32(column)))) is NULL")
         }
-        let length = Int(PQgetlength(result, row, Int32(column)))
         guard let pointer = PQgetvalue(result, row, Int32(column)) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         return UnsafeRawBufferPointer(start: pointer, count: length)
     }

@@ -52,4 +52,17 @@ import Testing
             }
         }
     }
+
+    /// NULL and an empty value both have length 0: only NULL is refused.
+    @Test func anEmptyValueIsNotNull() async throws {
+        try await TestDatabase.with { database in
+            let read = try await database.withConnection { connection in
+                try connection.queryFirst("SELECT ''::text, ''::bytea, NULL::text, NULL::bytea") { row in
+                    (try row.string(0), try row.bytes(1), try? row.string(2), try? row.bytes(3), try row.optionalString(2))
+                }
+            }
+            #expect(read?.0 == "" && read?.1 == [])
+            #expect(read?.2 == nil && read?.3 == nil && read?.4 == nil)
+        }
+    }
 }
