@@ -55,13 +55,7 @@ package struct PGArrayElements: Sendable, Hashable {
 
     /// The parameter: the array's header and these elements.
     package var pgData: PGData {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(20 + payload.count)
-        bytes.appendBigEndian(Int32(1))             // dimensions
-        bytes.appendBigEndian(Int32(0))             // no NULL elements
-        bytes.appendBigEndian(elementOID)
-        bytes.appendBigEndian(Int32(count))
-        bytes.appendBigEndian(Int32(1))             // lower bound
+        var bytes = PGData.arrayHeader(elementOID: elementOID, count: count, payload: payload.count)
         bytes.append(contentsOf: payload)
         let arrayOID = elementOID == PGData.OID.text ? PGData.OID.textArray : PGData.OID.int8Array
         return .encoded(oid: arrayOID, bytes)

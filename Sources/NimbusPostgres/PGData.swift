@@ -91,7 +91,7 @@ package enum PGData: Sendable, Hashable {
     /// The header of a one-dimensional array in the binary format of `array_send`, with room for
     /// `payload` more bytes: each element's length (Int32) and bytes, written straight after it
     /// (no array per element: a 100-record statement has ~1,000 of them).
-    private static func arrayHeader(elementOID: UInt32, count: Int, payload: Int) -> [UInt8] {
+    static func arrayHeader(elementOID: UInt32, count: Int, payload: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(20 + payload)
         bytes.appendBigEndian(Int32(1))             // dimensions
