@@ -206,7 +206,6 @@ start_nimbus() {
   [ -n "$PORT" ] || die "nimbus did not listen within 120 s"
 }
 NIMBUS_LOG=""
-alive() { kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus (pid $NIMBUS_PID) died; log tail:$(printf '\n'; tail -30 "$NIMBUS_LOG")"; }
 STOPPED=""
 stop_nimbus() {  # sets STOPPED to "exit RC in MS ms" (SIGTERM; SIGKILL after 60 s)
   local t rc=0 i

@@ -139,7 +139,6 @@ server_pids() {  # the server's processes: nimbus itself; nginx master and worke
 server_rss() { local t=0 p; for p in $(server_pids "$1"); do t=$((t + $(rss_kb "$p"))); done; echo "$t"; }
 server_cpu() { local t=0 p; for p in $(server_pids "$1"); do t=$((t + $(cpu_ticks "$p"))); done; echo "$t"; }
 server_port() { if [ "$1" = nimbus ]; then echo "$NIMBUS_PORT"; else echo "$NGINX_PORT"; fi; }
-alive() { kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus (pid $NIMBUS_PID) died; log tail:$(printf '\n'; tail -30 "$WORK/nimbus.log")"; }
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 # ---------------------------------------------------------------- 2. start nimbus and nginx

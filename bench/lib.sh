@@ -53,7 +53,8 @@ bench_exit() {
   exit "$rc"
 }
 psql() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -U nimbus "$@"; }
-alive() { kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus (pid $NIMBUS_PID) died; log tail:$(printf '\n'; tail -30 "$WORK/nimbus.log")"; }
+# alive: dies with the log's tail when nimbus has exited (its log: NIMBUS_LOG, else $WORK/nimbus.log).
+alive() { kill -0 "$NIMBUS_PID" 2>/dev/null || die "nimbus (pid $NIMBUS_PID) died; log tail:$(printf '\n'; tail -30 "${NIMBUS_LOG:-$WORK/nimbus.log}")"; }
 proc_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk -v all="${2:-}" '{print $12 + $13 + (all ? $14 + $15 : 0)}' || echo 0; }
 machine_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
 admin() { "$NIMBUS_BIN" "$@" --database-url "$DB_URL"; }

@@ -57,14 +57,16 @@ extension PGConnection {
             guard flushed == 1 else { throw lostError() }
             await loop.waitUntilReady(PQsocket(handle), writable: true)
         }
+        // Input is read only after the socket says it is readable: the answer is never there
+        // right after the statement leaves, and a read that finds nothing is a wasted call.
         var last: OpaquePointer?
         while true {
-            guard PQconsumeInput(handle) == 1 else {
-                if let last { PQclear(last) }
-                throw lostError()
-            }
             if PQisBusy(handle) == 1 {
                 await loop.waitUntilReady(PQsocket(handle), writable: false)
+                guard PQconsumeInput(handle) == 1 else {
+                    if let last { PQclear(last) }
+                    throw lostError()
+                }
                 continue
             }
             guard let result = PQgetResult(handle) else { break }

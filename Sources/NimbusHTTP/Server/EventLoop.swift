@@ -27,6 +27,9 @@ final class EventLoop: @unchecked Sendable {
     private var jobs: [UnownedJob] = []
     /// Descriptors tasks on this loop wait for (database sockets), with their waiters.
     private var watchers: [Int32: CheckedContinuation<Void, Never>] = [:]
+    /// Descriptors `waitUntilReady` added to the epoll (one-shot, so disarmed once reported):
+    /// the next wait re-arms them with one call instead of adding and removing them each time.
+    private var watched: Set<Int32> = []
     private var deferred: [HTTPConnection] = []
     /// Sockets whose connection answered and closed, waiting for the client to close its side.
     private var lingering: LingeringSockets
@@ -47,6 +50,7 @@ final class EventLoop: @unchecked Sendable {
     static let epollHUP = UInt32(EPOLLHUP.rawValue)
     static let epollErr = UInt32(EPOLLERR.rawValue)
     static let epollExclusive = UInt32(1) << 28
+    static let epollOneShot = UInt32(1) << 30
 
     init(index: Int, server: HTTPServer) throws {
         self.index = index
@@ -180,7 +184,6 @@ final class EventLoop: @unchecked Sendable {
                 if descriptor == wakeDescriptor {
                     drainInbox()
                 } else if let waiter = watchers.removeValue(forKey: descriptor) {
-                    epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, descriptor, nil)
                     waiter.resume()
                 } else if descriptor == listener {
                     acceptConnections()
@@ -349,14 +352,23 @@ extension EventLoop: TaskExecutor, LoopContext {
         precondition(isInLoop, "waitUntilReady outside its event loop's thread")
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             var event = epoll_event()
-            event.events = writable ? Self.epollOut : Self.epollIn
+            event.events = (writable ? Self.epollOut : Self.epollIn) | Self.epollOneShot
             event.data.fd = descriptor
+            // Armed with the descriptor already ready, epoll reports it at once: nothing is missed.
+            if watched.contains(descriptor) {
+                if epoll_ctl(epollDescriptor, EPOLL_CTL_MOD, descriptor, &event) == 0 {
+                    watchers[descriptor] = continuation
+                    return
+                }
+                // ENOENT: that socket was closed (epoll forgot it) and the number is another's now.
+                watched.remove(descriptor)
+            }
             if epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, descriptor, &event) != 0 {
-                // Registered and not yet removed (cannot happen) or a closed socket: let the
-                // caller find out what is wrong by trying.
+                // A closed socket: let the caller find out what is wrong by trying.
                 continuation.resume()
                 return
             }
+            watched.insert(descriptor)
             watchers[descriptor] = continuation
         }
     }
