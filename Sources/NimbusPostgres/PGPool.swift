@@ -221,7 +221,8 @@ package final class PGPool: Sendable {
     }
 
     private struct Waiter {
-        var id: UInt64
+        /// When it gives up (monotonic nanoseconds).
+        var deadline: UInt64
         var continuation: CheckedContinuation<Lease, any Error>
     }
 
@@ -229,20 +230,23 @@ package final class PGPool: Sendable {
         var idle: [PGConnection] = []
         /// Connections out with borrowers plus slots reserved for connecting.
         var borrowed = 0
+        /// In arrival order, hence in deadline order.
         var waiters: [Waiter] = []
-        var nextWaiterID: UInt64 = 0
+        /// Whether `sweepWaiters` is due to run (while anyone waits).
+        var sweepScheduled = false
         var closed = false
     }
 
     private enum Grant {
         case lease(Lease)
-        case wait(UInt64)
+        /// Queued; the sweep is to be scheduled (after that many nanoseconds) unless nil.
+        case wait(sweepAfter: UInt64?)
         case closed
     }
 
     private func acquire() async throws -> Lease {
         let max = configuration.maxConnections
-        let timeout = configuration.acquireTimeoutSeconds
+        let timeoutNanoseconds = UInt64(Swift.max(configuration.acquireTimeoutSeconds, 0) * 1e9)
         return try await withCheckedThrowingContinuation { continuation in
             let grant: Grant = state.withLock { state in
                 if state.closed { return .closed }
@@ -254,26 +258,48 @@ package final class PGPool: Sendable {
                     state.borrowed += 1
                     return .lease(Lease(connection: nil))
                 }
-                state.nextWaiterID += 1
-                state.waiters.append(Waiter(id: state.nextWaiterID, continuation: continuation))
-                return .wait(state.nextWaiterID)
+                state.waiters.append(Waiter(deadline: monotonicNanoseconds() + timeoutNanoseconds, continuation: continuation))
+                if state.sweepScheduled { return .wait(sweepAfter: nil) }
+                state.sweepScheduled = true
+                return .wait(sweepAfter: timeoutNanoseconds)
             }
             switch grant {
             case .lease(let lease):
                 continuation.resume(returning: lease)
             case .closed:
                 continuation.resume(throwing: PGError(.poolClosed, "the database pool is shutting down"))
-            case .wait(let id):
-                queue.asyncAfter(deadline: .now() + timeout) { [self] in
-                    let expired = state.withLock { state -> Waiter? in
-                        guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                        return state.waiters.remove(at: index)
-                    }
-                    expired?.continuation.resume(throwing: PGError(
-                        .poolTimeout, "no database connection became free within \(timeout) seconds"))
-                }
+            case .wait(let sweepAfter):
+                if let sweepAfter { scheduleSweep(afterNanoseconds: sweepAfter) }
             }
         }
+    }
+
+    /// Fails the waiters whose time is up, then sleeps until the next one's deadline, if any.
+    /// One timer for all waiters (not one per wait: under load each had cost a timer and a
+    /// thread's wake-up twice); waiters share one timeout and queue in arrival order, so the
+    /// overdue ones are always the first.
+    private func sweepWaiters() {
+        let now = monotonicNanoseconds()
+        let (expired, next) = state.withLock { state -> ([Waiter], UInt64?) in
+            var expired: [Waiter] = []
+            while let first = state.waiters.first, first.deadline <= now {
+                expired.append(state.waiters.removeFirst())
+            }
+            guard let first = state.waiters.first else {
+                state.sweepScheduled = false
+                return (expired, nil)
+            }
+            return (expired, first.deadline - now)
+        }
+        let timeout = configuration.acquireTimeoutSeconds
+        for waiter in expired {
+            waiter.continuation.resume(throwing: PGError(.poolTimeout, "no database connection became free within \(timeout) seconds"))
+        }
+        if let next { scheduleSweep(afterNanoseconds: next) }
+    }
+
+    private func scheduleSweep(afterNanoseconds delay: UInt64) {
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(min(delay, UInt64(Int.max))))) { [self] in sweepWaiters() }
     }
 
     private func connect() throws -> PGConnection {

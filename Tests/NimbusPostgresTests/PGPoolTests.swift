@@ -134,6 +134,53 @@ import Testing
         }
     }
 
+    /// One timer serves every waiter: each still gets its own full timeout, counted from when it
+    /// started waiting, and a waiter served in time is not failed by a sweep that was due for it.
+    @Test func waitersArrivingApartEachGiveUpAfterTheirOwnTimeout() async throws {
+        try await TestDatabase.with { database in
+            let pool = makePool(database, max: 1, acquireTimeout: 0.6)
+            defer { pool.close() }
+            let holder = Holder(pool)
+            try #require(await holder.waitUntilHolding(), "the first borrower got the connection")
+            let waitedSeconds = Recorder<Double>()
+            let kinds = Recorder<PGError.Kind>()
+            let waiters = (0..<3).map { index in
+                Task {
+                    try? await Task.sleep(for: .milliseconds(250 * index))
+                    let seconds = await elapsedSeconds {
+                        do {
+                            _ = try await pool.withConnection { connection in try connection.run("SELECT 1") }
+                        } catch let error as PGError {
+                            kinds.append(error.kind)
+                        } catch {}
+                    }
+                    waitedSeconds.append(seconds)
+                }
+            }
+            for waiter in waiters { await waiter.value }
+            #expect(kinds.all == [.poolTimeout, .poolTimeout, .poolTimeout])
+            for seconds in waitedSeconds.all {
+                #expect(seconds >= 0.55 && seconds < 10, "gave up after \(seconds) s, acquire timeout 0.6 s")
+            }
+            #expect(pool.statistics.waiting == 0)
+            // The sweep due at the first waiter's deadline (0.6 s) finds the second (queued at
+            // 0.3 s) still within its time: it gets the connection when the first is done (~0.7 s).
+            let first = Task {
+                try await pool.withConnection { connection in
+                    usleep(350_000)
+                    return try connection.queryFirst("SELECT 1") { try $0.int(0) }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let second = Task { try await pool.withConnection { connection in try connection.queryFirst("SELECT 2") { try $0.int(0) } } }
+            try await Task.sleep(for: .milliseconds(50))
+            try await holder.release()
+            #expect(try await first.value == 1)
+            #expect(try await second.value == 2)
+            #expect(pool.statistics.inUse == 0)
+        }
+    }
+
     @Test func aWaitingBorrowerGetsTheConnectionWhenItIsReturned() async throws {
         try await TestDatabase.with { database in
             let pool = makePool(database, max: 1, acquireTimeout: 20)
