@@ -232,24 +232,7 @@ extension FieldValue {
         }
     }
 
-    /// Writes `json` without building it (records are written a hundred at a time).
-    func writeJSON(to writer: inout JSONWriter) {
-        switch self {
-        case .string(let text): writer.write(text)
-        case .int64(let number), .timestamp(let number): writer.write(number)
-        case .double(let number): writer.write(number)
-        case .list(_, let values):
-            writer.append("[")
-            for (index, value) in values.enumerated() {
-                if index > 0 { writer.append(",") }
-                value.writeJSON(to: &writer)
-            }
-            writer.append("]")
-        case .bytes, .reference, .asset: writer.write(json)
-        }
-    }
-
-    /// The same bytes as `writeJSON(to: &JSONWriter)`, into a page writer.
+    /// Writes `json`'s bytes without building it (records are written a hundred at a time).
     func writeJSON(to writer: inout JSONPageWriter) {
         switch self {
         case .string(let text): writer.write(text)

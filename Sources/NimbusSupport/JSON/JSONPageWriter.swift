@@ -93,15 +93,9 @@ package struct JSONPageWriter: ~Copyable {
         IntegerDigits.withText(integer, radix: 10) { append(raw: $0) }
     }
 
-    /// A double as `JSONWriter.write(_:)` writes it: the shortest text that parses back to the
-    /// same bits, `null` when not finite.
+    /// A double as `DoubleText` spells it (`null` when not finite), as `JSONWriter` writes it.
     package mutating func write(_ double: Double) {
-        guard double.isFinite else { return append("null") }
-        var text = double.description
-        text.withUTF8 { append(raw: UnsafeRawBufferPointer($0)) }
-        if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") }) {
-            append(".0")
-        }
+        DoubleText.withText(double) { append(raw: $0) }
     }
 
     /// An integer's digits in base 36 (lower-case letters), as `String(_:radix: 36)` spells

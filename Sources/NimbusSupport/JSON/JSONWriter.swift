@@ -60,19 +60,9 @@ package struct JSONWriter {
         IntegerDigits.withText(integer, radix: 10) { bytes.append(contentsOf: $0) }
     }
 
-    /// Swift's `description` is the shortest text that parses back to the same bits, and its
-    /// forms (`0.1`, `1e-05`, `1.5e+300`, `-0.0`) are all JSON numbers. An integral value prints
-    /// with `.0` below 2^53 and with an exponent above it; either way it re-parses as a double.
+    /// A double as `DoubleText` spells it (`null` when not finite).
     package mutating func write(_ double: Double) {
-        guard double.isFinite else {
-            append("null")
-            return
-        }
-        let text = double.description
-        bytes.append(contentsOf: text.utf8)
-        if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") }) {
-            append(".0")                // defensive: keep it a double if the format ever changes
-        }
+        DoubleText.withText(double) { bytes.append(contentsOf: $0) }
     }
 
     /// RFC 8259 §7: `"` and `\` and U+0000...U+001F must be escaped; nothing else is. `/` and
@@ -181,5 +171,25 @@ enum IntegerDigits {
             }
             return body(UnsafeRawBufferPointer(rebasing: text[start...]))
         }
+    }
+}
+
+/// A double's JSON text, shared by `JSONWriter` and `JSONPageWriter`. Swift's `description` is the
+/// shortest text that parses back to the same bits, and its forms (`0.1`, `1e-05`, `1.5e+300`,
+/// `-0.0`) are all JSON numbers. An integral value prints with `.0` below 2^53 and with an exponent
+/// above it; either way it re-parses as a double. Not finite: `null`.
+enum DoubleText {
+    /// Hands `body` the text of `double`, in one or two pieces.
+    static func withText(_ double: Double, _ body: (UnsafeRawBufferPointer) -> Void) {
+        guard double.isFinite else { return constant("null", body) }
+        var text = double.description
+        text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") }) {
+            constant(".0", body)        // defensive: keep it a double if the format ever changes
+        }
+    }
+
+    private static func constant(_ text: StaticString, _ body: (UnsafeRawBufferPointer) -> Void) {
+        body(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 }
