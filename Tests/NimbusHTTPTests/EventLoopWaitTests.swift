@@ -19,12 +19,15 @@ import NimbusSupport
         return (ends[0], ends[1])
     }
 
-    /// Writes one byte to `descriptor` from another thread after `milliseconds`.
+    /// Sends one byte without SIGPIPE (the suite's process does not ignore it).
+    static func sendByte(_ descriptor: Int32, _ byte: UInt8) {
+        var value = byte
+        _ = Glibc.send(descriptor, &value, 1, Int32(MSG_NOSIGNAL))
+    }
+
+    /// Sends one byte to `descriptor` from another thread after `milliseconds`.
     static func writeLater(_ descriptor: Int32, _ byte: UInt8, milliseconds: Int) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
-            var value = byte
-            _ = Glibc.write(descriptor, &value, 1)
-        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { sendByte(descriptor, byte) }
     }
 
     static func readByte(_ descriptor: Int32) -> UInt8? {
@@ -49,8 +52,7 @@ import NimbusSupport
             await loop.waitUntilReady(mine, writable: false)
             note(readByte(mine))
             // Ready before the wait: reported as soon as it is armed.
-            var value = UInt8(ascii: "c")
-            _ = Glibc.write(theirs, &value, 1)
+            sendByte(theirs, UInt8(ascii: "c"))
             await loop.waitUntilReady(mine, writable: false)
             note(readByte(mine))
             // Writable at once.

@@ -163,21 +163,27 @@ import Testing
                 #expect(seconds >= 0.55 && seconds < 10, "gave up after \(seconds) s, acquire timeout 0.6 s")
             }
             #expect(pool.statistics.waiting == 0)
-            // The sweep due at the first waiter's deadline (0.6 s) finds the second (queued at
-            // 0.3 s) still within its time: it gets the connection when the first is done (~0.7 s).
+            try await holder.release()
+            // The sweep due at the first waiter's deadline (3 s) finds the second (queued at
+            // 1.5 s) still within its time: it gets the connection when the first is done (~3.6 s),
+            // with ~0.9 s to spare for a loaded machine.
+            let slow = makePool(database, max: 1, acquireTimeout: 3)
+            defer { slow.close() }
+            let slowHolder = Holder(slow)
+            try #require(await slowHolder.waitUntilHolding(), "the first borrower got the connection")
             let first = Task {
-                try await pool.withConnection { connection in
-                    usleep(350_000)
+                try await slow.withConnection { connection in
+                    usleep(2_000_000)
                     return try connection.queryFirst("SELECT 1") { try $0.int(0) }
                 }
             }
-            try await Task.sleep(for: .milliseconds(300))
-            let second = Task { try await pool.withConnection { connection in try connection.queryFirst("SELECT 2") { try $0.int(0) } } }
-            try await Task.sleep(for: .milliseconds(50))
-            try await holder.release()
+            try await Task.sleep(for: .milliseconds(1_500))
+            let second = Task { try await slow.withConnection { connection in try connection.queryFirst("SELECT 2") { try $0.int(0) } } }
+            try await Task.sleep(for: .milliseconds(100))
+            try await slowHolder.release()
             #expect(try await first.value == 1)
             #expect(try await second.value == 2)
-            #expect(pool.statistics.inUse == 0)
+            #expect(slow.statistics.inUse == 0)
         }
     }
 
