@@ -82,13 +82,24 @@ package final class Metrics: Sendable {
         let asker = who?.value
         let seconds = Double(monotonicNanoseconds() &- start) / 1e9
         let at = Int64(Date().timeIntervalSince1970 * 1000)
+        let label = Self.methodLabel(method)
         state.withLock { state in
-            state.routes[route.index].count(method: method, status: status, seconds: seconds)
+            state.routes[route.index].count(method: label, status: status, seconds: seconds)
             state.recent.append(RequestRing.Entry(at: at, method: method, route: state.routes[route.index].pattern, status: status,
                                                   milliseconds: seconds * 1000, user: asker?.user, device: asker?.device,
                                                   serverErrorCode: serverErrorCode, peer: request?.peer ?? .unknown,
                                                   forwardedClient: request?.forwarded?.client))
         }
+    }
+
+    /// The methods counted under their own name: those HTTP defines (RFC 9110 §9, RFC 5789).
+    /// Any other method is counted as `other`, so made-up methods cannot grow the series
+    /// without bound; the console's request log, a fixed-size ring, keeps the method as sent.
+    static let countedMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"]
+
+    /// The `method` label a request is counted under.
+    static func methodLabel(_ method: String) -> String {
+        countedMethods.contains(method) ? method : "other"
     }
 
     /// The last answered requests and the per-minute counts (the console's overview and log).

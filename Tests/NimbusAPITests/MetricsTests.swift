@@ -16,6 +16,25 @@ import Testing
         #expect(text.contains("nimbus_http_request_duration_seconds_bucket{route=\"/limits\",le=\"+Inf\"} 2"))
     }
 
+    @Test func madeUpMethodsShareOneSeries() {
+        let metrics = Metrics()
+        let start = monotonicNanoseconds()
+        let before = metrics.render().utf8.count
+        for index in 0..<5_000 {
+            metrics.record(route: "(unrouted)", method: "BREW\(index)", status: 404, start: start)
+        }
+        metrics.record(route: "(unrouted)", method: "PATCH", status: 404, start: start)
+        let text = metrics.render()
+        #expect(text.contains("nimbus_http_requests_total{route=\"(unrouted)\",method=\"other\",status=\"404\"} 5000"))
+        #expect(text.contains("nimbus_http_requests_total{route=\"(unrouted)\",method=\"PATCH\",status=\"404\"} 1"))
+        #expect(!text.contains("BREW"))
+        // Two series and one histogram more than an empty scrape, whatever the number of methods.
+        #expect(text.utf8.count - before < 3_000)
+        // The request log (a fixed-size ring) keeps the method as sent.
+        #expect(metrics.recentRequests.newestFirst.first?.method == "PATCH")
+        #expect(metrics.recentRequests.newestFirst.dropFirst().first?.method == "BREW4999")
+    }
+
     @Test func histogramBucketsAreCumulative() {
         let metrics = Metrics()
         // A request that started 2 s ago lands above the 1 s bucket.

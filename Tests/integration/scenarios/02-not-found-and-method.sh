@@ -59,4 +59,18 @@ parse_responses HEAD
 [ "$(header_value Content-Length "${RESP_HEADERS[0]}")" -gt 0 ] || fail "HEAD /healthz has no Content-Length of the GET body"
 ok "HEAD /healthz: 200, no body"
 
+note "made-up methods are counted as one 'other' series"
+request GET /metrics
+before=${#HTTP_BODY}
+# 300 requests with invented methods, on one connection (curl reuses it across --next).
+urls=()
+for index in $(seq 1 300); do urls+=(--next -sS -X "BREW$index" -o /dev/null "$NIMBUS_URL/nope$index"); done
+curl --max-time 30 "${urls[@]:1}" || true
+request GET /metrics
+[[ $HTTP_BODY != *BREW* ]] || fail "/metrics names a made-up method: $(grep -m1 BREW <<<"$HTTP_BODY")"
+grep -q 'route="(unrouted)",method="other",status="404"} [1-9]' <<<"$HTTP_BODY" \
+  || fail "/metrics has no method=\"other\" series for the made-up methods"
+(( ${#HTTP_BODY} - before < 4000 )) || fail "/metrics grew from $before to ${#HTTP_BODY} bytes for 300 made-up methods"
+ok "300 made-up methods: one method=\"other\" series, /metrics $before -> ${#HTTP_BODY} bytes"
+
 stop_nimbus || fail "nimbus did not exit 0 on SIGTERM"
