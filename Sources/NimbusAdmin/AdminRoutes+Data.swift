@@ -90,7 +90,6 @@ extension AdminRoutes {
         let bytes = try await store.admin.assetBytes(address, fileChecksum: checksum, size: size)
         var response = HTTPResponse(status: .ok, contentType: "application/octet-stream", body: bytes)
         response.headers.add(name: "Content-Disposition", value: "attachment; filename=\"asset.bin\"")
-        response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 

@@ -51,14 +51,12 @@ struct AdminRoutes: Sendable {
     /// Authenticates the admin token, runs the route, answers JSON or the error shape.
     private func handler(_ body: @escaping Body) -> HTTPServer.Handler {
         responding { request, identity in
-            var response = HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8",
-                                        body: try await body(request, identity).serialized())
-            response.headers.add(name: "Cache-Control", value: "no-store")
-            return response
+            HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: try await body(request, identity).serialized())
         }
     }
 
-    /// Authenticates the admin token, runs the route, answers its response or the error shape.
+    /// Authenticates the admin token, runs the route, answers its response or the error shape,
+    /// either with the console's security headers.
     private func responding(_ body: @escaping @Sendable (HTTPRequest, AdminIdentity) async throws -> HTTPResponse) -> HTTPServer.Handler {
         let admin = store.admin, logger = logger
         return { request, writer in
@@ -69,9 +67,9 @@ struct AdminRoutes: Sendable {
                     guard let identity = try await admin.identity(tokenDigest: digest) else {
                         throw SyncError(.authenticationFailed, "The admin token is unknown or revoked (device tokens are not admin tokens).")
                     }
-                    writer.respond(try await body(request, identity))
+                    writer.respond(AdminConsole.secured(try await body(request, identity)))
                 } catch {
-                    writer.respond(ErrorResponse.make(for: error, logger: logger))
+                    writer.respond(AdminConsole.secured(ErrorResponse.make(for: error, logger: logger)))
                 }
             }
         }

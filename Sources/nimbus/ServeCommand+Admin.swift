@@ -29,7 +29,7 @@ extension ServeCommand {
         http.eventLoopCount = 1
         http.maxConnections = 64
         http.parserLimits.maxBodyBytes = 1 << 20
-        http.errorResponse = ErrorResponse.forHTTPCore
+        http.errorResponse = AdminConsole.errorResponse
         let facts = AdminConsole.ServerFacts(
             version: Nimbus.version, startedAt: Date(), options: effectiveOptions(arguments),
             publicURL: arguments.value("public-url") ?? "http://\(deviceListener.host):\(deviceListener.port)", pruneSchedule: pruneSchedule)
