@@ -3,8 +3,9 @@
 # its DevTools protocol (Tests/integration/cdp.py, --remote-debugging-pipe) against the real
 # binary with a seeded user. Throughout, cdp.py fails the run on any uncaught exception, console
 # error, CSP violation, failed load, 5xx or request to another origin.
-# - every page renders; a screenshot of each is kept in Tests/integration/out/console/ (the
-#   README's and docs/console.md's images are copies of them);
+# - every page renders; a screenshot of each is kept in Tests/integration/out/console/ (ignored by
+#   git; the README's and docs/console.md's images are copies of them, made only by
+#   Tests/integration/refresh-console-images.sh, never by a test run);
 # - the devices page shows the lag of a device that is behind (4 records after its last fetch);
 # - revoking that device with the page's button (its confirm() accepted) makes its token fail; a
 #   token issued on the page works at once;
