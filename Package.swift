@@ -86,6 +86,11 @@ let package = Package(
             dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport", "NimbusTestSupport"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "NimbusAdminTests",
+            dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport", "NimbusTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusKitCKTests", dependencies: ["NimbusKitCK", "NimbusKit"], swiftSettings: swiftSettings),
     ],

@@ -47,7 +47,7 @@ package struct AdminConsole: Sendable {
     package var handler: HTTPServer.Handler {
         var router = HTTPRouter()
         for file in ConsoleFiles.all {
-            router.add("GET", file.path) { _, writer in writer.respond(ConsoleFiles.response(file)) }
+            router.add("GET", file.path) { _, writer in writer.respond(Self.secured(ConsoleFiles.response(file))) }
         }
         AdminRoutes(store: store, limits: limits, metrics: metrics, facts: facts, pruneJob: pruneJob).register(in: &router)
         let routes = router
@@ -58,11 +58,32 @@ package struct AdminConsole: Sendable {
                 request.pathParameters = parameters
                 route.handler(request, writer)
             case .methodNotAllowed(let allowed):
-                writer.respond(ErrorResponse.methodNotAllowed(request, allowed: allowed))
+                writer.respond(Self.secured(ErrorResponse.methodNotAllowed(request, allowed: allowed)))
             case .notFound:
-                writer.respond(ErrorResponse.notFound(request))
+                writer.respond(Self.secured(ErrorResponse.notFound(request)))
             }
         }
+    }
+
+    /// Headers every answer of the admin listener carries, pages, JSON and errors alike: only
+    /// this origin may serve anything the page uses, nothing is sniffed, referred or cached.
+    static let securityHeaders: [(name: String, value: String)] = [
+        ("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cache-Control", "no-store"),
+    ]
+
+    /// `response` with the security headers: the one place they are added.
+    package static func secured(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        for header in securityHeaders { response.headers.replaceOrAdd(name: header.name, value: header.value) }
+        return response
+    }
+
+    /// The answers of the admin listener's HTTP core (a body over 1 MiB, a malformed request).
+    package static let errorResponse: HTTPServer.ErrorResponder = { status, reason in
+        secured(ErrorResponse.forHTTPCore(status, reason))
     }
 }
 
@@ -86,17 +107,7 @@ enum ConsoleFiles {
         File(path: "/pages-operations.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.pages_operations_js),
     ]
 
-    /// Headers every console answer carries: only this origin may serve anything the page uses.
-    static let securityHeaders: [(String, String)] = [
-        ("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
-        ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "no-referrer"),
-        ("Cache-Control", "no-store"),
-    ]
-
     static func response(_ file: File) -> HTTPResponse {
-        var response = HTTPResponse(status: .ok, contentType: file.contentType, body: file.bytes)
-        for (name, value) in securityHeaders { response.headers.add(name: name, value: value) }
-        return response
+        HTTPResponse(status: .ok, contentType: file.contentType, body: file.bytes)
     }
 }

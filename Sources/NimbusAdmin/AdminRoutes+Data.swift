@@ -90,7 +90,6 @@ extension AdminRoutes {
         let bytes = try await store.admin.assetBytes(address, fileChecksum: checksum, size: size)
         var response = HTTPResponse(status: .ok, contentType: "application/octet-stream", body: bytes)
         response.headers.add(name: "Content-Disposition", value: "attachment; filename=\"asset.bin\"")
-        response.headers.add(name: "Cache-Control", value: "no-store")
         return response
     }
 
@@ -132,9 +131,7 @@ extension AdminRoutes {
             throw SyncError(.badRequest, "environment must be development or production.")
         }
         let schema = try ContainerSchema.parseFile(try RequestInput.parseBody(request.body))
-        try await store.schemas.importSchema(schema, environment: environment)
-        try await store.admin.audit(admin, action: "schema.import", target: schema.container,
-                                    detail: ["environment": .string(environment.rawValue), "recordTypes": .integer(Int64(schema.recordTypes.count))])
+        try await store.admin.importSchema(schema, environment: environment, by: admin)
         return .object(["container": .string(schema.container), "environment": .string(environment.rawValue),
                         "recordTypes": .array(schema.recordTypes.keys.sorted().map(JSONValue.string))])
     }
@@ -144,9 +141,7 @@ extension AdminRoutes {
         guard case .string(let container)? = try RequestInput.parseBody(request.body)["container"], Names.isValidContainer(container) else {
             throw SyncError(.badRequest, "The body must be {\"container\": \"iCloud....\"} naming a container.")
         }
-        let deployed = try await store.schemas.deploySchema(container: container)
-        try await store.admin.audit(admin, action: "schema.deploy", target: container,
-                                    detail: ["recordTypes": .integer(Int64(deployed.recordTypes.count))])
+        let deployed = try await store.admin.deploySchema(container: container, by: admin)
         return .object(["container": .string(container), "deployed": .array(deployed.recordTypes.keys.sorted().map(JSONValue.string))])
     }
 }

@@ -44,15 +44,17 @@ extension AdminRoutes {
         ])
     }
 
-    /// `{"dryRun": true|false}`: starts a run with the scheduled prune's options. A real prune is
-    /// audited when it starts.
+    /// `{"dryRun": true|false}`: starts a run with the scheduled prune's options. A real prune
+    /// commits in batches, so no one transaction holds it and its audit entry: the entry is
+    /// written as the run starts, before it deletes anything, and a run whose entry fails deletes
+    /// nothing.
     private func startPrune(_ request: HTTPRequest, admin: AdminIdentity) async throws -> JSONValue {
         guard case .bool(let dryRun)? = try RequestInput.parseBody(request.body)["dryRun"] else {
             throw SyncError(.badRequest, "The body must be {\"dryRun\": true} or {\"dryRun\": false}.")
         }
-        let started = try pruneJob.start(store: store, options: facts.pruneSchedule.options, limits: limits, dryRun: dryRun, by: admin)
-        if !dryRun {
-            try await store.admin.audit(admin, action: "retention.prune", target: "all", detail: ["run": .integer(Int64(started.id))])
+        let store = store
+        let started = try pruneJob.start(store: store, options: facts.pruneSchedule.options, limits: limits, dryRun: dryRun, by: admin) { run in
+            if !dryRun { try await store.admin.audit(AdminAudit(admin, action: "retention.prune", target: "all", detail: ["run": .integer(Int64(run))])) }
         }
         return Self.describe(started)
     }

@@ -6,7 +6,7 @@ import NimbusStore
 import NimbusSupport
 
 /// `/api/...` of the admin listener: JSON in the docs/api.md error shape, an admin token on every
-/// request, and every mutation written to the audit trail before it is answered.
+/// request, and every mutation written to the audit trail in its own transaction.
 struct AdminRoutes: Sendable {
     let store: Store
     let limits: Limits
@@ -51,14 +51,12 @@ struct AdminRoutes: Sendable {
     /// Authenticates the admin token, runs the route, answers JSON or the error shape.
     private func handler(_ body: @escaping Body) -> HTTPServer.Handler {
         responding { request, identity in
-            var response = HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8",
-                                        body: try await body(request, identity).serialized())
-            response.headers.add(name: "Cache-Control", value: "no-store")
-            return response
+            HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: try await body(request, identity).serialized())
         }
     }
 
-    /// Authenticates the admin token, runs the route, answers its response or the error shape.
+    /// Authenticates the admin token, runs the route, answers its response or the error shape,
+    /// either with the console's security headers.
     private func responding(_ body: @escaping @Sendable (HTTPRequest, AdminIdentity) async throws -> HTTPResponse) -> HTTPServer.Handler {
         let admin = store.admin, logger = logger
         return { request, writer in
@@ -69,9 +67,9 @@ struct AdminRoutes: Sendable {
                     guard let identity = try await admin.identity(tokenDigest: digest) else {
                         throw SyncError(.authenticationFailed, "The admin token is unknown or revoked (device tokens are not admin tokens).")
                     }
-                    writer.respond(try await body(request, identity))
+                    writer.respond(AdminConsole.secured(try await body(request, identity)))
                 } catch {
-                    writer.respond(ErrorResponse.make(for: error, logger: logger))
+                    writer.respond(AdminConsole.secured(ErrorResponse.make(for: error, logger: logger)))
                 }
             }
         }
@@ -148,10 +146,8 @@ struct AdminRoutes: Sendable {
             if let problem = DeviceName.problem(name, field: "deviceName") { throw SyncError(.badRequest, problem) }
             hint = name
         }
-        let userID = try await store.devices.user(named: user)
-        let issued = try await store.devices.pair(userID: userID, byToken: nil, deviceNameHint: hint, limits: limits)
+        let issued = try await store.admin.pair(user: user, deviceNameHint: hint, limits: limits, by: admin)
         let url = PairingURL.make(server: facts.publicURL, code: issued.code)
-        try await store.admin.audit(admin, action: "device.pair", target: user, detail: ["deviceName": hint.map(JSONValue.string) ?? .null])
         return .object(["code": .string(issued.code.display), "expiresAt": .integer(issued.expiresAt), "pairingURL": .string(url),
                         "qrSVG": .string(try QRCode(text: url).svg())])
     }
@@ -163,9 +159,7 @@ struct AdminRoutes: Sendable {
         guard case .string(let name)? = try RequestInput.parseBody(request.body)["deviceName"] else {
             throw SyncError(.badRequest, "The body must be {\"deviceName\": \"...\"} naming the new device.")
         }
-        _ = try await store.devices.user(named: user)
-        let issued = try await store.accounts.issueToken(user: user, device: name)
-        try await store.admin.audit(admin, action: "device.issue", target: issued.tokenID, detail: ["user": .string(user), "deviceName": .string(name)])
+        let issued = try await store.admin.issueDeviceToken(user: user, deviceName: name, by: admin)
         return .object(["tokenID": .string(issued.tokenID), "token": .string(issued.secret), "deviceName": .string(name)])
     }
 
@@ -173,8 +167,7 @@ struct AdminRoutes: Sendable {
         guard case .string(let tokenID)? = try RequestInput.parseBody(request.body)["tokenID"], tokenID.hasPrefix("tok_"), tokenID.count <= 64 else {
             throw SyncError(.badRequest, "The body must be {\"tokenID\": \"tok_...\"} naming a device token.")
         }
-        try await store.accounts.revokeToken(tokenID: tokenID)
-        try await store.admin.audit(admin, action: "device.revoke", target: tokenID)
+        try await store.admin.revokeDeviceToken(tokenID: tokenID, by: admin)
         return .object(["tokenID": .string(tokenID), "revoked": .bool(true)])
     }
 

@@ -43,8 +43,10 @@ final class ConsolePruneJob: Sendable {
 
     var current: State? { state.withLock { $0 } }
 
-    /// Starts a run; CONFLICT while one is running.
-    func start(store: Store, options: PruneOptions, limits: Limits, dryRun: Bool, by admin: AdminIdentity) throws -> State {
+    /// Starts a run; CONFLICT while one is running. `first` runs before the prune (its audit
+    /// entry) with the run's id; when it throws, the run ends with that error, having deleted nothing.
+    func start(store: Store, options: PruneOptions, limits: Limits, dryRun: Bool, by admin: AdminIdentity,
+               first: @escaping @Sendable (Int) async throws -> Void = { _ in }) throws -> State {
         var options = options
         options.dryRun = dryRun
         let started = try state.withLock { current -> State in
@@ -58,6 +60,7 @@ final class ConsolePruneJob: Sendable {
         let id = started.id
         Task {
             do {
+                try await first(id)
                 let report = try await store.pruner.prune(options, limits: limits, wait: true, progress: { [weak self] line in
                     self?.update(id) { state in
                         state.lines.append(line)

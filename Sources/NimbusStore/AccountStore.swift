@@ -218,15 +218,22 @@ extension AccountStore {
 
     /// Issues a token for a user's device: 256 random bits, base64url; only its SHA-256 is kept.
     package func issueToken(user: String, device: String) async throws -> IssuedToken {
+        try await issueToken(user: user, device: device, alongside: nil)
+    }
+
+    /// `issueToken`, running `alongside` with the new token in the insert's transaction.
+    func issueToken(user: String, device: String, alongside: (@Sendable (PGConnection, IssuedToken) throws -> Void)?) async throws -> IssuedToken {
         if let problem = DeviceName.problem(device, field: "The device name") { throw SyncError(.badRequest, problem) }
         var random = SystemRandomNumberGenerator()
         let token = Self.makeToken(using: &random)
         let digest = Self.tokenDigest(token.secret)
-        let inserted = try await pool.withConnection { connection in
-            try connection.run("""
+        let inserted = try await pool.withTransaction { connection in
+            let inserted = try connection.run("""
                 INSERT INTO device_tokens (user_id, token_id, token_sha256, device_name)
                 SELECT id, \(token.tokenID), \(digest), \(device) FROM users WHERE name = \(user)
                 """)
+            if inserted == 1 { try alongside?(connection, token) }
+            return inserted
         }
         guard inserted == 1 else { throw SyncError(.notFound, "There is no user named \(user).") }
         return token
@@ -259,8 +266,15 @@ extension AccountStore {
 
     /// Revokes a token; the next request with it is refused (no cache stands in the way).
     package func revokeToken(tokenID: String) async throws {
-        let changed = try await pool.withConnection { connection in
-            try connection.run("UPDATE device_tokens SET revoked_at = now() WHERE token_id = \(tokenID) AND revoked_at IS NULL")
+        try await revokeToken(tokenID: tokenID, alongside: nil)
+    }
+
+    /// `revokeToken`, running `alongside` in the revocation's transaction when it revoked the token.
+    func revokeToken(tokenID: String, alongside: InTransaction?) async throws {
+        let changed = try await pool.withTransaction { connection in
+            let changed = try connection.run("UPDATE device_tokens SET revoked_at = now() WHERE token_id = \(tokenID) AND revoked_at IS NULL")
+            if changed == 1 { try alongside?(connection) }
+            return changed
         }
         if changed == 0 {
             let exists = try await pool.withConnection { connection in

@@ -80,17 +80,18 @@ extension AdminStore {
     }
 
     /// Deletes one record through the normal delete path (a tombstone the devices fetch,
-    /// delete notifications, `DELETE_SELF` references), as the device `admin-console`, and
-    /// writes the audit entry.
+    /// delete notifications, `DELETE_SELF` references: `LockedWrite`), as the device
+    /// `admin-console`, with its audit entry in the delete's transaction.
     package func deleteRecord(_ address: RecordBrowse, recordName: String, by admin: AdminIdentity, limits: Limits) async throws {
         let session = try await session(address)
-        let results = try await records.modifyRecords(session, zoneName: address.zoneName,
-                                                      operations: [.success(RecordOperation(kind: .forceDelete, recordName: recordName))],
-                                                      atomic: true, limits: limits)
+        let entry = AdminAudit(admin, action: "record.delete", target: recordName,
+                               detail: ["user": .string(address.user), "container": .string(address.container),
+                                        "environment": .string(address.environment.rawValue), "zoneName": .string(address.zoneName)])
+        let request = RecordWriteRequest(session: session, zoneName: address.zoneName,
+                                         operations: [.success(RecordOperation(kind: .forceDelete, recordName: recordName))],
+                                         atomic: true, limits: limits)
+        let results = try await LockedWrite(alongside: entry.write).write(request, in: records) ?? []
         if case .failed(let error)? = results.first { throw SyncError(error.code, error.reason) }
-        try await audit(admin, action: "record.delete", target: recordName,
-                        detail: ["user": .string(address.user), "container": .string(address.container),
-                                 "environment": .string(address.environment.rawValue), "zoneName": .string(address.zoneName)])
     }
 
     /// The user, database and zone of an address in one statement; an unknown user is NOT_FOUND,

@@ -80,15 +80,10 @@ extension AdminStore {
             """) { row in AdminIdentity(tokenID: try row.string(0), name: try row.string(1)) }
     }
 
-    /// Records a mutation made through the admin API.
-    package func audit(_ identity: AdminIdentity, action: String, target: String, detail: JSONObject = [:]) async throws {
-        let text = String(decoding: JSONValue.object(detail).serialized(sortedKeys: true), as: UTF8.self)
-        _ = try await pool.withConnection { connection in
-            try connection.run("""
-                INSERT INTO admin_audit (token_id, admin_name, action, target, detail)
-                VALUES (\(identity.tokenID), \(identity.name), \(action), \(target), \(text)::jsonb)
-                """)
-        }
+    /// Records an admin action that is no single transaction (a prune starting) in one of its
+    /// own; a change that is one writes its entry inside it (`AdminStore+Audited`).
+    package func audit(_ entry: AdminAudit) async throws {
+        try await pool.withTransaction { connection in try entry.write(on: connection) }
     }
 
     /// The newest audit entries first.

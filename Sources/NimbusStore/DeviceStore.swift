@@ -62,6 +62,12 @@ extension DeviceStore {
     /// A fresh single-use code for `userID`, expiring after `limits.pairingCodeSeconds`. THROTTLED
     /// when the user already holds `limits.maxPendingPairingCodes` unexpired, unused codes.
     package func pair(userID: Int64, byToken tokenID: String?, deviceNameHint: String?, limits: Limits) async throws -> IssuedPairingCode {
+        try await pair(userID: userID, byToken: tokenID, deviceNameHint: deviceNameHint, limits: limits, alongside: nil)
+    }
+
+    /// `pair`, running `alongside` in the code's transaction once the code is in.
+    func pair(userID: Int64, byToken tokenID: String?, deviceNameHint: String?, limits: Limits,
+              alongside: InTransaction?) async throws -> IssuedPairingCode {
         var random = SystemRandomNumberGenerator()
         let code = PairingCode(using: &random)
         let digest = SHA256.hash(code.text)
@@ -85,6 +91,7 @@ extension DeviceStore {
                 VALUES (\(digest), \(userID), \(tokenID), \(deviceNameHint),
                         'epoch'::timestamptz + \(expiresAt) * interval '1 millisecond')
                 """)
+            try alongside?(connection)
             return pending
         }
         guard pending < cap else {

@@ -11,12 +11,14 @@ struct LockedWrite: RecordWriteStrategy {
     /// `onlyWhere`: a condition on `r` (the records row) checked under the zone lock; operations
     /// on records that fail it are dropped (the pruner deletes only what is still expired).
     var onlyWhere: SQL? = nil
+    /// Runs in the transaction after a write that changed something (the console's audit entry).
+    var alongside: InTransaction? = nil
 
     var checksTokenItself: Bool { false }
 
     func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
         let session = request.session, zoneName = request.zoneName, atomic = request.atomic, limits = request.limits
-        let onlyWhere = onlyWhere
+        let onlyWhere = onlyWhere, alongside = alongside
         let now = store.clock.nowMilliseconds()
         let (results, events) = try await store.pool.withTransaction { connection -> ([ModifyResult], [ChangeEvent]) in
             // One round trip: the zone's row lock (ordering this write against every other writer of
@@ -135,6 +137,7 @@ struct LockedWrite: RecordWriteStrategy {
                     events.append(ChangeEvent(databaseID: session.databaseID, kind: .notifications, sequence: newest))
                 }
             }
+            try alongside?(connection)
             return (plan.results, events)
         }
         // Committed: wake this instance's waiters now, and the other instances' through NOTIFY.

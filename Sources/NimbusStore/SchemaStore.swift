@@ -97,40 +97,62 @@ extension SchemaStore {
     /// (that would make stored records unreadable), so a different type is refused. Retention
     /// and append-only flags are set as the file says.
     package func importSchema(_ schema: ContainerSchema, environment: Environment) async throws {
+        try await importSchema(schema, environment: environment, alongside: nil)
+    }
+
+    /// `importSchema`, running `alongside` in the import's transaction.
+    func importSchema(_ schema: ContainerSchema, environment: Environment, alongside: InTransaction?) async throws {
         try await pool.withTransaction { connection in
-            let current = try Self.loadSchema(connection, container: schema.container, environment: environment)
-            for (name, type) in schema.recordTypes {
-                for (field, fieldType) in type.fields {
-                    if let existing = current[name]?.fields[field], existing != fieldType {
-                        throw SyncError(.badRequest, "Field \(name).\(field) is \(existing.name) in \(environment.rawValue); it cannot become \(fieldType.name).")
-                    }
+            try Self.importSchema(connection, schema, environment: environment)
+            try alongside?(connection)
+        }
+    }
+
+    /// Imports on `connection`, in the caller's transaction.
+    static func importSchema(_ connection: PGConnection, _ schema: ContainerSchema, environment: Environment) throws {
+        let current = try Self.loadSchema(connection, container: schema.container, environment: environment)
+        for (name, type) in schema.recordTypes {
+            for (field, fieldType) in type.fields {
+                if let existing = current[name]?.fields[field], existing != fieldType {
+                    throw SyncError(.badRequest, "Field \(name).\(field) is \(existing.name) in \(environment.rawValue); it cannot become \(fieldType.name).")
                 }
             }
-            for name in schema.recordTypes.keys.sorted() {
-                guard let type = schema.recordTypes[name] else { continue }
-                var fields = JSONObject()
-                for (field, fieldType) in current[name]?.fields ?? [:] { fields[field] = .string(fieldType.name) }
-                for (field, fieldType) in type.fields { fields[field] = .string(fieldType.name) }
-                let fieldsText = JSONValue.object(fields).serialized(sortedKeys: true)
-                try connection.run("""
-                    INSERT INTO schema_record_types (container, environment, record_type, fields, retention_days, retention_field, append_only)
-                    VALUES (\(schema.container), \(environment.rawValue), \(name), \(PGData.jsonb(String(decoding: fieldsText, as: UTF8.self))),
-                            \(type.retention.map { Int64($0.days) }), \(type.retention?.field), \(type.appendOnly))
-                    ON CONFLICT (container, environment, record_type) DO UPDATE SET
-                        fields = excluded.fields, retention_days = excluded.retention_days,
-                        retention_field = excluded.retention_field, append_only = excluded.append_only, updated_at = now()
-                    """)
-            }
+        }
+        for name in schema.recordTypes.keys.sorted() {
+            guard let type = schema.recordTypes[name] else { continue }
+            var fields = JSONObject()
+            for (field, fieldType) in current[name]?.fields ?? [:] { fields[field] = .string(fieldType.name) }
+            for (field, fieldType) in type.fields { fields[field] = .string(fieldType.name) }
+            let fieldsText = JSONValue.object(fields).serialized(sortedKeys: true)
+            try connection.run("""
+                INSERT INTO schema_record_types (container, environment, record_type, fields, retention_days, retention_field, append_only)
+                VALUES (\(schema.container), \(environment.rawValue), \(name), \(PGData.jsonb(String(decoding: fieldsText, as: UTF8.self))),
+                        \(type.retention.map { Int64($0.days) }), \(type.retention?.field), \(type.appendOnly))
+                ON CONFLICT (container, environment, record_type) DO UPDATE SET
+                    fields = excluded.fields, retention_days = excluded.retention_days,
+                    retention_field = excluded.retention_field, append_only = excluded.append_only, updated_at = now()
+                """)
         }
     }
 
     /// Copies the development schema of a container to production.
     package func deploySchema(container: String) async throws -> ContainerSchema {
-        let development = try await schema(container: container, environment: .development)
-        guard !development.recordTypes.isEmpty else {
-            throw SyncError(.notFound, "Container \(container) has no development schema to deploy.")
+        try await deploySchema(container: container, alongside: nil)
+    }
+
+    /// `deploySchema` in one transaction (development as read is what production gets), running
+    /// `alongside` with what it deployed.
+    func deploySchema(container: String,
+                      alongside: (@Sendable (PGConnection, ContainerSchema) throws -> Void)?) async throws -> ContainerSchema {
+        try await pool.withTransaction { connection in
+            let development = ContainerSchema(container: container,
+                                              recordTypes: try Self.loadSchema(connection, container: container, environment: .development))
+            guard !development.recordTypes.isEmpty else {
+                throw SyncError(.notFound, "Container \(container) has no development schema to deploy.")
+            }
+            try Self.importSchema(connection, development, environment: .production)
+            try alongside?(connection, development)
+            return development
         }
-        try await importSchema(development, environment: .production)
-        return development
     }
 }

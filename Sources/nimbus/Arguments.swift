@@ -9,6 +9,8 @@ struct OptionSpec: Sendable {
     var help: String
     /// A flag takes no value (`--dry-run`).
     var isFlag = false
+    /// A libpq connection string: shown only through `ConnectionString.redacted` (its secrets hidden).
+    var isConnectionString = false
 }
 
 /// A command's definition: what `--help` prints and what the parser accepts.

@@ -9,7 +9,7 @@ enum DatabaseOptions {
         OptionSpec(name: "data-dir", valueName: "path", environment: "NIMBUS_DATA_DIR", defaultValue: "./.nimbus",
                    help: "Directory for the embedded PostgreSQL cluster and server state."),
         OptionSpec(name: "database-url", valueName: "url", environment: "NIMBUS_DATABASE_URL",
-                   help: "Use this PostgreSQL server (libpq URI) instead of the embedded one."),
+                   help: "Use this PostgreSQL server (libpq URI) instead of the embedded one.", isConnectionString: true),
         OptionSpec(name: "migrations-dir", valueName: "path", environment: "NIMBUS_MIGRATIONS_DIR",
                    help: "Directory of NNNN_name.sql migrations (default: found beside the checkout or binary)."),
         OptionSpec(name: "log-level", valueName: "level", environment: "NIMBUS_LOG_LEVEL", defaultValue: "info",
@@ -101,11 +101,9 @@ enum DatabaseOptions {
         }
     }
 
-    /// A libpq URL without its password, for messages.
+    /// A libpq URL without its secrets, for messages.
     static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? url
+        ConnectionString.redacted(url)
     }
 
     /// `--migrations-dir`, else `./migrations`, else beside the binary (a SwiftPM build tree or

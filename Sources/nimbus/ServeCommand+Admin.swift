@@ -3,6 +3,7 @@ import NimbusAdmin
 import NimbusAPI
 import NimbusCore
 import NimbusHTTP
+import NimbusPostgres
 import NimbusStore
 import NimbusSupport
 
@@ -29,7 +30,7 @@ extension ServeCommand {
         http.eventLoopCount = 1
         http.maxConnections = 64
         http.parserLimits.maxBodyBytes = 1 << 20
-        http.errorResponse = ErrorResponse.forHTTPCore
+        http.errorResponse = AdminConsole.errorResponse
         let facts = AdminConsole.ServerFacts(
             version: Nimbus.version, startedAt: Date(), options: effectiveOptions(arguments),
             publicURL: arguments.value("public-url") ?? "http://\(deviceListener.host):\(deviceListener.port)", pruneSchedule: pruneSchedule)
@@ -39,15 +40,11 @@ extension ServeCommand {
         return server
     }
 
-    /// Every option of `serve` with the value in effect; a database URL's password is hidden.
+    /// Every option of `serve` with the value in effect; connection strings with their secrets hidden.
     static func effectiveOptions(_ arguments: ParsedArguments) -> [(name: String, value: String)] {
         spec.options.compactMap { option in
-            guard var value = arguments.value(option.name) ?? option.defaultValue else { return nil }
-            if option.name == "database-url", var components = URLComponents(string: value), components.password != nil {
-                components.password = "hidden"
-                value = components.string ?? "hidden"
-            }
-            return (option.name, value)
+            guard let value = arguments.value(option.name) ?? option.defaultValue else { return nil }
+            return (option.name, option.isConnectionString ? ConnectionString.redacted(value) : value)
         }
     }
 }

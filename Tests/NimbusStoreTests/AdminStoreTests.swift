@@ -30,8 +30,8 @@ import Testing
         try await StoreFixture.with { fixture in
             let admin = fixture.store.admin
             let ops = AdminIdentity(tokenID: "adm_a", name: "ops")
-            try await admin.audit(ops, action: "device.revoke", target: "tok_1")
-            try await admin.audit(ops, action: "device.pair", target: "ann", detail: ["deviceName": "iPad \"2\""])
+            try await admin.audit(AdminAudit(ops, action: "device.revoke", target: "tok_1"))
+            try await admin.audit(AdminAudit(ops, action: "device.pair", target: "ann", detail: ["deviceName": "iPad \"2\""]))
             let trail = try await admin.auditTrail(limit: 10)
             #expect(trail.map(\.action) == ["device.pair", "device.revoke"])
             #expect(trail.first?.adminName == "ops" && trail.first?.target == "ann")

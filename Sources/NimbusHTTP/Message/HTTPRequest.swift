@@ -54,23 +54,7 @@ package struct HTTPRequest: Sendable {
 extension String {
     /// Percent-decoding for query values (`+` is a space); invalid escapes are kept as written.
     func removingPercentEncodingForQuery() -> String {
-        var bytes: [UInt8] = []
-        var iterator = Array(utf8).makeIterator()
-        while let byte = iterator.next() {
-            switch byte {
-            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
-            case UInt8(ascii: "%"):
-                let high = iterator.next(), low = iterator.next()
-                if let high, let low, let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) {
-                    bytes.append(value)
-                } else {
-                    bytes.append(byte)
-                    if let high { bytes.append(high) }
-                    if let low { bytes.append(low) }
-                }
-            default: bytes.append(byte)
-            }
-        }
+        let bytes = PercentDecoding.decode(Substring(self).utf8, plusIsSpace: true, strict: false) ?? Array(utf8)
         return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -113,7 +113,8 @@ package struct HTTPRouter: Sendable {
         segment.first == UInt8(ascii: ":")
     }
 
-    /// Segments match byte for byte.
+    /// Fixed segments match byte for byte; a parameter is its segment percent-decoded (RFC 3986
+    /// §2.1), and a segment that is not valid percent-encoded UTF-8 matches no pattern.
     private static func bind(_ pattern: [Substring.UTF8View], to path: [Substring.UTF8View]) -> [String: String]? {
         guard pattern.count == path.count else { return nil }
         // The fixed segments first, without allocating: most routes fail here.
@@ -122,8 +123,8 @@ package struct HTTPRouter: Sendable {
         }
         var parameters: [String: String] = [:]
         for (expected, actual) in zip(pattern, path) where isParameter(expected) {
-            guard !actual.isEmpty else { return nil }
-            parameters[String(Substring(expected.dropFirst()))] = String(Substring(actual))
+            guard !actual.isEmpty, let value = PercentDecoding.pathSegment(actual) else { return nil }
+            parameters[String(Substring(expected.dropFirst()))] = value
         }
         return parameters
     }

@@ -6,11 +6,19 @@
 #   error shape; a revoked admin token is refused at once;
 # - the listener: never on the device-facing one (/, /api/* are 404 there), absent with `off`;
 # - the data and operations API (records, schema, retention, storage): bad input is a 4xx in the
-#   error shape; a prune started from the console is audited and shows as the last prune.
+#   error shape; a prune started from the console is audited and shows as the last prune;
+# - every answer, errors included (401, 404, 405, 413 from the HTTP core), carries the console's
+#   security headers;
+# - the configuration page hides the passwords of both database URLs (a ?password= parameter and
+#   a userinfo password; the test cluster trusts local connections, so they are not checked);
+# - users named `anna maria` and `jürgen` reach their devices page percent-encoded, and their
+#   devices are revoked there.
 # The pages themselves are driven in Chromium by scenario 46.
 source "$(dirname "$0")/../lib.sh"
 
-start_store_server
+NIMBUS_DB_URL=$(fresh_database) || exit 1
+start_nimbus --database-url "$NIMBUS_DB_URL&password=q-secret-1" \
+  --listen-database-url "${NIMBUS_DB_URL/postgresql:\/\//postgresql://nimbus:u%40secret-2@}"
 DEVICE_URL=$NIMBUS_URL
 ADMIN=$(admin_url)
 nimbus_admin user add anna >/dev/null
@@ -33,9 +41,19 @@ admin() {
   HTTP_HEADERS=$(tr -d '\r' <"$TEST_TMP/admin-headers")
 }
 
+# expect_console_headers WHAT: the last admin answer carries the console's security headers.
+expect_console_headers() {
+  local header
+  for header in "Content-Security-Policy: default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'" \
+                'X-Content-Type-Options: nosniff' 'Referrer-Policy: no-referrer' 'Cache-Control: no-store'; do
+    grep -q -i -x -F "$header" <<<"$HTTP_HEADERS" || fail "$1 ($HTTP_STATUS) lacks '$header': $HTTP_HEADERS"
+  done
+}
+
 # MARK: authentication
 admin GET /api/overview ""
 expect_api_error 401 AUTHENTICATION_REQUIRED "no admin token"
+expect_console_headers "no admin token"
 admin GET /api/overview "not-a-token"
 expect_api_error 401 AUTHENTICATION_FAILED "a wrong admin token"
 admin GET /api/users "$PHONE"
@@ -62,6 +80,10 @@ contains "$HTTP_BODY" -q "\"tokenID\":\"$PHONE_ID\"" || fail "devices: $HTTP_BOD
 admin GET /api/configuration
 contains "$HTTP_BODY" -q '"maxOperationsPerRequest":' && contains "$HTTP_BODY" -q '"name":"0011_admin_console"' || fail "configuration: ${HTTP_BODY:0:300}"
 contains "$HTTP_BODY" -q "$ADMIN_TOKEN" && fail "the configuration page shows a secret"
+contains "$HTTP_BODY" -q 'secret-' && fail "the configuration page shows a database password: $HTTP_BODY"
+contains "$HTTP_BODY" -q '&password=hidden"' && contains "$HTTP_BODY" -q 'postgresql://nimbus:hidden@' \
+  || fail "the configuration page does not show both database URLs with their passwords hidden: $HTTP_BODY"
+expect_console_headers "configuration"
 admin GET '/api/requests?limit=5&status=401'
 expect_status 200 requests
 contains "$HTTP_BODY" -q '"status":401' || true   # device-listener 401s are counted there
@@ -86,9 +108,33 @@ expect_status 200 "limit 500"
 head -c $((2 * 1024 * 1024)) /dev/zero | tr '\0' 'a' >"$TEST_TMP/big"
 admin POST /api/devices/revoke "$ADMIN_TOKEN" "@$TEST_TMP/big"
 expect_api_error 413 LIMIT_EXCEEDED "a 2 MiB body"
+expect_console_headers "a 2 MiB body (the HTTP core's answer)"
 admin DELETE /api/users
 expect_api_error 405 BAD_REQUEST "DELETE"
-ok "unknown user, malformed and unknown token ids, non-JSON, limits out of range, oversized bodies: 4xx in the error shape"
+expect_console_headers "DELETE"
+admin GET /api/nothing
+expect_api_error 404 NOT_FOUND "an unknown route"
+expect_console_headers "an unknown route"
+ok "unknown user, malformed and unknown token ids, non-JSON, limits out of range, oversized bodies: 4xx in the error shape, with the security headers"
+
+# MARK: names that need percent-encoding in a path
+for name in "anna maria" "jürgen"; do
+  nimbus_admin user add "$name" >/dev/null
+  issue_token OTHER "$name" phone
+  encoded=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$name")
+  for page in devices zones; do
+    admin GET "/api/users/$encoded/$page"
+    expect_status 200 "the $page of $name ($encoded)"
+  done
+  contains "$HTTP_BODY" -q "\"user\":\"$name\"" || fail "the zones of $encoded name another user: $HTTP_BODY"
+  admin POST "/api/users/$encoded/pair" "$ADMIN_TOKEN" '{}'
+  expect_status 200 "a pairing code for $name"
+  admin POST /api/devices/revoke "$ADMIN_TOKEN" "{\"tokenID\":\"$OTHER_ID\"}"
+  expect_status 200 "revoking the phone of $name"
+  api "$OTHER" users/current
+  expect_api_error 401 AUTHENTICATION_FAILED "the phone of $name, revoked"
+done
+ok "users named 'anna maria' and 'jürgen' reach their devices, zones and pairing percent-encoded, and their devices are revoked"
 
 # MARK: mutations are audited
 admin POST /api/users/anna/pair "$ADMIN_TOKEN" '{}'

@@ -3,8 +3,9 @@
 # its DevTools protocol (Tests/integration/cdp.py, --remote-debugging-pipe) against the real
 # binary with a seeded user. Throughout, cdp.py fails the run on any uncaught exception, console
 # error, CSP violation, failed load, 5xx or request to another origin.
-# - every page renders; a screenshot of each is kept in Tests/integration/out/console/ (the
-#   README's and docs/console.md's images are copies of them);
+# - every page renders; a screenshot of each is kept in Tests/integration/out/console/ (ignored by
+#   git; the README's and docs/console.md's images are copies of them, made only by
+#   Tests/integration/refresh-console-images.sh, never by a test run);
 # - the devices page shows the lag of a device that is behind (4 records after its last fetch);
 # - revoking that device with the page's button (its confirm() accepted) makes its token fail; a
 #   token issued on the page works at once;
@@ -62,7 +63,7 @@ browse "visit:/#/overview?token=$ADMIN_TOKEN" "wait-text:Database round trip" sh
   "go:#/users" "wait-text:anna" shot:users \
   "go:#/users/anna" "wait-text:4 records behind" shot:devices \
   "click:[data-revoke=\"$PHONE_ID\"]" wait-rendered "expect-absent:[data-revoke=\"$PHONE_ID\"]" \
-  "type:#issue-token input[name=deviceName]=ipad" "click:#issue-token button" "wait-text:shown once" \
+  "type:#issue-token input[name]=ipad" "click:#issue-token button" "wait-text:shown once" \
   "eval:document.getElementById('issued-token').textContent" \
   "go:#/records?user=anna&container=$API_CONTAINER&environment=development&zoneName=_defaultZone" "wait-text:new-3" shot:records \
   "eval:document.querySelector('[data-download]')?.dataset.download" \
@@ -92,6 +93,7 @@ json=$(curl -sS --max-time 10 -H "Authorization: Bearer $ADMIN_TOKEN" "$ADMIN/ap
 contains "$json" -q '"action":"record.delete"' && contains "$json" -q '"target":"new-2"' && contains "$json" -q '"adminName":"ops"' \
   || fail "the audit lacks the record delete: $json"
 contains "$json" -q '"action":"schema.import"' && contains "$json" -q '"action":"schema.deploy"' || fail "the audit lacks the schema changes: $json"
+contains "$json" -q '"deviceName":"ipad"' || fail "the audit lacks the token issued on the devices page for ipad: $json"
 ok "a record deleted from the browser (its name typed) is gone for devices and audited; the schema import and deploy are audited"
 
 evaluated() { sed -n 's/^eval = //p' "$TEST_TMP/browser.out" | sed -n "$1p" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read()))'; }
