@@ -30,6 +30,7 @@ import Testing
         #expect(user("/api/users/anna%2/devices") == nil)
         #expect(user("/api/users/anna%/devices") == nil)
         #expect(user("/api/users/%FF%FE/devices") == nil, "not UTF-8")
+        #expect(user("/api/users/anna%00maria/devices") == nil, "NUL")
     }
 
     @Test func queryValuesStillDecodePlusAsSpaceAndKeepInvalidEscapes() {

@@ -40,10 +40,11 @@ enum PercentDecoding {
         }
     }
 
-    /// A path segment's text: percent-decoded and valid UTF-8, else nil (`+` is itself in a path).
+    /// A path segment's text: percent-decoded and valid UTF-8 without NUL (no name holds one, and
+    /// PostgreSQL's text cannot), else nil (`+` is itself in a path).
     static func pathSegment(_ segment: Substring.UTF8View) -> String? {
         guard segment.contains(UInt8(ascii: "%")) else { return String(Substring(segment)) }
-        guard let bytes = decode(segment, plusIsSpace: false, strict: true) else { return nil }
+        guard let bytes = decode(segment, plusIsSpace: false, strict: true), !bytes.contains(0) else { return nil }
         return String(validating: bytes, as: UTF8.self)
     }
 }
