@@ -1,0 +1,40 @@
+import Foundation
+import NimbusAPI
+import NimbusCore
+import NimbusStore
+import NimbusSupport
+import Testing
+
+/// `POST /devices/enroll` through the API in-process (docs/api.md "Devices"): the failure limits
+/// hold for the whole server and against a burst, a device name is one device's, and a revoked
+/// device's codes are void. Every request here comes from one client address.
+@Suite struct EnrollmentTests {
+    private static func enroll(_ api: APIFixture, code: String, name: String) async -> Answer {
+        await api.send("POST", "/devices/enroll", body: #"{"code":"\#(code)","deviceName":"\#(name)"}"#)
+    }
+
+    /// A fresh code of alice's, asked for by her device with `token`.
+    private static func pair(_ api: APIFixture, token: String) async throws -> String {
+        let answer = await api.send("POST", "/devices/pair", token: token, body: "{}")
+        try #require(answer.status == 200, "\(answer)")
+        return try #require(answer.json["code"]?.stringValue)
+    }
+
+    @Test func revokingADeviceVoidsTheCodesItAskedFor() async throws {
+        try await APIFixture.with { api in
+            let mac = try await api.token(device: "mac"), phone = try await api.token(device: "phone")
+            let fromPhone = try await Self.pair(api, token: phone)
+            let fromMac = try await Self.pair(api, token: mac)
+            let devices = await api.send("GET", "/devices", token: mac)
+            let phoneID = try #require(devices.items("devices").first { $0["deviceName"]?.stringValue == "phone" }?["tokenID"]?.stringValue)
+            #expect(await api.send("POST", "/devices/revoke", token: mac, body: #"{"tokenID":"\#(phoneID)"}"#).status == 200)
+            #expect(await Self.enroll(api, code: fromPhone, name: "tablet").status == 401)
+            #expect(await Self.enroll(api, code: fromMac, name: "tablet").status == 200)
+            // The admin's revocation (`nimbus token revoke`, the console) voids them too.
+            let another = try await Self.pair(api, token: mac)
+            let macID = try #require(devices.items("devices").first { $0["deviceName"]?.stringValue == "mac" }?["tokenID"]?.stringValue)
+            try await api.database.store.accounts.revokeToken(tokenID: macID)
+            #expect(await Self.enroll(api, code: another, name: "laptop").status == 401)
+        }
+    }
+}
