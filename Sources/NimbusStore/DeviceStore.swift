@@ -116,16 +116,7 @@ extension DeviceStore {
                 WHERE c.code_sha256 = \(digest) AND \(Self.redeemable(now: now))
                 FOR UPDATE OF c
                 """, decode: { (userID: try $0.int64(0), recordName: try $0.string(1)) }) else { return nil }
-            let taken = try connection.queryFirst("""
-                SELECT 1 FROM device_tokens WHERE user_id = \(owner.userID) AND device_name = \(deviceName) AND revoked_at IS NULL
-                """) { _ in true } ?? false
-            if taken {
-                throw SyncError(.badRequest, "deviceName \(Names.quoted(deviceName)) is already the name of one of this user's devices; choose another.")
-            }
-            try connection.run("""
-                INSERT INTO device_tokens (user_id, token_id, token_sha256, device_name)
-                VALUES (\(owner.userID), \(token.tokenID), \(AccountStore.tokenDigest(token.secret)), \(deviceName))
-                """)
+            try AccountStore.insertToken(connection, userID: owner.userID, token: token, deviceName: deviceName)
             try connection.run("""
                 UPDATE pairing_codes SET used_at = now(), enrolled_token = \(token.tokenID) WHERE code_sha256 = \(digest)
                 """)

@@ -20,6 +20,28 @@ import Testing
         return try #require(answer.json["code"]?.stringValue)
     }
 
+    private static func statuses(_ answers: [Answer]) -> [Int: Int] {
+        answers.reduce(into: [:]) { $0[$1.status, default: 0] += 1 }
+    }
+
+    @Test func concurrentEnrollmentsWithOneNameMakeOneDevice() async throws {
+        try await APIFixture.with { api in
+            let mac = try await api.token(device: "mac")
+            var codes: [String] = []
+            for _ in 0..<5 { codes.append(try await Self.pair(api, token: mac)) }
+            let answers = await withTaskGroup(of: Answer.self) { group in
+                for code in codes { group.addTask { await Self.enroll(api, code: code, name: "iphone") } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(Self.statuses(answers) == [200: 1, 400: 4], "\(answers)")
+            for refused in answers where refused.status == 400 {
+                #expect(refused.reason.contains("\"iphone\" is already the name"), "\(refused)")
+            }
+            let devices = await api.send("GET", "/devices", token: mac)
+            #expect(devices.items("devices").compactMap { $0["deviceName"]?.stringValue }.sorted() == ["iphone", "mac"])
+        }
+    }
+
     @Test func revokingADeviceVoidsTheCodesItAskedFor() async throws {
         try await APIFixture.with { api in
             let mac = try await api.token(device: "mac"), phone = try await api.token(device: "phone")
