@@ -1,5 +1,5 @@
 -- Hardening of devices (docs/api.md "Devices"). Safe for the previous binary during a rolling
--- upgrade: the new index only refuses what it meant to refuse.
+-- upgrade: it never reads the new table, and the new index only refuses what it meant to refuse.
 
 -- 1. A device name is unique among a user's live tokens: the name is the device's identity
 -- (`origin_device` of notifications, `modified_by_device`), so two live devices with one name
@@ -19,3 +19,17 @@ FROM (
 WHERE t.token_id = ranked.token_id AND ranked.rank > 1;
 
 CREATE UNIQUE INDEX device_tokens_live_name ON device_tokens (user_id, device_name) WHERE revoked_at IS NULL;
+
+-- 2. Failed enrollments, counted for the whole server (every instance reads and writes here).
+-- POST /devices/enroll reserves a row before it checks the code, under a table lock taken by
+-- reservations only; a successful enrollment deletes its row, a failed one leaves it to count.
+-- Each reservation first deletes rows older than the minute, so the table holds at most the last
+-- minute's failures (at most enrollFailuresPerMinute of them when that limit is on).
+CREATE TABLE enrollment_failures (
+    id           bigserial PRIMARY KEY,
+    -- The client address (docs/api.md "Behind a proxy").
+    address      text NOT NULL,
+    attempted_at timestamptz NOT NULL
+);
+CREATE INDEX enrollment_failures_by_time ON enrollment_failures (attempted_at);
+CREATE INDEX enrollment_failures_by_address ON enrollment_failures (address, attempted_at);

@@ -102,9 +102,9 @@ extension DeviceStore {
 
     /// Redeems `code` for a new token named `deviceName`; nil when the code is wrong, expired, used
     /// or voided by its device's revocation (one answer for all). The code is spent only by a
-    /// successful enrollment: a name the user's live tokens already have is refused and leaves
-    /// the code usable.
-    package func enroll(code: PairingCode, deviceName: String) async throws -> Enrollment? {
+    /// successful enrollment, which also deletes `reservation` (it was no failure): a name the
+    /// user's live tokens already have is refused and leaves the code usable.
+    package func enroll(code: PairingCode, deviceName: String, reservation: EnrollmentReservation? = nil) async throws -> Enrollment? {
         let digest = SHA256.hash(code.text)
         let now = clock.nowMilliseconds()
         var random = SystemRandomNumberGenerator()
@@ -120,6 +120,7 @@ extension DeviceStore {
             try connection.run("""
                 UPDATE pairing_codes SET used_at = now(), enrolled_token = \(token.tokenID) WHERE code_sha256 = \(digest)
                 """)
+            if let reservation { try connection.run(Self.deleteReservation(reservation)) }
             return Enrollment(token: token, userRecordName: owner.recordName, deviceName: deviceName)
         }
     }

@@ -24,6 +24,64 @@ import Testing
         answers.reduce(into: [:]) { $0[$1.status, default: 0] += 1 }
     }
 
+    @Test func aBurstOfWrongCodesFromOneAddressGetsExactlyTheLimitOfChecks() async throws {
+        var limits = Limits()
+        limits.enrollFailuresPerMinutePerAddress = 10
+        try await APIFixture.with(limits: limits) { api in
+            let answers = await withTaskGroup(of: Answer.self) { group in
+                for index in 0..<40 {
+                    group.addTask { await Self.enroll(api, code: "ZZZZ-ZZZZ-\(index % 10)\(index / 10)", name: "x") }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(Self.statuses(answers) == [401: 10, 429: 30], "\(answers.map(\.status))")
+            for refused in answers where refused.status == 429 {
+                #expect(refused.serverErrorCode == "THROTTLED")
+                let seconds = Int(refused.headers["Retry-After"] ?? "") ?? 0
+                #expect((55...60).contains(seconds), "Retry-After \(seconds)")
+            }
+        }
+    }
+
+    @Test func twoInstancesCountFailuresTogether() async throws {
+        var limits = Limits()
+        limits.enrollFailuresPerMinutePerAddress = 0
+        limits.enrollFailuresPerMinute = 6
+        try await APIFixture.with(limits: limits) { first in
+            let second = APIFixture(database: first.database,
+                                    api: API(store: try await Store.open(pool: first.database.pool), limits: limits))
+            for index in 0..<6 {
+                let instance = index % 2 == 0 ? first : second
+                #expect(await Self.enroll(instance, code: "ZZZZ-ZZZZ-Y\(index)", name: "x").status == 401)
+            }
+            let mac = try await first.token(device: "mac")
+            let code = try await Self.pair(first, token: mac)
+            for instance in [first, second] {
+                let refused = await Self.enroll(instance, code: code, name: "phone")
+                #expect(refused.status == 429 && refused.reason.contains("enrollFailuresPerMinute is 6"), "\(refused)")
+            }
+        }
+    }
+
+    @Test func successesAndBadInputDoNotCountAsFailures() async throws {
+        var limits = Limits()
+        limits.enrollFailuresPerMinutePerAddress = 2
+        limits.maxPendingPairingCodes = 10
+        try await APIFixture.with(limits: limits) { api in
+            let mac = try await api.token(device: "mac")
+            for index in 0..<4 {
+                let code = try await Self.pair(api, token: mac)
+                #expect(await Self.enroll(api, code: code, name: "mac").status == 400)
+                #expect(await Self.enroll(api, code: code, name: "phone \(index)").status == 200)
+            }
+            let rows = try await api.database.run { try $0.queryFirst("SELECT count(*) FROM enrollment_failures") { try $0.int(0) } }
+            #expect(rows == 0)
+            #expect(await Self.enroll(api, code: "ZZZZ-ZZZZ-ZZ", name: "x").status == 401)
+            #expect(await Self.enroll(api, code: "ZZZZ-ZZZZ-ZY", name: "x").status == 401)
+            #expect(await Self.enroll(api, code: "ZZZZ-ZZZZ-ZX", name: "x").status == 429)
+        }
+    }
+
     @Test func concurrentEnrollmentsWithOneNameMakeOneDevice() async throws {
         try await APIFixture.with { api in
             let mac = try await api.token(device: "mac")

@@ -47,6 +47,7 @@ import Testing
             let ids = try await fixture.run { connection -> [String] in
                 // The database as 0013 left it, with names used twice.
                 try connection.run("DROP INDEX device_tokens_live_name")
+                try connection.run("DROP TABLE enrollment_failures")
                 try connection.run("INSERT INTO users (name, record_name) VALUES ('alice', '_a'), ('bob', '_b')")
                 let rows: [(String, String, String, Int, Bool)] = [
                     ("alice", "tok_1", "mac", 1, false), ("alice", "tok_2", "mac", 2, false), ("alice", "tok_3", "mac", 3, false),
