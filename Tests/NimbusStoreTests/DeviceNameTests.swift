@@ -41,6 +41,24 @@ import Testing
         }
     }
 
+    @Test func concurrentEnrollmentsWithOneNameMakeOneToken() async throws {
+        try await StoreFixture.with(poolSize: 12) { fixture in
+            let session = try await fixture.session(user: "alice", device: "mac")
+            var limits = Limits()
+            limits.maxPendingPairingCodes = 40
+            let devices = fixture.store.devices
+            for round in 0..<4 {
+                var codes: [PairingCode] = []
+                for _ in 0..<8 { codes.append(try await devices.pair(userID: session.userID, byToken: nil, deviceNameHint: nil, limits: limits).code) }
+                let enrolled = await withTaskGroup(of: Bool.self) { group in
+                    for code in codes { group.addTask { (try? await devices.enroll(code: code, deviceName: "phone \(round)")) != nil } }
+                    return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+                }
+                #expect(enrolled == 1, "round \(round)")
+            }
+        }
+    }
+
     @Test func theMigrationRenamesLaterLiveDuplicatesAndKeepsTheOldest() async throws {
         try await StoreFixture.with { fixture in
             let long = String(repeating: "x", count: 255)
