@@ -13,7 +13,8 @@
 # - Revocation: a device revokes another of its user's devices (next request 401), another user's
 #   token id is NOT_FOUND, a device revokes itself.
 # - Bad input: malformed codes, missing or invalid deviceName, a name already in use, an oversized
-#   body: 4xx in the error shape, no token created, the code still usable.
+#   body: 4xx in the error shape, no token created, the code still usable; `token issue` refuses a
+#   name in use as enrollment does.
 source "$(dirname "$0")/../lib.sh"
 
 PER_ADDRESS=4 OVERALL=9
@@ -70,6 +71,10 @@ expect_json_field deviceName "alice's mac"
 api_ok "$MAC" users/current
 [ "$(tokens)" = $((before + 1)) ] || fail "device_tokens grew by $(( $(tokens) - before )), expected 1"
 nimbus_admin token list alice | grep -q "$MAC_ID" || fail "token list alice does not show $MAC_ID"
+"$NIMBUS_BIN" token issue alice --device "alice's mac" --database-url "$NIMBUS_DB_URL" >/dev/null 2>"$TEST_TMP/issue-err" \
+  && fail "token issue made a second live \"alice's mac\""
+grep -q "\"alice's mac\" is already the name of one of this user's devices" "$TEST_TMP/issue-err" \
+  || fail "token issue with a name in use said: $(cat "$TEST_TMP/issue-err")"
 ok "enrolled on B; the token answers users/current on A and shows in token list"
 
 note "an enrolled device pairs the next one; concurrent enrolls with one code: exactly one wins"
