@@ -50,17 +50,17 @@ extension DeviceStore {
     /// Un-counts an attempt that turned out not to be a failed code (bad input, a name in use, an
     /// error). Best effort: if this fails, the attempt counts until it leaves the minute.
     package func releaseEnrollment(_ reservation: EnrollmentReservation) async {
-        guard reservation.id != nil else { return }
+        guard let id = reservation.id else { return }
         do {
-            _ = try await pool.withConnection { try $0.run(Self.deleteReservation(reservation)) }
+            _ = try await pool.withConnection { try $0.run(Self.deleteReservation(id)) }
         } catch {
             Logger(subsystem: "store").warning("an enrollment reservation was not released", ["error": "\(error)"])
         }
     }
 
-    /// The statement deleting a reservation (`enroll` runs it in its transaction on success).
-    static func deleteReservation(_ reservation: EnrollmentReservation) -> SQL {
-        "DELETE FROM enrollment_failures WHERE id = \(reservation.id)"
+    /// The statement deleting a reservation's row (`enroll` runs it in its transaction on success).
+    static func deleteReservation(_ id: Int64) -> SQL {
+        "DELETE FROM enrollment_failures WHERE id = \(id)"
     }
 
     /// The newest failures that count at `now`, at most each limit's worth: all of them (`s`)

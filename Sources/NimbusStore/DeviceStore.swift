@@ -120,7 +120,7 @@ extension DeviceStore {
             try connection.run("""
                 UPDATE pairing_codes SET used_at = now(), enrolled_token = \(token.tokenID) WHERE code_sha256 = \(digest)
                 """)
-            if let reservation { try connection.run(Self.deleteReservation(reservation)) }
+            if let id = reservation?.id { try connection.run(Self.deleteReservation(id)) }
             return Enrollment(token: token, userRecordName: owner.recordName, deviceName: deviceName)
         }
     }
