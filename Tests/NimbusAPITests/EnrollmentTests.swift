@@ -100,6 +100,21 @@ import Testing
         }
     }
 
+    @Test func aRevokedDevicesCodesStopCountingTowardTheCap() async throws {
+        var limits = Limits()
+        limits.maxPendingPairingCodes = 2
+        try await APIFixture.with(limits: limits) { api in
+            let mac = try await api.token(device: "mac"), phone = try await api.token(device: "phone")
+            _ = try await Self.pair(api, token: phone)
+            _ = try await Self.pair(api, token: phone)
+            #expect(await api.send("POST", "/devices/pair", token: mac, body: "{}").status == 429)
+            let devices = await api.send("GET", "/devices", token: mac)
+            let phoneID = try #require(devices.items("devices").first { $0["deviceName"]?.stringValue == "phone" }?["tokenID"]?.stringValue)
+            #expect(await api.send("POST", "/devices/revoke", token: mac, body: #"{"tokenID":"\#(phoneID)"}"#).status == 200)
+            _ = try await Self.pair(api, token: mac)
+        }
+    }
+
     @Test func revokingADeviceVoidsTheCodesItAskedFor() async throws {
         try await APIFixture.with { api in
             let mac = try await api.token(device: "mac"), phone = try await api.token(device: "phone")
