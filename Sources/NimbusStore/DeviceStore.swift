@@ -60,7 +60,7 @@ extension DeviceStore {
     }
 
     /// A fresh single-use code for `userID`, expiring after `limits.pairingCodeSeconds`. THROTTLED
-    /// when the user already holds `limits.maxPendingPairingCodes` unexpired, unused codes.
+    /// when the user already holds `limits.maxPendingPairingCodes` redeemable codes.
     package func pair(userID: Int64, byToken tokenID: String?, deviceNameHint: String?, limits: Limits) async throws -> IssuedPairingCode {
         try await pair(userID: userID, byToken: tokenID, deviceNameHint: deviceNameHint, limits: limits, alongside: nil)
     }

@@ -82,6 +82,8 @@ import Testing
         }
     }
 
+    /// The answers to concurrent enrollments with one name. (The race itself, which requests
+    /// through the API rarely hit, is DeviceNameTests.concurrentEnrollmentsWithOneNameMakeOneToken.)
     @Test func concurrentEnrollmentsWithOneNameMakeOneDevice() async throws {
         try await APIFixture.with { api in
             let mac = try await api.token(device: "mac")
