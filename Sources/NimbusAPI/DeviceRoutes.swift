@@ -12,18 +12,15 @@ struct DeviceRoutes: Sendable {
     let limits: Limits
     let publicURL: String?
     let counters: DeviceCounters
-    /// Failed enrollments per address and in all (this instance's memory; codes are 50 bits, so
-    /// N instances giving N times the attempts changes nothing that matters).
-    let throttle: Lock<EnrollmentThrottle>
-    let clock: any WallClock
+    /// Failed enrollments per address and in all, counted for the whole server in the database.
+    let throttle: EnrollmentThrottle
 
-    init(devices: DeviceStore, limits: Limits, publicURL: String?, metrics: Metrics, clock: any WallClock = SystemClock()) {
+    init(devices: DeviceStore, limits: Limits, publicURL: String?, metrics: Metrics) {
         self.devices = devices
         self.limits = limits
         self.publicURL = publicURL
-        self.clock = clock
         counters = DeviceCounters()
-        throttle = Lock(EnrollmentThrottle(perAddress: limits.enrollFailuresPerMinutePerAddress, overall: limits.enrollFailuresPerMinute))
+        throttle = EnrollmentThrottle(perAddress: limits.enrollFailuresPerMinutePerAddress, overall: limits.enrollFailuresPerMinute)
         counters.register(in: metrics)
     }
 
@@ -71,16 +68,27 @@ struct DeviceRoutes: Sendable {
         let body = try RequestInput.parseBody(request.body)
         let code = try DeviceRequests.code(body)
         let deviceName = try DeviceRequests.deviceName(body)
-        let address = request.clientAddress
-        if case .refused(let seconds, let scope) = throttle.withLock({ $0.admit(address, now: clock.nowMilliseconds()) }) {
+        // The attempt is counted before the code is checked (a burst cannot outrun the count) and
+        // un-counted when it was no failure.
+        let reservation: EnrollmentReservation
+        switch try await devices.reserveEnrollment(from: request.clientAddress, throttle: throttle) {
+        case .reserved(let reserved):
+            reservation = reserved
+        case .refused(let seconds, let scope):
             counters.throttled.withLock { $0 += 1 }
             let which = scope == .address
                 ? "from this address (enrollFailuresPerMinutePerAddress is \(limits.enrollFailuresPerMinutePerAddress))"
                 : "on this server (enrollFailuresPerMinute is \(limits.enrollFailuresPerMinute))"
             throw SyncError(.throttled, "Too many failed enrollments \(which); retry in \(seconds) s.", retryAfter: seconds)
         }
-        guard let enrollment = try await devices.enroll(code: code, deviceName: deviceName) else {
-            throttle.withLock { $0.recordFailure(address, now: clock.nowMilliseconds()) }
+        let enrolled: Enrollment?
+        do {
+            enrolled = try await devices.enroll(code: code, deviceName: deviceName, reservation: reservation)
+        } catch {
+            await devices.releaseEnrollment(reservation)
+            throw error
+        }
+        guard let enrollment = enrolled else {
             counters.failures.withLock { $0 += 1 }
             throw SyncError(.authenticationFailed, "The pairing code is wrong, expired or already used; ask the paired device for a new one.")
         }

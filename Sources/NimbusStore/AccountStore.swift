@@ -217,26 +217,42 @@ extension AccountStore {
     }
 
     /// Issues a token for a user's device: 256 random bits, base64url; only its SHA-256 is kept.
+    /// A name one of the user's live tokens has is refused as enrollment refuses it.
     package func issueToken(user: String, device: String) async throws -> IssuedToken {
         try await issueToken(user: user, device: device, alongside: nil)
     }
 
     /// `issueToken`, running `alongside` with the new token in the insert's transaction.
     func issueToken(user: String, device: String, alongside: (@Sendable (PGConnection, IssuedToken) throws -> Void)?) async throws -> IssuedToken {
-        if let problem = DeviceName.problem(device, field: "The device name") { throw SyncError(.badRequest, problem) }
+        let field = "The device name"
+        if let problem = DeviceName.problem(device, field: field) { throw SyncError(.badRequest, problem) }
         var random = SystemRandomNumberGenerator()
         let token = Self.makeToken(using: &random)
-        let digest = Self.tokenDigest(token.secret)
-        let inserted = try await pool.withTransaction { connection in
-            let inserted = try connection.run("""
-                INSERT INTO device_tokens (user_id, token_id, token_sha256, device_name)
-                SELECT id, \(token.tokenID), \(digest), \(device) FROM users WHERE name = \(user)
-                """)
-            if inserted == 1 { try alongside?(connection, token) }
-            return inserted
+        let found = try await pool.withTransaction { connection -> Bool in
+            guard let userID = try connection.queryFirst("SELECT id FROM users WHERE name = \(user)", decode: { try $0.int64(0) }) else {
+                return false
+            }
+            try Self.insertToken(connection, userID: userID, token: token, deviceName: device, field: field)
+            try alongside?(connection, token)
+            return true
         }
-        guard inserted == 1 else { throw SyncError(.notFound, "There is no user named \(user).") }
+        guard found else { throw SyncError(.notFound, "There is no user named \(user).") }
         return token
+    }
+
+    /// Inserts a live token of `userID` named `deviceName`, or throws `DeviceName.inUse` when a
+    /// live token of the user has that name. The unique index `device_tokens_live_name` decides,
+    /// so of concurrent inserts of one name exactly one wins (a check before the insert would let
+    /// all of them pass). Every path that creates device tokens comes here.
+    static func insertToken(_ connection: PGConnection, userID: Int64, token: IssuedToken, deviceName: String,
+                            field: String = "deviceName") throws {
+        let inserted = try connection.queryFirst("""
+            INSERT INTO device_tokens (user_id, token_id, token_sha256, device_name)
+            VALUES (\(userID), \(token.tokenID), \(tokenDigest(token.secret)), \(deviceName))
+            ON CONFLICT (user_id, device_name) WHERE revoked_at IS NULL DO NOTHING
+            RETURNING 1
+            """) { _ in true } ?? false
+        guard inserted else { throw DeviceName.inUse(deviceName, field: field) }
     }
 
     /// A fresh token: a 256-bit secret (base64url) and a public id `tok_...` (72 bits; `adm_...`

@@ -60,7 +60,7 @@ extension DeviceStore {
     }
 
     /// A fresh single-use code for `userID`, expiring after `limits.pairingCodeSeconds`. THROTTLED
-    /// when the user already holds `limits.maxPendingPairingCodes` unexpired, unused codes.
+    /// when the user already holds `limits.maxPendingPairingCodes` redeemable codes.
     package func pair(userID: Int64, byToken tokenID: String?, deviceNameHint: String?, limits: Limits) async throws -> IssuedPairingCode {
         try await pair(userID: userID, byToken: tokenID, deviceNameHint: deviceNameHint, limits: limits, alongside: nil)
     }
@@ -82,8 +82,7 @@ extension DeviceStore {
                   AND expires_at < 'epoch'::timestamptz + \(now - 86_400_000) * interval '1 millisecond'
                 """)
             let pending = try connection.queryFirst("""
-                SELECT count(*) FROM pairing_codes WHERE user_id = \(userID) AND used_at IS NULL
-                  AND expires_at > 'epoch'::timestamptz + \(now) * interval '1 millisecond'
+                SELECT count(*) FROM pairing_codes c WHERE c.user_id = \(userID) AND \(Self.redeemable(now: now))
                 """) { try $0.int(0) } ?? 0
             guard pending < cap else { return pending }
             try connection.run("""
@@ -101,10 +100,11 @@ extension DeviceStore {
         return IssuedPairingCode(code: code, expiresAt: expiresAt)
     }
 
-    /// Redeems `code` for a new token named `deviceName`; nil when the code is wrong, expired or
-    /// used (one answer for all three). The code is spent only by a successful enrollment: a
-    /// name the user's live tokens already have is refused and leaves the code usable.
-    package func enroll(code: PairingCode, deviceName: String) async throws -> Enrollment? {
+    /// Redeems `code` for a new token named `deviceName`; nil when the code is wrong, expired, used
+    /// or voided by its device's revocation (one answer for all). The code is spent only by a
+    /// successful enrollment, which also deletes `reservation` (it was no failure): a name the
+    /// user's live tokens already have is refused and leaves the code usable.
+    package func enroll(code: PairingCode, deviceName: String, reservation: EnrollmentReservation? = nil) async throws -> Enrollment? {
         let digest = SHA256.hash(code.text)
         let now = clock.nowMilliseconds()
         var random = SystemRandomNumberGenerator()
@@ -113,25 +113,28 @@ extension DeviceStore {
             // The row lock makes a code single-use: a second redemption waits, then finds it used.
             guard let owner = try connection.queryFirst("""
                 SELECT c.user_id, u.record_name FROM pairing_codes c JOIN users u ON u.id = c.user_id
-                WHERE c.code_sha256 = \(digest) AND c.used_at IS NULL
-                  AND c.expires_at > 'epoch'::timestamptz + \(now) * interval '1 millisecond'
+                WHERE c.code_sha256 = \(digest) AND \(Self.redeemable(now: now))
                 FOR UPDATE OF c
                 """, decode: { (userID: try $0.int64(0), recordName: try $0.string(1)) }) else { return nil }
-            let taken = try connection.queryFirst("""
-                SELECT 1 FROM device_tokens WHERE user_id = \(owner.userID) AND device_name = \(deviceName) AND revoked_at IS NULL
-                """) { _ in true } ?? false
-            if taken {
-                throw SyncError(.badRequest, "deviceName \(Names.quoted(deviceName)) is already the name of one of this user's devices; choose another.")
-            }
-            try connection.run("""
-                INSERT INTO device_tokens (user_id, token_id, token_sha256, device_name)
-                VALUES (\(owner.userID), \(token.tokenID), \(AccountStore.tokenDigest(token.secret)), \(deviceName))
-                """)
+            try AccountStore.insertToken(connection, userID: owner.userID, token: token, deviceName: deviceName)
             try connection.run("""
                 UPDATE pairing_codes SET used_at = now(), enrolled_token = \(token.tokenID) WHERE code_sha256 = \(digest)
                 """)
+            if let id = reservation?.id { try connection.run(Self.deleteReservation(id)) }
             return Enrollment(token: token, userRecordName: owner.recordName, deviceName: deviceName)
         }
+    }
+
+    /// A pairing code `c` that can still enroll a device at `now`: unused, unexpired, and asked
+    /// for on the shell or the console (no token) or by a device token that is still live.
+    /// Revoking a device voids its codes here, for every revocation path and for revocations by
+    /// an older binary alike; voided codes stop counting toward `maxPendingPairingCodes` too.
+    static func redeemable(now: Int64) -> SQL {
+        """
+        c.used_at IS NULL AND c.expires_at > 'epoch'::timestamptz + \(now) * interval '1 millisecond'
+          AND (c.created_by_token IS NULL OR EXISTS (
+            SELECT 1 FROM device_tokens t WHERE t.token_id = c.created_by_token AND t.revoked_at IS NULL))
+        """
     }
 
     /// The user's live tokens, oldest first.

@@ -50,37 +50,43 @@ import Testing
     }
 
     @Test func theEleventhFailureFromOneAddressWithinAMinuteIsRefused() {
-        var throttle = EnrollmentThrottle(perAddress: 10, overall: 100)
-        for second in 0..<10 {
-            #expect(throttle.admit("10.0.0.1", now: Int64(second) * 1000) == .admitted)
-            throttle.recordFailure("10.0.0.1", now: Int64(second) * 1000)
-        }
-        // The first failure (t = 0) leaves the window at t = 60 s.
-        #expect(throttle.admit("10.0.0.1", now: 10_000) == .refused(retryAfterSeconds: 50, scope: .address))
-        #expect(throttle.admit("10.0.0.1", now: 59_999) == .refused(retryAfterSeconds: 1, scope: .address))
-        #expect(throttle.admit("10.0.0.1", now: 60_000) == .admitted)
-        #expect(throttle.admit("10.0.0.2", now: 10_000) == .admitted)
+        let throttle = EnrollmentThrottle(perAddress: 10, overall: 100)
+        let failures = (0..<10).map { Int64($0) * 1000 }
+        #expect(throttle.decide(.init(overall: Array(failures.prefix(9)), fromAddress: Array(failures.prefix(9))), now: 9_000) == .admitted)
+        let ten = EnrollmentThrottle.Recent(overall: failures, fromAddress: failures)
+        // The first failure (t = 0) leaves the window at t = 60 s; only failures after
+        // now - 60 s count, whatever the store passes.
+        #expect(throttle.decide(ten, now: 10_000) == .refused(retryAfterSeconds: 50, scope: .address))
+        #expect(throttle.decide(ten, now: 59_999) == .refused(retryAfterSeconds: 1, scope: .address))
+        #expect(throttle.decide(ten, now: 60_000) == .admitted)
+        #expect(throttle.decide(.init(overall: failures, fromAddress: []), now: 10_000) == .admitted)
     }
 
-    @Test func theServerWideCapHoldsAcrossAddresses() {
-        var throttle = EnrollmentThrottle(perAddress: 10, overall: 25)
-        for index in 0..<25 {
-            let address = "10.0.\(index / 5).1"
-            #expect(throttle.admit(address, now: 1000) == .admitted)
-            throttle.recordFailure(address, now: 1000)
-        }
-        #expect(throttle.admit("192.168.1.1", now: 2000) == .refused(retryAfterSeconds: 59, scope: .server))
-        #expect(throttle.admit("192.168.1.1", now: 61_000) == .admitted)
+    @Test func theServerWideLimitHoldsAcrossAddressesAndIsNamedFirst() {
+        let throttle = EnrollmentThrottle(perAddress: 10, overall: 25)
+        let all = Array(repeating: Int64(1000), count: 25)
+        #expect(throttle.decide(.init(overall: Array(all.prefix(24)), fromAddress: []), now: 2000) == .admitted)
+        #expect(throttle.decide(.init(overall: all, fromAddress: []), now: 2000) == .refused(retryAfterSeconds: 59, scope: .server))
+        #expect(throttle.decide(.init(overall: all, fromAddress: Array(all.prefix(10))), now: 2000)
+            == .refused(retryAfterSeconds: 59, scope: .server))
+        #expect(throttle.decide(.init(overall: all, fromAddress: []), now: 61_000) == .admitted)
     }
 
-    @Test func zeroMeansNoLimitAndMemoryStaysBounded() {
-        var unlimited = EnrollmentThrottle(perAddress: 0, overall: 0)
-        for index in 0..<1000 { unlimited.recordFailure("a", now: Int64(index)) }
-        #expect(unlimited.admit("a", now: 1000) == .admitted)
-        var throttle = EnrollmentThrottle(perAddress: 3, overall: 10)
-        for index in 0..<5000 { throttle.recordFailure("10.\(index / 256).\(index % 256).1", now: 0) }
-        #expect(throttle.rememberedAddresses == 5000)
-        _ = throttle.admit("x", now: 120_000)
-        #expect(throttle.rememberedAddresses == 0)
+    @Test func retryAfterWaitsForTheFailureThatHoldsTheCountAtItsLimit() {
+        // Three failures at 0, 30 s and 50 s with a limit of 2: the count falls below 2 when the
+        // one at 30 s leaves (t = 90 s), not when the oldest does.
+        let throttle = EnrollmentThrottle(perAddress: 2, overall: 0)
+        let recent = EnrollmentThrottle.Recent(overall: [], fromAddress: [0, 50_000, 30_000])
+        #expect(throttle.decide(recent, now: 55_000) == .refused(retryAfterSeconds: 35, scope: .address))
+        #expect(throttle.decide(recent, now: 60_000) == .refused(retryAfterSeconds: 30, scope: .address))
+        #expect(throttle.decide(recent, now: 90_000) == .admitted)
+    }
+
+    @Test func zeroTurnsALimitOff() {
+        let many = Array(repeating: Int64(0), count: 1000)
+        #expect(!EnrollmentThrottle(perAddress: 0, overall: 0).isOn)
+        #expect(EnrollmentThrottle(perAddress: 0, overall: 0).decide(.init(overall: many, fromAddress: many), now: 1) == .admitted)
+        #expect(EnrollmentThrottle(perAddress: 0, overall: 5).decide(.init(overall: [], fromAddress: many), now: 1) == .admitted)
+        #expect(EnrollmentThrottle(perAddress: 5, overall: 0).decide(.init(overall: many, fromAddress: []), now: 1) == .admitted)
     }
 }

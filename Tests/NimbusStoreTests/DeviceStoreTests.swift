@@ -30,13 +30,15 @@ import Testing
             #expect(try await second.accounts.session(tokenDigest: digest, container: "iCloud.x", environment: .development) != nil)
             #expect(try await first.devices.enroll(code: issued.code, deviceName: "iphone 2") == nil)
 
-            // Expiry: usable at N - 1 ms, refused at N, like a wrong code.
-            let late = try await first.devices.pair(userID: session.userID, byToken: nil, deviceNameHint: nil, limits: limits)
+            // Expiry: two codes issued at one instant (enrolling spends one); the first still
+            // enrolls at N - 1 ms, the second is refused at N like a wrong code. A code that
+            // expired even 1 ms early fails the first half, one that lived on the second.
+            let tried = try await first.devices.pair(userID: session.userID, byToken: nil, deviceNameHint: nil, limits: limits)
+            let expired = try await first.devices.pair(userID: session.userID, byToken: nil, deviceNameHint: nil, limits: limits)
             clock.advance(milliseconds: 599_999)
-            let early = try await first.devices.pair(userID: session.userID, byToken: nil, deviceNameHint: nil, limits: limits)
+            #expect(try await second.devices.enroll(code: tried.code, deviceName: "tablet") != nil)
             clock.advance(milliseconds: 1)
-            #expect(try await second.devices.enroll(code: late.code, deviceName: "tablet") == nil)
-            #expect(try await second.devices.enroll(code: early.code, deviceName: "tablet") != nil)
+            #expect(try await second.devices.enroll(code: expired.code, deviceName: "laptop") == nil)
             let stored = try await fixture.run { connection in
                 try connection.query("SELECT encode(code_sha256, 'hex') FROM pairing_codes") { try $0.string(0) }
             }

@@ -567,7 +567,7 @@ import Testing
     @Test func aPruneLimitedToOneContainerLeavesOtherContainersAssetsAndNotifications() async throws {
         try await StoreFixture.with { fixture in
             let (store, _, _) = try await Self.appLocker(fixture)
-            let other = try await fixture.session(container: "iCloud.org.p0deje.Maccy")
+            let other = try await fixture.session(device: "laptop", container: "iCloud.org.p0deje.Maccy")
             _ = try await Self.upload(store, other, Array(repeating: 3, count: 2222))  // never referenced
             _ = try await store.subscriptions.modifySubscriptions(other, operations: [.save(try Self.subscription("all", firesOn: ["create"]), mustExist: false)])
             try await Self.save(store, other, [.success(RecordOperation(kind: .create, recordName: "item", recordType: "HistoryItem",

@@ -1,52 +1,49 @@
 /// Limits failed `POST /devices/enroll` attempts (wrong, expired or used codes): at most
 /// `perAddress` in any minute from one client address and `overall` in any minute for the whole
-/// instance. A pure state machine: the caller passes the time.
+/// server; 0 turns a limit off. The failures live in the database, shared by every instance
+/// (NimbusStore's `DeviceStore+Throttle.swift`); this type only decides over them, so the rule
+/// is testable with plain numbers.
 ///
-/// The windows slide: a refused attempt learns when the oldest failure that counts leaves its
-/// minute (`retryAfter`). Memory is bounded: an address keeps at most `perAddress` times, and
-/// addresses with no failure in the last minute are dropped when `pruneInterval` has passed.
-package struct EnrollmentThrottle: Sendable {
+/// The window slides: a refused attempt learns when the failure that holds the count at its limit
+/// leaves its minute (`retryAfterSeconds`).
+package struct EnrollmentThrottle: Sendable, Equatable {
     package let perAddress: Int
     package let overall: Int
     package static let window: Int64 = 60_000
-    private var byAddress: [String: [Int64]] = [:]
-    private var all: [Int64] = []
-    private var lastPrune: Int64 = 0
 
     package init(perAddress: Int, overall: Int) {
         self.perAddress = perAddress
         self.overall = overall
     }
 
-    /// Whether an attempt from `address` may be checked now (milliseconds); when not, the
-    /// seconds until it may.
-    package mutating func admit(_ address: String, now: Int64) -> Decision {
-        prune(now)
-        let windowStart = now - Self.window
-        all.removeAll { $0 <= windowStart }
-        if overall > 0, all.count >= overall, let oldest = all.first {
-            return .refused(retryAfterSeconds: Self.seconds(until: oldest + Self.window, from: now), scope: .server)
+    /// False when both limits are off: nothing needs counting.
+    package var isOn: Bool { perAddress > 0 || overall > 0 }
+
+    /// A failure counts at `now` when it is later than this (milliseconds).
+    package static func windowStart(now: Int64) -> Int64 { now - window }
+
+    /// The failures that count: times (milliseconds) later than `windowStart`, in any order; only
+    /// the newest `overall` of all and `perAddress` of the address are needed.
+    package struct Recent: Sendable, Equatable {
+        package var overall: [Int64]
+        package var fromAddress: [Int64]
+
+        package init(overall: [Int64], fromAddress: [Int64]) {
+            self.overall = overall
+            self.fromAddress = fromAddress
         }
-        let times = (byAddress[address] ?? []).filter { $0 > windowStart }
-        byAddress[address] = times.isEmpty ? nil : times
-        if perAddress > 0, times.count >= perAddress, let oldest = times.first {
-            return .refused(retryAfterSeconds: Self.seconds(until: oldest + Self.window, from: now), scope: .address)
+    }
+
+    /// Whether one more attempt may be checked at `now`; the server-wide limit is named first.
+    package func decide(_ recent: Recent, now: Int64) -> Decision {
+        if let seconds = Self.retryAfter(recent.overall, limit: overall, now: now) {
+            return .refused(retryAfterSeconds: seconds, scope: .server)
+        }
+        if let seconds = Self.retryAfter(recent.fromAddress, limit: perAddress, now: now) {
+            return .refused(retryAfterSeconds: seconds, scope: .address)
         }
         return .admitted
     }
-
-    /// Counts a failed attempt from `address`.
-    package mutating func recordFailure(_ address: String, now: Int64) {
-        all.append(now)
-        if all.count > max(overall, 0) { all.removeFirst(all.count - max(overall, 0)) }
-        var times = byAddress[address] ?? []
-        times.append(now)
-        if times.count > max(perAddress, 0) { times.removeFirst(times.count - max(perAddress, 0)) }
-        byAddress[address] = times
-    }
-
-    /// Addresses currently remembered (for tests of the bound).
-    package var rememberedAddresses: Int { byAddress.count }
 
     package enum Decision: Sendable, Equatable {
         case admitted
@@ -58,14 +55,13 @@ package struct EnrollmentThrottle: Sendable {
         case server
     }
 
-    private mutating func prune(_ now: Int64) {
-        guard now - lastPrune >= Self.window else { return }
-        lastPrune = now
-        let windowStart = now - Self.window
-        byAddress = byAddress.filter { $0.value.last.map { $0 > windowStart } ?? false }
-    }
-
-    private static func seconds(until deadline: Int64, from now: Int64) -> Int {
-        max(1, Int((deadline - now + 999) / 1000))
+    /// nil while fewer than `limit` failures count; else the seconds until the `limit`-th newest
+    /// leaves the window (then fewer than `limit` remain).
+    private static func retryAfter(_ times: [Int64], limit: Int, now: Int64) -> Int? {
+        guard limit > 0 else { return nil }
+        let counting = times.filter { $0 > windowStart(now: now) }.sorted(by: >)
+        guard counting.count >= limit else { return nil }
+        let leaves = counting[limit - 1] + window
+        return max(1, Int((leaves - now + 999) / 1000))
     }
 }

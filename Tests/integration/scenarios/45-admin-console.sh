@@ -2,8 +2,8 @@
 # The admin console (docs/console.md) against the real binary:
 # - the admin API: 401 without a token, with a wrong one, and with a device token; an admin token
 #   works; every mutation (revoke, pair) lands in the audit trail with the admin's name; bad input
-#   (unknown user, malformed token id, a body that is not JSON, limit out of range) is a 4xx in the
-#   error shape; a revoked admin token is refused at once;
+#   (unknown user, malformed token id, a body that is not JSON, limit out of range, a device name in
+#   use) is a 4xx in the error shape; a revoked admin token is refused at once;
 # - the listener: never on the device-facing one (/, /api/* are 404 there), absent with `off`;
 # - the data and operations API (records, schema, retention, storage): bad input is a 4xx in the
 #   error shape; a prune started from the console is audited and shows as the last prune;
@@ -196,6 +196,9 @@ admin POST /api/users/anna/tokens "$ADMIN_TOKEN" '{"deviceName":"watch"}'
 expect_status 200 "a device token from the console"
 issued=$(json_field token)
 api_ok "$issued" users/current
+admin POST /api/users/anna/tokens "$ADMIN_TOKEN" '{"deviceName":"watch"}'
+expect_api_error 400 BAD_REQUEST "a second live device named watch"
+json_field reason | grep -q 'watch.* is already the name of one of this user' || fail "the name in use is not named: $HTTP_BODY"
 admin GET /api/audit
 contains "$HTTP_BODY" -q '"action":"device.issue"' || fail "the audit lacks the issued token: $HTTP_BODY"
 asset_query='user=anna&container=iCloud.com.mirxa.AppLocker&environment=development'
