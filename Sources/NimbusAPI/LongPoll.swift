@@ -8,6 +8,10 @@ import NimbusSupport
 /// change hub: its headers go out at once (chunked), a space every heartbeat interval keeps
 /// proxies from cutting it, a relevant change makes it re-read and answer, the deadline (or
 /// shutdown) answers it empty, and a client that goes away frees its entry at once.
+///
+/// Its device token's revocation answers it at once, empty (the status went out with the
+/// headers; the next request is 401), and before it delivers what it read it checks that the
+/// token is still live, so a revocation notice that never arrived lets no data through.
 final class LongPoll: ParkedRequest, Sendable {
     /// Reads again for a waiter woken at the given wake generation (`ChangeHub.wakeGeneration`):
     /// a read shared with others must have started at or after it.
@@ -26,6 +30,8 @@ final class LongPoll: ParkedRequest, Sendable {
 
     private let writer: HTTPResponseWriter
     private let hub: ChangeHub
+    private let tokenID: String
+    private let liveTokens: LiveTokens
     private let isRelevant: @Sendable (ChangeEvent) -> Bool
     private let reread: Reread
     private let emptyAnswer: [UInt8]
@@ -33,21 +39,25 @@ final class LongPoll: ParkedRequest, Sendable {
     private let state = Lock(State())
     private let logger = Logger(subsystem: "longpoll")
 
-    init(writer: HTTPResponseWriter, hub: ChangeHub, emptyAnswer: [UInt8], onFinish: @escaping @Sendable () -> Void,
-         isRelevant: @escaping @Sendable (ChangeEvent) -> Bool, reread: @escaping Reread) {
+    /// `tokenID` is the device token the request authenticated with.
+    init(writer: HTTPResponseWriter, hub: ChangeHub, tokenID: String, liveTokens: LiveTokens, emptyAnswer: [UInt8],
+         onFinish: @escaping @Sendable () -> Void, isRelevant: @escaping @Sendable (ChangeEvent) -> Bool, reread: @escaping Reread) {
         self.writer = writer
         self.hub = hub
+        self.tokenID = tokenID
+        self.liveTokens = liveTokens
         self.emptyAnswer = emptyAnswer
         self.onFinish = onFinish
         self.isRelevant = isRelevant
         self.reread = reread
     }
 
-    /// Parks the request; throws THROTTLED (before anything was sent) over the caps.
+    /// Parks the request; throws (before anything was sent) THROTTLED over the caps, and
+    /// AUTHENTICATION_FAILED when the hub heard that the token was revoked meanwhile.
     func start(databaseID: Int64, deviceKey: String, wait: Int, heartbeatSeconds: Int) throws {
         let ticket: ChangeHub.Ticket
         do {
-            ticket = try hub.park(self, databaseID: databaseID, deviceKey: deviceKey, wait: Double(wait),
+            ticket = try hub.park(self, databaseID: databaseID, deviceKey: deviceKey, tokenID: tokenID, wait: Double(wait),
                                   heartbeat: Double(max(heartbeatSeconds, 1)))
         } catch {
             guard hub.isClosed else { throw error }
@@ -90,7 +100,8 @@ final class LongPoll: ParkedRequest, Sendable {
         while true {
             do {
                 if let answer = try await reread(state.withLock { $0.wokenAt }) {
-                    finish(answer)
+                    // After the read: a token still live now was live when the read began.
+                    finish(try await liveTokens.isLive(tokenID) ? answer : emptyAnswer)
                     return
                 }
             } catch let error as SyncError where error.code != .tryAgainLater {
@@ -120,6 +131,10 @@ final class LongPoll: ParkedRequest, Sendable {
     }
 
     func expire() {
+        finish(emptyAnswer)
+    }
+
+    func revoked() {
         finish(emptyAnswer)
     }
 
