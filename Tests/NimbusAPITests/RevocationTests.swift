@@ -151,6 +151,22 @@ import Testing
         }
     }
 
+    @Test func afterAListenReconnectMissedRevocationsAreLookedUp() async throws {
+        try await APIFixture.with { fixture in
+            let setup = try await setUp(fixture)
+            let waiters = try await startWaiters(setup, on: fixture)
+            try await parked(3, on: fixture)
+            // Revoked while this instance's LISTEN connection was down: the notice is lost.
+            _ = try await fixture.database.pool.withConnection { connection in
+                try connection.run("UPDATE device_tokens SET revoked_at = now() WHERE token_id = \(setup.phone.tokenID)")
+            }
+            let revokedAt = Date()
+            // What the listener's reconnect runs (`Store.startListening`).
+            try await fixture.database.store.answerMissedRevocations()
+            await expectAnsweredEmpty(waiters, since: revokedAt, within: 3)
+        }
+    }
+
     @Test func aRevokedTokenParksNoMoreOnAnInstanceThatHeardOfIt() async throws {
         try await APIFixture.with { fixture in
             let setup = try await setUp(fixture)
