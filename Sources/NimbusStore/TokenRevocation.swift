@@ -1,7 +1,7 @@
 import NimbusPostgres
 
 /// Revoking a device token ends its parked long-polls at once, on every instance
-/// (docs/architecture.md "Revocation"). Every way of revoking goes through here.
+/// (docs/scaling.md "How wake-ups travel"). Every way of revoking goes through here.
 extension DatabaseBacked {
     /// Runs `update` (an `UPDATE device_tokens … RETURNING token_id`) in one statement with a
     /// `pg_notify` on `ChangeHub.revocationChannel` per revoked id — delivered to every instance's

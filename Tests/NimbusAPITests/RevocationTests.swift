@@ -7,7 +7,7 @@ import NimbusSupport
 import NimbusTestSupport
 import Testing
 
-/// A device revoked while its long-polls are parked (docs/architecture.md "Revocation"): every
+/// A device revoked while its long-polls are parked (docs/scaling.md "How wake-ups travel"): every
 /// instance answers them at once, empty, nothing written after the revocation reaches them, and
 /// the device's next request is 401.
 @Suite struct RevocationTests {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A device revoked while its long-polls are parked (docs/api.md "Devices", docs/architecture.md
-# "Revocation"): two `nimbus serve` share one database. The phone waits on instance A with
+# A device revoked while its long-polls are parked (docs/api.md "Devices", docs/scaling.md
+# "How wake-ups travel"): two `nimbus serve` share one database. The phone waits on instance A with
 # records/changes, zones/changes and a webcourier poll (wait 30); the mac revokes it through
 # instance B (POST /devices/revoke) and at once writes a record that fires a subscription. Every
 # waiter is answered within 2 s of the revocation, empty (its headers, status 200, went out when it
