@@ -26,6 +26,11 @@ final class LongPoll: ParkedRequest, Sendable {
         /// The wake generation of the latest wake-up: the next read must start at or after it.
         var wokenAt: UInt64 = 0
         var ticket: ChangeHub.Ticket?
+        /// The headers were handed to the writer: an answer may follow them.
+        var started = false
+        /// An answer that came (a revocation notice, say) after parking but before the headers
+        /// went out: `start` sends it after them.
+        var early: [UInt8]?
     }
 
     private let writer: HTTPResponseWriter
@@ -71,6 +76,16 @@ final class LongPoll: ParkedRequest, Sendable {
         }
         state.withLock { $0.ticket = ticket }
         writer.startStreaming(status: .ok, headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"])
+        let early = state.withLock { state -> [UInt8]? in
+            state.started = true
+            return state.early
+        }
+        if let early {
+            hub.remove(ticket)
+            writer.finishStreaming(last: early)
+            onFinish()
+            return
+        }
         writer.onCancel { [self] in cancel() }
         writer.probeWhenInputCloses([0x20])
         // A change may have committed between the first read and parking: look once more.
@@ -151,6 +166,11 @@ final class LongPoll: ParkedRequest, Sendable {
         let ticket = state.withLock { state -> ChangeHub.Ticket?? in
             guard state.phase != .finished else { return nil }
             state.phase = .finished
+            guard state.started else {
+                // Writer calls keep their order only from one thread: `start` sends it.
+                state.early = answer
+                return nil
+            }
             return .some(state.ticket)
         }
         guard let ticket else { return }
