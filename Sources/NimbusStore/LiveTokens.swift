@@ -1,5 +1,6 @@
 import NimbusPostgres
 import NimbusSupport
+import Synchronization
 
 /// Whether device tokens are still live, asked by parked long-polls just before they deliver:
 /// a revocation notice that never arrived must not let data through.
@@ -17,10 +18,14 @@ package final class LiveTokens: Sendable {
 
     private let pool: PGPool
     private let state = Lock(State())
+    private let statementsRun = Atomic<Int>(0)
 
     init(pool: PGPool) {
         self.pool = pool
     }
+
+    /// Statements run so far (tests).
+    package var statements: Int { statementsRun.load(ordering: .relaxed) }
 
     /// True while device token `tokenID` exists and is not revoked.
     package func isLive(_ tokenID: String) async throws -> Bool {
@@ -45,6 +50,7 @@ package final class LiveTokens: Sendable {
                 return state.waiting
             }
             if batch.isEmpty { return }
+            statementsRun.add(1, ordering: .relaxed)
             let result: Result<Set<String>, any Error>
             do {
                 let live = try await StorePool(pool: pool).query("""
