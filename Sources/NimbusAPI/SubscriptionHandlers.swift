@@ -124,7 +124,8 @@ struct WebcourierRoute: Sendable {
         let empty = JSONValue.object(["notifications": .array([]),
                                       "cursor": .string(sinceText.flatMap { $0.isEmpty ? nil : $0 } ?? notifications.cursor(databaseID: databaseID, sequence: position)),
                                       "moreComing": .bool(false)])
-        let poll = LongPoll(writer: answering.writer, hub: hub, tokenID: session.tokenID, liveTokens: liveTokens, emptyAnswer: empty.serialized(), onFinish: answering.answered,
+        let poll = LongPoll(writer: answering.writer, hub: hub, tokenID: session.tokenID, liveTokens: liveTokens,
+                            emptyAnswer: empty.serialized(), onFinish: answering.answered,
                             isRelevant: { $0.kind == .notifications && $0.sequence > position },
                             reread: { _ in
                                 let page = try await notifications.notifications(session, after: position, limit: limit)

@@ -104,6 +104,9 @@ package final class ChangeHub: @unchecked Sendable {
     private let capacity: Capacity
     /// How long a revoked token is remembered (longer than any request takes to reach `park`).
     static let revokedMemoryNanoseconds: UInt64 = 600_000_000_000
+    /// The channel on which a revocation names its token id to every instance (LISTENed to on the
+    /// connection that LISTENs to `ChangeEvent.channel`).
+    package static let revocationChannel = "nimbus_revocations"
     private let timer: any DispatchSourceTimer
     private let logger = Logger(subsystem: "hub")
 
@@ -186,13 +189,10 @@ package final class ChangeHub: @unchecked Sendable {
         for request in requests { request.revoked() }
     }
 
-    /// The channel on which a revocation names its token id to every instance.
-    package static let revocationChannel = "nimbus_revocations"
-
-    /// Wakes the parked requests of the event's database.
     /// The wake-ups so far; a waiter notes it when woken, and a read started later sees its commit.
     package var wakeGeneration: UInt64 { generation.load(ordering: .sequentiallyConsistent) }
 
+    /// Wakes the parked requests of the event's database.
     package func publish(_ event: ChangeEvent) {
         generation.add(1, ordering: .sequentiallyConsistent)
         let requests = state.withLock { state in
