@@ -56,8 +56,9 @@ struct DatabaseRoutes: Sendable {
     typealias Operation = @Sendable (Context) async throws -> HTTPResponse?
 
     func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
-        let records = RecordHandlers(records: store.records, schemas: store.schemas, assets: store.assets, hub: store.hub, limits: limits)
-        let zones = ZoneHandlers(zones: store.zones, hub: store.hub, limits: limits)
+        let records = RecordHandlers(records: store.records, schemas: store.schemas, assets: store.assets, hub: store.hub,
+                                     liveTokens: store.liveTokens, limits: limits)
+        let zones = ZoneHandlers(zones: store.zones, hub: store.hub, liveTokens: store.liveTokens, limits: limits)
         let subscriptions = SubscriptionHandlers(subscriptions: store.subscriptions, schemas: store.schemas,
                                                  notifications: store.notifications, limits: limits)
         let assets = store.assets, schemas = store.schemas

@@ -8,6 +8,10 @@ import NimbusSupport
 /// change hub: its headers go out at once (chunked), a space every heartbeat interval keeps
 /// proxies from cutting it, a relevant change makes it re-read and answer, the deadline (or
 /// shutdown) answers it empty, and a client that goes away frees its entry at once.
+///
+/// Its device token's revocation answers it at once, empty (the status went out with the
+/// headers; the next request is 401), and before it delivers what it read it checks that the
+/// token is still live, so a revocation notice that never arrived lets no data through.
 final class LongPoll: ParkedRequest, Sendable {
     /// Reads again for a waiter woken at the given wake generation (`ChangeHub.wakeGeneration`):
     /// a read shared with others must have started at or after it.
@@ -22,10 +26,17 @@ final class LongPoll: ParkedRequest, Sendable {
         /// The wake generation of the latest wake-up: the next read must start at or after it.
         var wokenAt: UInt64 = 0
         var ticket: ChangeHub.Ticket?
+        /// The headers were handed to the writer: an answer may follow them.
+        var started = false
+        /// An answer that came (a revocation notice, say) after parking but before the headers
+        /// went out: `start` sends it after them.
+        var early: [UInt8]?
     }
 
     private let writer: HTTPResponseWriter
     private let hub: ChangeHub
+    private let tokenID: String
+    private let liveTokens: LiveTokens
     private let isRelevant: @Sendable (ChangeEvent) -> Bool
     private let reread: Reread
     private let emptyAnswer: [UInt8]
@@ -33,21 +44,25 @@ final class LongPoll: ParkedRequest, Sendable {
     private let state = Lock(State())
     private let logger = Logger(subsystem: "longpoll")
 
-    init(writer: HTTPResponseWriter, hub: ChangeHub, emptyAnswer: [UInt8], onFinish: @escaping @Sendable () -> Void,
-         isRelevant: @escaping @Sendable (ChangeEvent) -> Bool, reread: @escaping Reread) {
+    /// `tokenID` is the device token the request authenticated with.
+    init(writer: HTTPResponseWriter, hub: ChangeHub, tokenID: String, liveTokens: LiveTokens, emptyAnswer: [UInt8],
+         onFinish: @escaping @Sendable () -> Void, isRelevant: @escaping @Sendable (ChangeEvent) -> Bool, reread: @escaping Reread) {
         self.writer = writer
         self.hub = hub
+        self.tokenID = tokenID
+        self.liveTokens = liveTokens
         self.emptyAnswer = emptyAnswer
         self.onFinish = onFinish
         self.isRelevant = isRelevant
         self.reread = reread
     }
 
-    /// Parks the request; throws THROTTLED (before anything was sent) over the caps.
+    /// Parks the request; throws (before anything was sent) THROTTLED over the caps, and
+    /// AUTHENTICATION_FAILED when the hub heard that the token was revoked meanwhile.
     func start(databaseID: Int64, deviceKey: String, wait: Int, heartbeatSeconds: Int) throws {
         let ticket: ChangeHub.Ticket
         do {
-            ticket = try hub.park(self, databaseID: databaseID, deviceKey: deviceKey, wait: Double(wait),
+            ticket = try hub.park(self, databaseID: databaseID, deviceKey: deviceKey, tokenID: tokenID, wait: Double(wait),
                                   heartbeat: Double(max(heartbeatSeconds, 1)))
         } catch {
             guard hub.isClosed else { throw error }
@@ -61,6 +76,16 @@ final class LongPoll: ParkedRequest, Sendable {
         }
         state.withLock { $0.ticket = ticket }
         writer.startStreaming(status: .ok, headers: ["Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"])
+        let early = state.withLock { state -> [UInt8]? in
+            state.started = true
+            return state.early
+        }
+        if let early {
+            hub.remove(ticket)
+            writer.finishStreaming(last: early)
+            onFinish()
+            return
+        }
         writer.onCancel { [self] in cancel() }
         writer.probeWhenInputCloses([0x20])
         // A change may have committed between the first read and parking: look once more.
@@ -90,7 +115,8 @@ final class LongPoll: ParkedRequest, Sendable {
         while true {
             do {
                 if let answer = try await reread(state.withLock { $0.wokenAt }) {
-                    finish(answer)
+                    // After the read: a token still live now was live when the read began.
+                    finish(try await liveTokens.isLive(tokenID) ? answer : emptyAnswer)
                     return
                 }
             } catch let error as SyncError where error.code != .tryAgainLater {
@@ -123,6 +149,10 @@ final class LongPoll: ParkedRequest, Sendable {
         finish(emptyAnswer)
     }
 
+    func revoked() {
+        finish(emptyAnswer)
+    }
+
     private func cancel() {
         let ticket = state.withLock { state -> ChangeHub.Ticket? in
             guard state.phase != .finished else { return nil }
@@ -136,6 +166,11 @@ final class LongPoll: ParkedRequest, Sendable {
         let ticket = state.withLock { state -> ChangeHub.Ticket?? in
             guard state.phase != .finished else { return nil }
             state.phase = .finished
+            guard state.started else {
+                // Writer calls keep their order only from one thread: `start` sends it.
+                state.early = answer
+                return nil
+            }
             return .some(state.ticket)
         }
         guard let ticket else { return }

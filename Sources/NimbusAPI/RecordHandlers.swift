@@ -11,6 +11,7 @@ struct RecordHandlers: Sendable {
     /// For download URLs in answers.
     let assets: AssetStore
     let hub: ChangeHub
+    let liveTokens: LiveTokens
     let limits: Limits
 
     func modify(_ context: DatabaseRoutes.Context, _ request: ModifyRecordsRequest) async throws -> HTTPResponse {
@@ -128,7 +129,8 @@ struct RecordHandlers: Sendable {
         let shareKey = [String(session.databaseID), String(zoneID), token ?? "", String(limit),
                         recordTypes.map { $0.sorted().joined(separator: ",") } ?? "*", keys.map { $0.sorted().joined(separator: ",") } ?? "*",
                         context.baseURL, unverifiedDigest.map { Base64URL.encode($0) } ?? ""].joined(separator: "\u{1}")
-        let poll = LongPoll(writer: context.answering.writer, hub: hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
+        let poll = LongPoll(writer: context.answering.writer, hub: hub, tokenID: session.tokenID, liveTokens: liveTokens,
+                            emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { event in
                                 (event.kind == .records && event.zoneID == zoneID && event.sequence > seen) || event.kind == .zones
                             },

@@ -66,18 +66,20 @@ struct SubscriptionHandlers: Sendable {
 struct WebcourierRoute: Sendable {
     let notifications: NotificationStore
     let hub: ChangeHub
+    let liveTokens: LiveTokens
     let limits: Limits
 
     static let pattern = "/webcourier/1/:channel"
 
     func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
-        let notifications = notifications, hub = hub, limits = limits
+        let notifications = notifications, hub = hub, liveTokens = liveTokens, limits = limits
         router.add("GET", Self.pattern, api.streaming(Self.pattern) { request, answering in
-            try await Self.poll(request, answering: answering, notifications: notifications, hub: hub, limits: limits)
+            try await Self.poll(request, answering: answering, notifications: notifications, hub: hub, liveTokens: liveTokens, limits: limits)
         })
     }
 
-    private static func poll(_ request: HTTPRequest, answering: API.Answering, notifications: NotificationStore, hub: ChangeHub, limits: Limits) async throws -> HTTPResponse? {
+    private static func poll(_ request: HTTPRequest, answering: API.Answering, notifications: NotificationStore, hub: ChangeHub,
+                             liveTokens: LiveTokens, limits: Limits) async throws -> HTTPResponse? {
         let digest = try answering.bearer.digest()
         let notFound = SyncError(.notFound, "There is no notification channel at \(request.path).")
         guard let databaseID = notifications.databaseID(channel: request.pathParameters["channel"] ?? "") else {
@@ -122,7 +124,8 @@ struct WebcourierRoute: Sendable {
         let empty = JSONValue.object(["notifications": .array([]),
                                       "cursor": .string(sinceText.flatMap { $0.isEmpty ? nil : $0 } ?? notifications.cursor(databaseID: databaseID, sequence: position)),
                                       "moreComing": .bool(false)])
-        let poll = LongPoll(writer: answering.writer, hub: hub, emptyAnswer: empty.serialized(), onFinish: answering.answered,
+        let poll = LongPoll(writer: answering.writer, hub: hub, tokenID: session.tokenID, liveTokens: liveTokens,
+                            emptyAnswer: empty.serialized(), onFinish: answering.answered,
                             isRelevant: { $0.kind == .notifications && $0.sequence > position },
                             reread: { _ in
                                 let page = try await notifications.notifications(session, after: position, limit: limit)

@@ -8,6 +8,7 @@ import NimbusStore
 struct ZoneHandlers: Sendable {
     let zones: ZoneStore
     let hub: ChangeHub
+    let liveTokens: LiveTokens
     let limits: Limits
 
     func list(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
@@ -58,7 +59,8 @@ struct ZoneHandlers: Sendable {
             return Wire.json(answer(first))
         }
         let empty = JSONValue.object(["zones": .array([]), "syncToken": .string(token ?? first.token), "moreComing": .bool(false)])
-        let poll = LongPoll(writer: context.answering.writer, hub: hub, emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
+        let poll = LongPoll(writer: context.answering.writer, hub: hub, tokenID: session.tokenID, liveTokens: liveTokens,
+                            emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { $0.kind == .records || $0.kind == .zones },
                             reread: { _ in
                                 let changes = try await zones.zoneChanges(session, token: token, limit: limit)

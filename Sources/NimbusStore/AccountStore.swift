@@ -280,19 +280,18 @@ extension AccountStore {
         return tokens
     }
 
-    /// Revokes a token; the next request with it is refused (no cache stands in the way).
+    /// Revokes a token; the next request with it is refused (no cache stands in the way) and its
+    /// parked long-polls are answered at once on every instance (`revokeTokens`).
     package func revokeToken(tokenID: String) async throws {
         try await revokeToken(tokenID: tokenID, alongside: nil)
     }
 
     /// `revokeToken`, running `alongside` in the revocation's transaction when it revoked the token.
     func revokeToken(tokenID: String, alongside: InTransaction?) async throws {
-        let changed = try await pool.withTransaction { connection in
-            let changed = try connection.run("UPDATE device_tokens SET revoked_at = now() WHERE token_id = \(tokenID) AND revoked_at IS NULL")
-            if changed == 1 { try alongside?(connection) }
-            return changed
-        }
-        if changed == 0 {
+        let changed = try await revokeTokens("""
+            UPDATE device_tokens SET revoked_at = now() WHERE token_id = \(tokenID) AND revoked_at IS NULL RETURNING token_id
+            """, alongside: alongside)
+        if changed.isEmpty {
             let exists = try await pool.withConnection { connection in
                 try connection.queryFirst("SELECT 1 FROM device_tokens WHERE token_id = \(tokenID)") { _ in true } ?? false
             }

@@ -50,6 +50,8 @@ package protocol ParkedRequest: AnyObject, Sendable {
     func heartbeat()
     /// The wait is over (deadline or shutdown): answer with no changes.
     func expire()
+    /// The request's device token was revoked: answer at once, with no changes.
+    func revoked()
 }
 
 /// Parked long-poll requests keyed by database (docs/architecture.md "Long-poll instead of push"). A parked
@@ -75,6 +77,7 @@ package final class ChangeHub: @unchecked Sendable {
     private struct Entry {
         var databaseID: Int64
         var deviceKey: String
+        var tokenID: String
         var request: any ParkedRequest
         var deadline: UInt64
         var heartbeatInterval: UInt64
@@ -85,6 +88,10 @@ package final class ChangeHub: @unchecked Sendable {
         var entries: [UInt64: Entry] = [:]
         var byDatabase: [Int64: Set<UInt64>] = [:]
         var byDevice: [String: Int] = [:]
+        var byToken: [String: Set<UInt64>] = [:]
+        /// Tokens revoked lately, until when they are remembered: a request that authenticated
+        /// just before its token was revoked is refused when it comes to park.
+        var revoked: [String: UInt64] = [:]
         var nextID: UInt64 = 0
         var closed = false
     }
@@ -95,6 +102,11 @@ package final class ChangeHub: @unchecked Sendable {
     /// Waiters woken alike share their re-reads.
     package let sharedReads = SharedReads()
     private let capacity: Capacity
+    /// How long a revoked token is remembered (longer than any request takes to reach `park`).
+    static let revokedMemoryNanoseconds: UInt64 = 600_000_000_000
+    /// The channel on which a revocation names its token id to every instance (LISTENed to on the
+    /// connection that LISTENs to `ChangeEvent.channel`).
+    package static let revocationChannel = "nimbus_revocations"
     private let timer: any DispatchSourceTimer
     private let logger = Logger(subsystem: "hub")
 
@@ -116,14 +128,21 @@ package final class ChangeHub: @unchecked Sendable {
     /// The devices (`userID/deviceID` keys given to `park`) with a request parked right now.
     package var waitingDeviceKeys: Set<String> { state.withLock { Set($0.byDevice.keys) } }
 
-    /// Parks a request until `wait` seconds pass, with a heartbeat every `heartbeat` seconds.
-    /// Over the per-device or total cap: THROTTLED.
-    package func park(_ request: any ParkedRequest, databaseID: Int64, deviceKey: String,
+    /// The device tokens (`tokenID` given to `park`) with a request parked right now.
+    package var parkedTokenIDs: Set<String> { state.withLock { Set($0.byToken.keys) } }
+
+    /// Parks a request of device token `tokenID` until `wait` seconds pass, with a heartbeat every
+    /// `heartbeat` seconds. Over the per-device or total cap: THROTTLED; a token this hub was told
+    /// is revoked: AUTHENTICATION_FAILED.
+    package func park(_ request: any ParkedRequest, databaseID: Int64, deviceKey: String, tokenID: String,
                       wait: Double, heartbeat: Double) throws(SyncError) -> Ticket {
         let now = monotonicNanoseconds()
         let result: Result<UInt64, SyncError> = state.withLock { state in
             if state.closed {
                 return .failure(SyncError(.tryAgainLater, "The server is shutting down.", retryAfter: 1))
+            }
+            if state.revoked[tokenID] != nil {
+                return .failure(SyncError(.authenticationFailed, "The bearer token is unknown or revoked."))
             }
             if state.entries.count >= capacity.maxTotal {
                 return .failure(SyncError(.throttled, "The server holds its maximum of \(capacity.maxTotal) waiting requests (maxWaiters); retry shortly.", retryAfter: 5))
@@ -133,11 +152,12 @@ package final class ChangeHub: @unchecked Sendable {
             }
             state.nextID += 1
             let interval = UInt64(max(heartbeat, 0.05) * 1e9)
-            state.entries[state.nextID] = Entry(databaseID: databaseID, deviceKey: deviceKey, request: request,
+            state.entries[state.nextID] = Entry(databaseID: databaseID, deviceKey: deviceKey, tokenID: tokenID, request: request,
                                                 deadline: now + UInt64(max(wait, 0) * 1e9), heartbeatInterval: interval,
                                                 nextHeartbeat: now + interval)
             state.byDatabase[databaseID, default: []].insert(state.nextID)
             state.byDevice[deviceKey, default: 0] += 1
+            state.byToken[tokenID, default: []].insert(state.nextID)
             return .success(state.nextID)
         }
         return Ticket(id: try result.get())
@@ -151,13 +171,28 @@ package final class ChangeHub: @unchecked Sendable {
             if state.byDatabase[entry.databaseID]?.isEmpty == true { state.byDatabase[entry.databaseID] = nil }
             let remaining = (state.byDevice[entry.deviceKey] ?? 1) - 1
             state.byDevice[entry.deviceKey] = remaining > 0 ? remaining : nil
+            state.byToken[entry.tokenID]?.remove(ticket.id)
+            if state.byToken[entry.tokenID]?.isEmpty == true { state.byToken[entry.tokenID] = nil }
         }
     }
 
-    /// Wakes the parked requests of the event's database.
+    /// Device token `tokenID` was revoked (here, or by another instance or the CLI: a notice on
+    /// `revocationChannel`): its parked requests answer at once without data, and it parks no
+    /// more. Idempotent.
+    package func revoke(tokenID: String) {
+        let now = monotonicNanoseconds()
+        let requests = state.withLock { state in
+            state.revoked[tokenID] = now + Self.revokedMemoryNanoseconds
+            return (state.byToken[tokenID] ?? []).compactMap { state.entries[$0]?.request }
+        }
+        if !requests.isEmpty { logger.info("answering the parked requests of a revoked token", ["tokenID": tokenID, "count": requests.count]) }
+        for request in requests { request.revoked() }
+    }
+
     /// The wake-ups so far; a waiter notes it when woken, and a read started later sees its commit.
     package var wakeGeneration: UInt64 { generation.load(ordering: .sequentiallyConsistent) }
 
+    /// Wakes the parked requests of the event's database.
     package func publish(_ event: ChangeEvent) {
         generation.add(1, ordering: .sequentiallyConsistent)
         let requests = state.withLock { state in
@@ -192,6 +227,7 @@ package final class ChangeHub: @unchecked Sendable {
         var expired: [any ParkedRequest] = []
         var beats: [any ParkedRequest] = []
         state.withLock { state in
+            if !state.revoked.isEmpty { state.revoked = state.revoked.filter { $0.value > now } }
             for (id, entry) in state.entries {
                 if entry.deadline <= now {
                     expired.append(entry.request)

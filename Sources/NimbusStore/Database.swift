@@ -17,6 +17,8 @@ package final class Database: Sendable {
     package let hub: ChangeHub
     /// Tells the other instances about committed changes (NOTIFY after the commit).
     let announcer: Announcer
+    /// Whether a parked long-poll's token is still live, checked before it delivers.
+    let liveTokens: LiveTokens
     /// Where devices last synced each zone (the console's lag), written every few seconds.
     let syncPositions: SyncPositionRecorder
     /// What the write fast path takes on trust and checks inside its one statement.
@@ -34,6 +36,7 @@ package final class Database: Sendable {
         self.clock = clock
         self.hub = hub
         announcer = Announcer(pool: pool)
+        liveTokens = LiveTokens(pool: pool)
         syncPositions = SyncPositionRecorder(pool: pool)
     }
 

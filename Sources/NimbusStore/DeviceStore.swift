@@ -151,13 +151,12 @@ extension DeviceStore {
 
     /// Revokes one of the user's own tokens (itself included). NOT_FOUND for a token id that is not
     /// the user's, whoever's it is; revoking an already revoked token of the user succeeds again.
+    /// Its parked long-polls are answered at once on every instance (`revokeTokens`).
     package func revoke(tokenID: String, userID: Int64) async throws {
-        let found = try await pool.withConnection { connection in
-            try connection.queryFirst("""
-                UPDATE device_tokens SET revoked_at = coalesce(revoked_at, now())
-                WHERE token_id = \(tokenID) AND user_id = \(userID) RETURNING 1
-                """) { _ in true } ?? false
-        }
+        let found = try await !revokeTokens("""
+            UPDATE device_tokens SET revoked_at = coalesce(revoked_at, now())
+            WHERE token_id = \(tokenID) AND user_id = \(userID) RETURNING token_id
+            """).isEmpty
         guard found else { throw SyncError(.notFound, "This user has no device token \(Names.quoted(tokenID)).") }
     }
 }

@@ -59,14 +59,28 @@ package struct Store: DatabaseBacked {
         await database.announcer.flush()
     }
 
-    /// LISTENs for changes committed by any instance and wakes this instance's parked requests.
-    /// After a reconnect every parked request re-reads: announcements may have been missed.
+    /// Whether a parked long-poll's device token is still live (checked before it delivers).
+    package var liveTokens: LiveTokens { database.liveTokens }
+
+    /// LISTENs for changes committed by any instance and wakes this instance's parked requests,
+    /// and for revoked tokens, whose parked requests it answers. After a reconnect every parked
+    /// request re-reads and revoked tokens are looked up: notices may have been missed.
     package func startListening(url: String) -> PGListener {
-        let hub = database.hub
-        let listener = PGListener(url: url, channels: [ChangeEvent.channel], onNotification: { notification in
-            if let event = ChangeEvent(payload: notification.payload) { hub.publish(event) }
+        let hub = database.hub, store = self
+        let listener = PGListener(url: url, channels: [ChangeEvent.channel, ChangeHub.revocationChannel], onNotification: { notification in
+            if notification.channel == ChangeHub.revocationChannel {
+                hub.revoke(tokenID: notification.payload)
+            } else if let event = ChangeEvent(payload: notification.payload) {
+                hub.publish(event)
+            }
         }, onConnect: { isReconnect in
-            if isReconnect { hub.wakeAll() }
+            guard isReconnect else { return }
+            hub.wakeAll()
+            Task {
+                do { try await store.answerMissedRevocations() } catch {
+                    Logger(subsystem: "hub").warning("could not look up revocations missed while LISTEN was down", ["error": "\(error)"])
+                }
+            }
         })
         listener.start()
         return listener
