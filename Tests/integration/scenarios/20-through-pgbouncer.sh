@@ -10,7 +10,8 @@
 source "$(dirname "$0")/../lib.sh"
 
 SECONDS_OF_WRITES=${PGBOUNCER_SECONDS:-12}
-command -v pgbouncer >/dev/null || fail "pgbouncer is not installed (Tests/run.sh installs it: bash deploy/install-deps.sh pgbouncer)"
+# find_tool: Debian puts pgbouncer in /usr/sbin, which a normal user's PATH lacks.
+pgbouncer=$(find_tool pgbouncer) || fail "pgbouncer is not installed (Tests/run.sh installs it: bash deploy/install-deps.sh pgbouncer)"
 
 note "options that cannot work together"
 expect_refusal() { # WHAT TEXT ARGS...: serve exits 64 and its error contains TEXT
@@ -53,8 +54,9 @@ grep -q "dbname=$db_name " "$bouncer_dir/pgbouncer.ini" && grep -q "listen_port 
   || fail "templating deploy/pgbouncer.ini changed nothing: the shipped file's lines moved"
 # Its log and pid file are written by the cluster's user (pgbouncer refuses root).
 chmod 1777 "$bouncer_dir"; chmod 644 "$bouncer_dir"/*
-# PgBouncer refuses to run as root: as the cluster's user when the tests run as root.
-$NIMBUS_TEST_PG_RUN_AS pgbouncer "$bouncer_dir/pgbouncer.ini" >"$bouncer_dir/stdout" 2>&1 &
+# PgBouncer refuses to run as root: as the cluster's user when the tests run as root (as a normal
+# user, NIMBUS_TEST_PG_RUN_AS is empty and it runs as that user, like the cluster).
+$NIMBUS_TEST_PG_RUN_AS "$pgbouncer" "$bouncer_dir/pgbouncer.ini" >"$bouncer_dir/stdout" 2>&1 &
 bouncer_pid=$!
 track_pid "$bouncer_pid"
 pooled_url="postgresql://$db_user@127.0.0.1:$bouncer_port/nimbus"
