@@ -34,6 +34,7 @@ if [ "${1:-}" = --inner ]; then
   shift
   ! is_root || { echo "normal-user: --inner runs as a normal user, not root" >&2; exit 64; }
   source Tests/test-postgres.sh
+  TMPDIR=${TMPDIR:-/tmp}
   start_test_postgres "$(mktemp -d "$TMPDIR/nimbus-test.XXXXXX")"
   trap stop_test_postgres EXIT
   echo "normal-user: $(id -un) (uid $(id -u)), PATH=$PATH, test PostgreSQL as $(stat -c %U "$NIMBUS_TEST_PG_DATA") on $NIMBUS_TEST_PG_SOCKET"
@@ -74,7 +75,8 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   git ls-files -z --cached --others --exclude-standard \
     | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$work/repo"
 else
-  tar --exclude=./.build --exclude=./.git -cf - . | tar -xf - -C "$work/repo"
+  # (No git, or a checkout git refuses: another user's.) Build trees and the venv stay behind.
+  tar --exclude='.build*' --exclude=.git --exclude=.venv -cf - . | tar -xf - -C "$work/repo"
 fi
 # Where a SwiftPM build puts it, so that it finds the copy's migrations beside it like at home.
 mkdir -p "$work/repo/.build/normal-user/debug"
