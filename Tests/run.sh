@@ -3,8 +3,16 @@
 # cluster of its own (Unix socket only, removed afterwards), runs the Swift unit and database
 # tests, then the curl scenarios in Tests/integration against the real `nimbus` binary, then a
 # 60 s libFuzzer smoke run of the parsers (Tests/fuzz-smoke.sh).
+# Runs as root (as CI does) or as a normal user with sudo (for the packages): a normal user skips
+# the few steps only root can run, each with a `SKIP (not root): STEP — WHY` line, listed again at
+# the end. As root it also runs a part of the suite as a normal user (Tests/normal-user.sh; it
+# creates the system user nimbus-tester), so that what a normal user meets cannot break unseen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Tests/tools.sh
+# The steps skipped for not being root (root_only), for the summary at the end.
+export NIMBUS_SKIP_LOG
+NIMBUS_SKIP_LOG=$(mktemp "${TMPDIR:-/tmp}/nimbus-skipped.XXXXXX")
 
 # Beside the server's packages, what the tests use: chromium renders the admin console (scenario 45);
 # zbarimg decodes the QR codes the CLI draws (python3 turns the drawing printed by `nimbus device
@@ -16,7 +24,7 @@ source Tests/test-postgres.sh
 # Servers started by the tests and benches put their admin console on a free port (several run at once).
 export NIMBUS_ADMIN_LISTEN=${NIMBUS_ADMIN_LISTEN:-127.0.0.1:0}
 start_test_postgres "$(mktemp -d /tmp/nimbus-test.XXXXXX)"
-trap stop_test_postgres EXIT
+trap 'stop_test_postgres; rm -f "$NIMBUS_SKIP_LOG"' EXIT
 echo "run.sh: test PostgreSQL on $NIMBUS_TEST_PG_SOCKET"
 
 status=0
@@ -44,6 +52,8 @@ export NIMBUS_BIN="$(swift build --show-bin-path)/nimbus"
 NIMBUS_PREVIOUS_BIN=$(bash Tests/previous-version.sh) || { echo "run.sh: the previous version could not be built"; status=1; }
 export NIMBUS_PREVIOUS_BIN
 bash Tests/integration/run.sh || status=1
+# A few scenarios again as a normal user with a normal user's PATH (root only: it switches users).
+bash Tests/normal-user.sh || status=1
 bash Tests/fuzz-smoke.sh || status=1
 bash Tests/soak/schemathesis.sh || status=1
 
@@ -51,5 +61,6 @@ if grep -q -E '✘|error: ' "$test_log"; then
   echo "run.sh: Swift test failures (from $test_log):"
   grep -E '✘|error: ' "$test_log" | head -40
 fi
+report_skips "$NIMBUS_SKIP_LOG"
 echo "run.sh: exit $status"
 exit $status

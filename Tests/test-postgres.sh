@@ -3,10 +3,12 @@
 # pg_ctl for them (the server's own embedded cluster is Sources/NimbusPostgres/EmbeddedCluster.swift).
 # A cluster lives in DIR/pg: data in DIR/pg/data, Unix socket only (in DIR/pg), logs DIR/initdb.log
 # and DIR/pg/postgres.log. Started as root, it runs as an unprivileged user (initdb refuses root):
-# postgres when that user exists, else nimbus (created when missing).
+# postgres when that user exists, else nimbus (created when missing); started as a normal user, it
+# runs as that user. Programs come from Tests/tools.sh's find_tool and pg_find_bin.
 #
 # Sourced (bash; each function is safe under set -euo pipefail):
 #   pg_find_bin                     PG_BIN := the newest /usr/lib/postgresql/*/bin; 1 when there is none
+#                                   (from Tests/tools.sh, sourced here with find_tool and root_only)
 #   pg_start DIR [SETTING]...       initdb (unless DIR/pg/data holds a cluster already), then start and
 #                                   wait until it accepts connections (pg_ctl -w, 60 s). A SETTING is
 #                                     NAME=VALUE     a `-c NAME=VALUE` on the server's command line
@@ -26,12 +28,7 @@
 # From a shell: `bash Tests/test-postgres.sh start DIR` (prints the exports) and
 # `bash Tests/test-postgres.sh stop DIR`.
 
-pg_find_bin() {
-  local candidate
-  PG_BIN=""
-  for candidate in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do PG_BIN=$candidate; break; done
-  [ -n "$PG_BIN" ]
-}
+source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
 
 run_as_owner() {
   local path=$1; shift
@@ -39,7 +36,7 @@ run_as_owner() {
     local owner
     owner=$(stat -c %U "$path")
     if [ "$owner" != root ]; then
-      runuser -u "$owner" -- "$@"
+      "$(find_tool runuser)" -u "$owner" -- "$@"
       return
     fi
   fi
@@ -70,10 +67,10 @@ pg_start() {
     local pg_user=postgres
     if ! id "$pg_user" >/dev/null 2>&1; then
       pg_user=nimbus
-      id nimbus >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin nimbus
+      id nimbus >/dev/null 2>&1 || "$(find_tool useradd)" --system --no-create-home --shell /usr/sbin/nologin nimbus
     fi
     chown "$pg_user" "$PG_SOCKET"
-    PG_RUN_AS=(runuser -u "$pg_user" --)
+    PG_RUN_AS=("$(find_tool runuser)" -u "$pg_user" --)
   fi
   if [ ! -f "$PG_DATA/PG_VERSION" ]; then
     "${PG_RUN_AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -U nimbus --auth=trust --encoding=UTF8 --locale=C --no-instructions \

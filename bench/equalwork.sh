@@ -37,7 +37,7 @@ eq_dump_statements() {
 # AppEvent schema rows; its records table starts empty), in the same cluster.
 eq_db_init() {
   [ -z "${EQ_DB_READY:-}" ] || return 0
-  local dump=$PG_BIN/pg_dump; [ -x "$dump" ] || dump=$(command -v pg_dump || true)
+  local dump=$PG_BIN/pg_dump; [ -x "$dump" ] || dump=$(find_tool pg_dump || true)
   [ -n "$dump" ] || { say "equal work: pg_dump not found"; return 1; }
   psql -d postgres -c "CREATE DATABASE $EQ_DB" >/dev/null
   "$dump" -h "$SOCK" -U nimbus --no-owner --exclude-table-data=records nimbus >"$WORK/eq-dump.sql" || return 1

@@ -22,6 +22,7 @@ set -euo pipefail
 # Servers started by the tests and benches put their admin console on a free port (several run at once).
 export NIMBUS_ADMIN_LISTEN=${NIMBUS_ADMIN_LISTEN:-127.0.0.1:0}
 cd "$(dirname "$0")/.."
+source Tests/tools.sh  # find_tool: nginx is in /usr/sbin, off a normal user's PATH
 ROOT=$PWD
 
 DURATION=${BENCH_DURATION:-10s}
@@ -89,14 +90,14 @@ trap 'exit 130' INT TERM
 if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then
   extra=()
   command -v wrk >/dev/null 2>&1 || extra+=(wrk)
-  if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+  if find_tool nginx >/dev/null; then
     bash deploy/install-deps.sh "${extra[@]}"
   else
     bash deploy/install-deps.sh "${extra[@]}" nginx-light || bash deploy/install-deps.sh "${extra[@]}" nginx
   fi
 fi
 WRK=$(command -v wrk || true)
-NGINX=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+NGINX=$(find_tool nginx || true)
 [ -n "$WRK" ] || die "wrk is not installed"
 [ -n "$NGINX" ] || die "nginx is not installed"
 command -v curl >/dev/null || die "curl is not installed"

@@ -88,7 +88,7 @@ if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then
   bash deploy/install-deps.sh python3
 fi
 pg_find_bin || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
-PGBENCH=$PG_BIN/pgbench; [ -x "$PGBENCH" ] || PGBENCH=$(command -v pgbench || true)
+PGBENCH=$PG_BIN/pgbench; [ -x "$PGBENCH" ] || PGBENCH=$(find_tool pgbench || true)
 [ -n "$PGBENCH" ] && [ -x "$PGBENCH" ] || die "pgbench not found"
 command -v curl >/dev/null || die "curl is not installed"
 for f in schema.sql preload.sql zone_cte.sql zone_txn.sql upsert100.sql changes.sql; do

@@ -101,8 +101,8 @@ if [ -z "${BENCH_SKIP_INSTALL:-}" ]; then
   bash deploy/install-deps.sh nginx pgbouncer openssl
 fi
 pg_find_bin || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
-NGINX=$(command -v nginx || echo /usr/sbin/nginx); [ -x "$NGINX" ] || die "nginx is not installed (apt-get install nginx)"
-PGBOUNCER=$(command -v pgbouncer || echo /usr/sbin/pgbouncer); [ -x "$PGBOUNCER" ] || die "pgbouncer is not installed (apt-get install pgbouncer)"
+NGINX=$(find_tool nginx) || die "nginx is not installed (apt-get install nginx)"
+PGBOUNCER=$(find_tool pgbouncer) || die "pgbouncer is not installed (apt-get install pgbouncer)"
 command -v openssl >/dev/null || die "openssl is not installed"
 command -v curl >/dev/null || die "curl is not installed"
 release_binary

@@ -39,9 +39,13 @@ cleanup() { [ "$policy_created" -eq 1 ] && "${sudo[@]}" rm -f /usr/sbin/policy-r
 trap cleanup EXIT
 
 export DEBIAN_FRONTEND=noninteractive
-if ! "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >/tmp/nimbus-apt.log 2>&1; then
-  "${sudo[@]}" apt-get update -q >>/tmp/nimbus-apt.log 2>&1
-  "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >>/tmp/nimbus-apt.log 2>&1 || {
-    tail -20 /tmp/nimbus-apt.log >&2; exit 1; }
+# A log of this run's own: a fixed /tmp name left by another user (root, or a normal user) could
+# not be written, and would fail the install.
+log=$(mktemp "${TMPDIR:-/tmp}/nimbus-apt.XXXXXX")
+if ! "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
+  "${sudo[@]}" apt-get update -q >>"$log" 2>&1
+  "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >>"$log" 2>&1 || {
+    tail -20 "$log" >&2; echo "install-deps: apt-get failed; its log: $log" >&2; exit 1; }
 fi
+rm -f "$log"
 echo "install-deps: done" >&2

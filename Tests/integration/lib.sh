@@ -8,6 +8,7 @@
 #   NIMBUS_TEST_DATABASE_URL  admin URL of the scratch cluster's `postgres` database
 #   NIMBUS_TEST_PG_BIN        directory with psql, createdb, pg_ctl
 #   NIMBUS_TEST_PG_RUN_AS     prefix that runs a command as the cluster's user, empty if not root
+#                             (ignored when not root)
 #
 # Everything a scenario starts (servers, helper processes, databases, temporary directories,
 # embedded clusters) is registered and torn down by an EXIT trap, pass or fail.
@@ -20,10 +21,16 @@ IT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(cd "$IT_DIR/../.." && pwd)
 SCENARIO_NAME=$(basename "$0" .sh)
 
+# find_tool (programs outside a normal user's PATH), root_only (steps only root can run; a normal
+# user skips them with a SKIP line that Tests/integration/run.sh sums up at the end).
+source "$REPO_DIR/Tests/tools.sh"
+
 if [ -z "${NIMBUS_TEST_DATABASE_URL:-}" ] && [ -f /tmp/nimbus-dev-pg.env ]; then
   eval "$(cat /tmp/nimbus-dev-pg.env)"
 fi
 : "${NIMBUS_TEST_PG_RUN_AS:=}"
+# Only root can switch users: a normal user runs everything (its own cluster included) as itself.
+is_root || NIMBUS_TEST_PG_RUN_AS=""
 if [ -z "${NIMBUS_BIN:-}" ]; then
   NIMBUS_BIN="$(cd "$REPO_DIR" && swift build --show-bin-path)/nimbus"
 fi
@@ -35,8 +42,9 @@ export NIMBUS_ADMIN_LISTEN=${NIMBUS_ADMIN_LISTEN:-127.0.0.1:0}
 # Seconds to wait for `listening on` (an embedded cluster's first start runs initdb).
 NIMBUS_START_TIMEOUT=${NIMBUS_START_TIMEOUT:-60}
 
-# Per-scenario scratch space; 755 so that an embedded cluster's unprivileged user can reach it.
-TEST_TMP=$(mktemp -d /tmp/nimbus-it.XXXXXX)
+# Per-scenario scratch space (in TMPDIR, else /tmp); 755 so that an embedded cluster's
+# unprivileged user can reach it.
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/nimbus-it.XXXXXX")
 chmod 755 "$TEST_TMP"
 : >"$TEST_TMP/.pids" >"$TEST_TMP/.databases" >"$TEST_TMP/.data-dirs" >"$TEST_TMP/.logs"
 

@@ -34,19 +34,19 @@
 # A missing nginx or haproxy binary fails the scenario with what to install; with
 # NIMBUS_IT_SKIP_MISSING_PROXY=1 the scenario is skipped instead (prints `skip - ...`, exits 0).
 
-# _proxy_binary NAME PACKAGE: fails (or skips the scenario) when NAME is not installed.
+# _proxy_binary NAME PACKAGE: sets NAME_EXE (NGINX_EXE, HAPROXY_EXE) to the program's path
+# (find_tool: Debian puts both in /usr/sbin, off a normal user's PATH); fails (or skips the
+# scenario) when it is not installed.
 _proxy_binary() {
-  command -v "$1" >/dev/null 2>&1 && return 0
-  [ -x "/usr/sbin/$1" ] && return 0
+  local exe var
+  var=$(printf '%s_EXE' "$1" | tr '[:lower:]' '[:upper:]')
+  if exe=$(find_tool "$1"); then printf -v "$var" '%s' "$exe"; return 0; fi
   if [ "${NIMBUS_IT_SKIP_MISSING_PROXY:-}" = 1 ]; then
     printf 'skip - %s is not installed (apt-get install %s); NIMBUS_IT_SKIP_MISSING_PROXY=1\n' "$1" "$2"
     exit 0
   fi
   fail "$1 is not installed: apt-get install $2 (Tests/run.sh installs it; NIMBUS_IT_SKIP_MISSING_PROXY=1 skips this scenario)"
 }
-
-# _proxy_exe NAME: the path of an installed proxy binary (Debian puts them in /usr/sbin).
-_proxy_exe() { command -v "$1" 2>/dev/null || echo "/usr/sbin/$1"; }
 
 # free_port: an unused TCP port of 127.0.0.1 (20000..32767, below Linux's ephemeral range).
 free_port() {
@@ -71,9 +71,10 @@ free_port() {
 # make_test_cert: the self-signed certificate in $TEST_TMP/ssl; exports CURL_CA_BUNDLE.
 make_test_cert() {
   [ -s "$TEST_TMP/ssl/combined.pem" ] && return 0
-  command -v openssl >/dev/null || fail "openssl is not installed (apt-get install openssl)"
+  local openssl
+  openssl=$(find_tool openssl) || fail "openssl is not installed (apt-get install openssl)"
   mkdir -p "$TEST_TMP/ssl"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 \
+  "$openssl" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 \
     -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
     -keyout "$TEST_TMP/ssl/privkey.pem" -out "$TEST_TMP/ssl/fullchain.pem" >"$TEST_TMP/ssl/openssl.log" 2>&1 \
     || fail "openssl could not make a test certificate: $(cat "$TEST_TMP/ssl/openssl.log")"
@@ -150,11 +151,9 @@ http {
     include $NGINX_DIR/nimbus.conf;
 }
 EOF
-  local nginx
-  nginx=$(_proxy_exe nginx)
-  "$nginx" -t -q -e "$NGINX_DIR/error.log" -p "$NGINX_DIR" -c "$NGINX_DIR/main.conf" >"$NGINX_DIR/test.log" 2>&1 \
+  "$NGINX_EXE" -t -q -e "$NGINX_DIR/error.log" -p "$NGINX_DIR" -c "$NGINX_DIR/main.conf" >"$NGINX_DIR/test.log" 2>&1 \
     || fail "nginx rejects the templated deploy/nginx.conf: $(cat "$NGINX_DIR/test.log" "$NGINX_DIR/error.log" 2>/dev/null | tail -n 5)"
-  "$nginx" -e "$NGINX_DIR/error.log" -p "$NGINX_DIR" -c "$NGINX_DIR/main.conf" >>"$NGINX_DIR/test.log" 2>&1 &
+  "$NGINX_EXE" -e "$NGINX_DIR/error.log" -p "$NGINX_DIR" -c "$NGINX_DIR/main.conf" >>"$NGINX_DIR/test.log" 2>&1 &
   NGINX_PID=$!
   track_pid "$NGINX_PID"
   # Kept with the server logs when the scenario fails (NIMBUS_IT_ARTIFACTS).
@@ -205,11 +204,9 @@ listen test-stats
     stats enable
     stats uri /stats
 EOF
-  local haproxy
-  haproxy=$(_proxy_exe haproxy)
-  "$haproxy" -c -q -f "$HAPROXY_DIR/global.cfg" -f "$HAPROXY_DIR/nimbus.cfg" -f "$HAPROXY_DIR/stats.cfg" >"$HAPROXY_DIR/check.log" 2>&1 \
+  "$HAPROXY_EXE" -c -q -f "$HAPROXY_DIR/global.cfg" -f "$HAPROXY_DIR/nimbus.cfg" -f "$HAPROXY_DIR/stats.cfg" >"$HAPROXY_DIR/check.log" 2>&1 \
     || fail "haproxy rejects the templated deploy/haproxy.cfg: $(tail -n 5 "$HAPROXY_DIR/check.log")"
-  "$haproxy" -db -f "$HAPROXY_DIR/global.cfg" -f "$HAPROXY_DIR/nimbus.cfg" -f "$HAPROXY_DIR/stats.cfg" >"$HAPROXY_DIR/haproxy.log" 2>&1 &
+  "$HAPROXY_EXE" -db -f "$HAPROXY_DIR/global.cfg" -f "$HAPROXY_DIR/nimbus.cfg" -f "$HAPROXY_DIR/stats.cfg" >"$HAPROXY_DIR/haproxy.log" 2>&1 &
   HAPROXY_PID=$!
   track_pid "$HAPROXY_PID"
   echo "$HAPROXY_DIR/haproxy.log" >>"$TEST_TMP/.logs"

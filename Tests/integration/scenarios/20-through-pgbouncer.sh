@@ -8,9 +8,11 @@
 # pooler without the option finds out by itself (one warning) and serves correctly. The options
 # that cannot work together are refused with a sentence.
 source "$(dirname "$0")/../lib.sh"
+source "$IT_DIR/proxies.sh"  # free_port
 
 SECONDS_OF_WRITES=${PGBOUNCER_SECONDS:-12}
-command -v pgbouncer >/dev/null || fail "pgbouncer is not installed (Tests/run.sh installs it: bash deploy/install-deps.sh pgbouncer)"
+# find_tool: Debian puts pgbouncer in /usr/sbin, which a normal user's PATH lacks.
+pgbouncer=$(find_tool pgbouncer) || fail "pgbouncer is not installed (Tests/run.sh installs it: bash deploy/install-deps.sh pgbouncer)"
 
 note "options that cannot work together"
 expect_refusal() { # WHAT TEXT ARGS...: serve exits 64 and its error contains TEXT
@@ -39,28 +41,45 @@ db_user=$(printf '%s' "$NIMBUS_TEST_DATABASE_URL" | sed -n 's/.*[?&]user=\([^&]*
 note "PgBouncer with deploy/pgbouncer.ini"
 bouncer_dir=$TEST_TMP/pgbouncer
 mkdir -p "$bouncer_dir"
-bouncer_port=$(( 20000 + RANDOM % 20000 ))
 # The test cluster trusts local connections; PgBouncer's auth file still names the user.
 printf '"%s" ""\n' "$db_user" >"$bouncer_dir/userlist.txt"
-sed -e "s#^nimbus = host=/var/run/postgresql port=5432 dbname=nimbus #nimbus = host=$socket_dir port=5432 dbname=$db_name #" \
-    -e "s#^listen_port = 6432#listen_port = $bouncer_port#" \
-    -e "s#^auth_type = scram-sha-256#auth_type = trust#" \
-    -e "s#^auth_file = /etc/pgbouncer/userlist.txt#auth_file = $bouncer_dir/userlist.txt#" \
-    -e "s#^logfile = .*#logfile = $bouncer_dir/pgbouncer.log#" \
-    -e "s#^pidfile = .*#pidfile = $bouncer_dir/pgbouncer.pid#" \
-    "$REPO_DIR/deploy/pgbouncer.ini" >"$bouncer_dir/pgbouncer.ini"
-grep -q "dbname=$db_name " "$bouncer_dir/pgbouncer.ini" && grep -q "listen_port = $bouncer_port" "$bouncer_dir/pgbouncer.ini" \
-  || fail "templating deploy/pgbouncer.ini changed nothing: the shipped file's lines moved"
 # Its log and pid file are written by the cluster's user (pgbouncer refuses root).
-chmod 1777 "$bouncer_dir"; chmod 644 "$bouncer_dir"/*
-# PgBouncer refuses to run as root: as the cluster's user when the tests run as root.
-$NIMBUS_TEST_PG_RUN_AS pgbouncer "$bouncer_dir/pgbouncer.ini" >"$bouncer_dir/stdout" 2>&1 &
-bouncer_pid=$!
-track_pid "$bouncer_pid"
-pooled_url="postgresql://$db_user@127.0.0.1:$bouncer_port/nimbus"
-for _ in $(seq 1 50); do
-  "$NIMBUS_TEST_PG_BIN/psql" "$pooled_url" -X -q -At -c 'SELECT 1' >/dev/null 2>&1 && break
-  sleep 0.1
+chmod 1777 "$bouncer_dir"; chmod 644 "$bouncer_dir"/userlist.txt
+# start_bouncer PORT: PgBouncer with the shipped file templated for PORT; true once it answers,
+# false when it exits first (its port was taken between free_port and its bind: the suites of
+# other checkouts run beside this one).
+start_bouncer() {
+  bouncer_port=$1
+  sed -e "s#^nimbus = host=/var/run/postgresql port=5432 dbname=nimbus #nimbus = host=$socket_dir port=5432 dbname=$db_name #" \
+      -e "s#^listen_port = 6432#listen_port = $bouncer_port#" \
+      -e "s#^auth_type = scram-sha-256#auth_type = trust#" \
+      -e "s#^auth_file = /etc/pgbouncer/userlist.txt#auth_file = $bouncer_dir/userlist.txt#" \
+      -e "s#^logfile = .*#logfile = $bouncer_dir/pgbouncer.log#" \
+      -e "s#^pidfile = .*#pidfile = $bouncer_dir/pgbouncer.pid#" \
+      "$REPO_DIR/deploy/pgbouncer.ini" >"$bouncer_dir/pgbouncer.ini"
+  grep -q "dbname=$db_name " "$bouncer_dir/pgbouncer.ini" && grep -q "listen_port = $bouncer_port" "$bouncer_dir/pgbouncer.ini" \
+    || fail "templating deploy/pgbouncer.ini changed nothing: the shipped file's lines moved"
+  chmod 644 "$bouncer_dir/pgbouncer.ini"
+  # PgBouncer refuses to run as root: as the cluster's user when the tests run as root (as a
+  # normal user, NIMBUS_TEST_PG_RUN_AS is empty and it runs as that user, like the cluster).
+  $NIMBUS_TEST_PG_RUN_AS "$pgbouncer" "$bouncer_dir/pgbouncer.ini" >"$bouncer_dir/stdout" 2>&1 &
+  bouncer_pid=$!
+  track_pid "$bouncer_pid"
+  pooled_url="postgresql://$db_user@127.0.0.1:$bouncer_port/nimbus"
+  local i
+  for ((i = 0; i < 50; i++)); do
+    process_alive "$bouncer_pid" || return 1
+    "$NIMBUS_TEST_PG_BIN/psql" "$pooled_url" -X -q -At -c 'SELECT 1' >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  return 0  # still running: the check below says why it does not answer
+}
+for attempt in 1 2 3; do
+  start_bouncer "$(free_port)" && break
+  grep -q 'Address already in use' "$bouncer_dir/pgbouncer.log" "$bouncer_dir/stdout" 2>/dev/null \
+    || { cat "$bouncer_dir/pgbouncer.log" "$bouncer_dir/stdout" >&2; fail "PgBouncer exited at its start"; }
+  note "port $bouncer_port was taken before PgBouncer bound it; another port (attempt $attempt of 3)"
+  : >"$bouncer_dir/pgbouncer.log"
 done
 [ "$("$NIMBUS_TEST_PG_BIN/psql" "$pooled_url" -X -q -At -c 'SELECT 1' 2>&1)" = 1 ] \
   || { cat "$bouncer_dir/pgbouncer.log" "$bouncer_dir/stdout" >&2; fail "PgBouncer did not accept connections on port $bouncer_port"; }
