@@ -151,6 +151,19 @@ package final class EmbeddedCluster: @unchecked Sendable {
         }
     }
 
+    /// Stops the cluster and deletes its files and socket directory: for a command that created
+    /// the cluster and then failed (a refused restore leaves no empty cluster behind).
+    package func discard() {
+        stop()
+        for directory in [clusterDirectory, socketDirectory] {
+            do {
+                try FileManager.default.removeItem(at: directory)
+            } catch {
+                logger.error("could not delete \(directory.path)", ["error": "\(error)"])
+            }
+        }
+    }
+
     // MARK: - Steps
 
     private func initialize() throws {

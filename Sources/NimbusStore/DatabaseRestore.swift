@@ -30,13 +30,7 @@ package enum DatabaseRestore {
     /// Restores `archive` into the database at `url`; with `replacing`, whatever `public` held
     /// is dropped in the same transaction. The migrator must know every archived migration.
     package static func restore(_ archive: BackupArchive, into url: String, replacing: Bool, migrator: Migrator) throws {
-        let known = Set(migrator.migrations.map(\.version))
-        if let unknown = archive.migrationVersions.first(where: { !known.contains($0) }) {
-            throw PGError(.archive, """
-                \(archive.path) is from a newer Nimbus: its database has migration \(String(format: "%04d", unknown)), \
-                and this binary knows up to \(String(format: "%04d", known.max() ?? 0)); restore it with that version or newer
-                """)
-        }
+        try checkCompatible(archive, migrator: migrator)
         let before = replacing ? "DROP SCHEMA IF EXISTS public CASCADE;\nCREATE SCHEMA public;\n" : ""
         let after = "SELECT pg_catalog.set_config('search_path', 'public', false);\n"
             + migrator.script(applyingAllBut: Set(archive.migrationVersions))
@@ -53,6 +47,18 @@ package enum DatabaseRestore {
                                                        try PostgresTools.locate("psql"), url])
         guard outcome.succeeded else {
             throw PGError(.tool, "the restore failed and changed nothing: \(outcome.output.trimmedLines)")
+        }
+    }
+
+    /// Throws unless this binary knows every migration the archive's database had applied: an
+    /// archive from a newer Nimbus. Needs no database, so a restore checks it before creating one.
+    package static func checkCompatible(_ archive: BackupArchive, migrator: Migrator) throws {
+        let known = Set(migrator.migrations.map(\.version))
+        if let unknown = archive.migrationVersions.first(where: { !known.contains($0) }) {
+            throw PGError(.archive, """
+                \(archive.path) is from a newer Nimbus: its database has migration \(String(format: "%04d", unknown)), \
+                and this binary knows up to \(String(format: "%04d", known.max() ?? 0)); restore it with that version or newer
+                """)
         }
     }
 

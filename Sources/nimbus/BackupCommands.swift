@@ -64,6 +64,11 @@ enum BackupCommands {
         try DatabaseOptions.configureLogging(arguments, defaultLevel: .warning)
         let migrator = try Migrator(directory: DatabaseOptions.migrationsDirectory(arguments))
         let archive = try BackupArchive.open(path: arguments.positionals[0])
+        // Checked before a database is opened: opening one creates a cluster in an empty data directory.
+        try DatabaseRestore.checkCompatible(archive, migrator: migrator)
+        let dataDirectory = DatabaseOptions.dataDirectory(arguments)
+        let createsCluster = arguments.value("database-url") == nil && !EmbeddedCluster.hasCluster(dataDirectory: dataDirectory)
+        let createsDirectory = createsCluster && !FileManager.default.fileExists(atPath: dataDirectory.path)
         let database: DatabaseOptions.Opened
         do {
             database = try DatabaseOptions.open(arguments, migrating: false)
@@ -71,12 +76,27 @@ enum BackupCommands {
             throw PGError(.clusterInUse, "\(error.message.components(separatedBy: ";").first ?? error.message); stop it before restoring")
         }
         defer { database.close() }
+        do {
+            try restore(archive, into: database, force: arguments.flag("force"), migrator: migrator)
+        } catch {
+            // A refused or failed restore changes nothing: not even an empty new cluster stays.
+            if createsCluster { database.cluster?.discard() }
+            if createsDirectory { try? FileManager.default.removeItem(at: dataDirectory) }
+            throw error
+        }
+        let migrated = (migrator.migrations.map(\.version).max() ?? 0) > archive.schemaVersion
+        print("restored \(archive.path) (schema version \(String(format: "%04d", archive.schemaVersion))\(migrated ? ", migrated forward" : "")); change tokens from after the backup will get CHANGE_TOKEN_EXPIRED")
+        return 0
+    }
+
+    /// Restores into an empty database, or with `force` into one that is not; then migrates.
+    private static func restore(_ archive: BackupArchive, into database: DatabaseOptions.Opened, force: Bool, migrator: Migrator) throws {
         let replacing: Bool
         switch try DatabaseRestore.inspect(url: database.url) {
         case .empty:
             replacing = false
         case .occupied(let tables, let version):
-            guard arguments.flag("force") else {
+            guard force else {
                 let what = version.map { "a Nimbus database (schema version \(String(format: "%04d", $0)))" } ?? "\(tables) tables"
                 throw PGError(.archive, "the target database is not empty: it holds \(what); pass --force to replace it, or restore into a new --data-dir")
             }
@@ -85,9 +105,6 @@ enum BackupCommands {
         try DatabaseRestore.restore(archive, into: database.url, replacing: replacing, migrator: migrator)
         let connection = try PGConnection.connect(url: database.url, connectTimeoutSeconds: 10, applicationName: "nimbus-migrate")
         try migrator.migrate(connection)
-        let migrated = (migrator.migrations.map(\.version).max() ?? 0) > archive.schemaVersion
-        print("restored \(archive.path) (schema version \(String(format: "%04d", archive.schemaVersion))\(migrated ? ", migrated forward" : "")); change tokens from after the backup will get CHANGE_TOKEN_EXPIRED")
-        return 0
     }
 
     static func databaseURL(_ argv: [String]) async throws -> Int32 {

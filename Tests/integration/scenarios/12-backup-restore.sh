@@ -5,7 +5,7 @@
 # CHANGE_TOKEN_EXPIRED, and one issued after it (by the old server) is CHANGE_TOKEN_EXPIRED, also
 # after new writes. Bad input: a truncated archive, a file that is not an archive, another
 # database's dump, an archive of a newer schema, a non-empty target; all exit non-zero, say why
-# and restore nothing. `--keep` keeps the newest archives.
+# and restore nothing (a data directory that had no cluster is not even created). `--keep` keeps the newest archives.
 source "$(dirname "$0")/../lib.sh"
 
 old=$TEST_TMP/old-data new=$TEST_TMP/new-data
@@ -147,6 +147,8 @@ newer=$(fresh_database)
   || fail "cannot mark $newer as newer"
 "$NIMBUS_BIN" backup --database-url "$newer" --output "$TEST_TMP/newer.dump" >/dev/null 2>&1 || fail "backup of $newer failed"
 expect_refused "an archive of a newer schema" "newer Nimbus" restore "$TEST_TMP/newer.dump" --data-dir "$TEST_TMP/c"
+# A refused restore changes nothing: no empty cluster is left in a data directory that had none.
+[ ! -e "$TEST_TMP/c" ] || fail "the refused restores left $TEST_TMP/c behind: $(ls -A "$TEST_TMP/c")"
 users=$("$NIMBUS_BIN" user list --data-dir "$TEST_TMP/c" 2>&1)
 [ -z "$users" ] || [[ $users == *"no Nimbus database"* ]] || fail "a refused restore left users behind: $users"
 ok "after the refused restores the target holds no users"
