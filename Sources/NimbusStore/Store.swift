@@ -59,6 +59,23 @@ package struct Store: DatabaseBacked {
         await database.announcer.flush()
     }
 
+    /// Announces every zone and database as changed and waits until that is sent: after a tool
+    /// replaced the data under running servers (`nimbus restore`), their parked requests re-read.
+    package func announceEverything() async throws {
+        let events = try await pool.withConnection { connection in
+            let zones = try connection.query("SELECT database_id, id, change_seq FROM zones") { row in
+                ChangeEvent(databaseID: try row.int64(0), kind: .records, zoneID: try row.int64(1), sequence: try row.int64(2))
+            }
+            let databases = try connection.query("SELECT id, notification_seq FROM databases") { row in
+                [ChangeEvent(databaseID: try row.int64(0), kind: .zones),
+                 ChangeEvent(databaseID: try row.int64(0), kind: .notifications, sequence: try row.int64(1))]
+            }
+            return zones + databases.flatMap { $0 }
+        }
+        database.announce(events)
+        await flushAnnouncements()
+    }
+
     /// Whether a parked long-poll's device token is still live (checked before it delivers).
     package var liveTokens: LiveTokens { database.liveTokens }
 

@@ -147,7 +147,17 @@ enum AdminCommands {
             database.close()
         }
         do {
-            try await body(try await Store.open(pool: pool))
+            let store = try await Store.open(pool: pool)
+            // What the command wrote (all of it, or what it wrote before failing) reaches running
+            // servers' waiting devices before the pool closes: notices are sent after each commit,
+            // in the background (`Announcer`).
+            do {
+                try await body(store)
+            } catch {
+                await store.flushAnnouncements()
+                throw error
+            }
+            await store.flushAnnouncements()
         } catch let error as SyncError {
             FileHandle.standardError.write(Data("error: \(error.reason)\n".utf8))
             return 1

@@ -84,6 +84,10 @@ enum BackupCommands {
             if createsDirectory { try? FileManager.default.removeItem(at: dataDirectory) }
             throw error
         }
+        // Servers running on this database (through --database-url) wake their waiting devices.
+        let pool = PGPool(configuration: .init(url: database.url))
+        defer { pool.close() }
+        try await Store.open(pool: pool).announceEverything()
         let migrated = (migrator.migrations.map(\.version).max() ?? 0) > archive.schemaVersion
         print("restored \(archive.path) (schema version \(String(format: "%04d", archive.schemaVersion))\(migrated ? ", migrated forward" : "")); change tokens from after the backup will get CHANGE_TOKEN_EXPIRED")
         return 0
