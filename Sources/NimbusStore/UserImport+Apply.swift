@@ -12,9 +12,11 @@ extension UserImport {
         package var subscriptions = 0
     }
 
-    /// Writes a checked plan into `user`'s databases. Throws before writing when the user is
-    /// missing or a schema conflicts with this server's; a failure later says what was done.
-    package func apply(_ plan: Plan, user: String, progress: (String) -> Void) async throws -> Report {
+    /// Writes a checked plan into `user`'s databases, with this server's `limits`. Throws before
+    /// writing when the user is missing or a database of the plan does not pass `check` against
+    /// this server's schema; a failure later (a record that exists here with other content, a
+    /// lost connection) says what was done.
+    package func apply(_ plan: Plan, user: String, limits: Limits = Limits(), progress: (String) -> Void) async throws -> Report {
         guard let owner = try await pool.queryFirst("SELECT id, record_name FROM users WHERE name = \(user)", decode: { row in
             (id: try row.int64(0), recordName: try row.string(1))
         }) else {
@@ -23,16 +25,7 @@ extension UserImport {
         let schemas = SchemaStore(database: database)
         for database in plan.databases {
             let current = try await schemas.schema(container: database.entry.container, environment: database.entry.environment)
-            for (type, definition) in database.schema.recordTypes {
-                for (field, fieldType) in definition.fields {
-                    if let existing = current.recordTypes[type]?.fields[field], existing != fieldType {
-                        throw TransferError("""
-                            field \(type).\(field) is \(existing.name) in \(database.entry.container) \(database.entry.environment.rawValue) \
-                            on this server but \(fieldType.name) in the export; nothing was imported
-                            """)
-                    }
-                }
-            }
+            try Self.check(database, serverSchema: current.recordTypes, limits: limits)
         }
         var report = Report()
         var done: [String] = []
@@ -46,14 +39,14 @@ extension UserImport {
                                       databaseID: databaseID, container: entry.container, environment: entry.environment)
                 let receipts = try await storeAssets(plan, of: database, databaseID: databaseID, report: &report)
                 for zone in database.zones {
-                    try await importZone(zone.name, zone.records, session: session, receipts: receipts)
+                    try await importZone(zone.name, zone.records, session: session, receipts: receipts, limits: limits)
                     report.records += zone.records.count
                     let line = "\(entry.container) \(entry.environment.rawValue) zone \(zone.name): \(zone.records.count) records"
                     report.lines.append(line)
                     done.append(line)
                     progress(line)
                 }
-                report.subscriptions += try await importSubscriptions(database.subscriptions, session: session)
+                report.subscriptions += try await importSubscriptions(database.subscriptions, session: session, limits: limits)
             } catch {
                 let finished = done.isEmpty ? "no zone was finished" : "finished before it: \(done.joined(separator: "; "))"
                 throw TransferError("""
@@ -78,14 +71,13 @@ extension UserImport {
         return receipts
     }
 
-    private func importZone(_ zoneName: String, _ operations: [RecordOperation], session: Session, receipts: [String: String]) async throws {
+    private func importZone(_ zoneName: String, _ operations: [RecordOperation], session: Session, receipts: [String: String],
+                            limits: Limits) async throws {
         if zoneName != Names.defaultZone {
             for result in try await ZoneStore(database: database).modifyZones(session, operations: [.create(zoneName)]) {
                 if case .failed(_, let error) = result { throw TransferError("zone \(zoneName): \(error.reason)") }
             }
         }
-        var limits = Limits()
-        limits.maxRecordBytes = Int(Int32.max)  // the source server accepted these records
         let batch = limits.maxOperationsPerRequest
         var start = 0
         while start < operations.count {
@@ -99,13 +91,13 @@ extension UserImport {
         }
     }
 
-    private func importSubscriptions(_ subscriptions: [JSONValue], session: Session) async throws -> Int {
+    private func importSubscriptions(_ subscriptions: [JSONValue], session: Session, limits: Limits) async throws -> Int {
         guard !subscriptions.isEmpty else { return 0 }
         let schema = try await SchemaStore(database: database).schema(container: session.container, environment: session.environment)
         var operations: [SubscriptionOperation] = []
         for json in subscriptions {
             do {
-                operations.append(.save(try Subscription.parse(json, schema: schema.recordTypes, limits: Limits()), mustExist: false))
+                operations.append(.save(try Subscription.parse(json, schema: schema.recordTypes, limits: limits), mustExist: false))
             } catch {
                 throw TransferError("a subscription of the export is not valid here: \(error.reason)")
             }

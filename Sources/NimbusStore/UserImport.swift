@@ -5,9 +5,10 @@ import NimbusSupport
 
 /// `nimbus import`: an export directory (`ExportManifest`) into a user of this server.
 ///
-/// Everything is read and checked before the first write: every record typed, every asset file
-/// present with its checksum and size, the schemas compatible with this server's, the user
-/// there. Then each database gets its schema, zones, assets, records and subscriptions. Records
+/// Everything is read and checked before the first write: every record typed, named once and
+/// within the limits, every asset file present with its checksum and size, the schemas
+/// compatible with this server's, the subscriptions valid, the user there (`read`, then `check`
+/// in `apply`). Then each database gets its schema, zones, assets, records and subscriptions. Records
 /// are created with their names through the normal write path, so an import that stops half-way
 /// (a lost connection, a full disk) is finished by running it again: a record created already
 /// with the same content is answered as it is (docs/api.md: retrying a create is safe).
@@ -86,12 +87,16 @@ package struct UserImport: DatabaseBacked {
     private static func readRecords(_ file: URL, asset: (AssetValue, String) throws -> Void) throws -> [RecordOperation] {
         guard let data = try? Data(contentsOf: file) else { throw TransferError("the export has no \(file.path)") }
         var operations: [RecordOperation] = []
+        var lines: [String: Int] = [:]   // the line of each record name
         var lineNumber = 0
         for line in data.split(separator: UInt8(ascii: "\n")) where !line.isEmpty {
             lineNumber += 1
             func bad(_ what: String) -> TransferError { TransferError("\(file.path) line \(lineNumber): \(what)") }
             guard let json = try? JSONValue.parse(Array(line)), case .object(let object) = json else { throw bad("not a JSON object") }
             guard case .string(let name)? = object["recordName"], Names.isValidRecordName(name) else { throw bad("no valid recordName") }
+            if let earlier = lines.updateValue(lineNumber, forKey: name) {
+                throw bad("record \(name) is also on line \(earlier); an export holds each record once (remove one of them)")
+            }
             guard case .string(let type)? = object["recordType"], Names.isValidRecordType(type) else { throw bad("record \(name) has no valid recordType") }
             guard case .object(let fields)? = object["fields"] else { throw bad("record \(name) has no fields object") }
             var raw: [RawField] = []

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusCore
 import NimbusPostgres
 import NimbusStore
 import NimbusSupport
@@ -22,8 +23,12 @@ enum TransferCommands {
         usage: "nimbus import <directory> --user <name>",
         options: DatabaseOptions.specs + [
             OptionSpec(name: "user", valueName: "name", help: "The user (existing on this server) who receives the data."),
-        ],
+        ] + ServeCommand.limitOptions.filter { importLimits.map(\.kebabCased).contains($0.name) },
         positionals: [("<directory>", "A directory written by `nimbus export`.")])
+
+    /// The server's limits an import checks records and subscriptions against (the same flags
+    /// and environment variables as `serve`).
+    static let importLimits = ["maxRecordBytes"]
 
     static func export(_ argv: [String]) async throws -> Int32 {
         guard let arguments = try exportSpec.parse(argv) else { return 0 }
@@ -49,11 +54,15 @@ enum TransferCommands {
         guard let user = arguments.value("user") else {
             throw UsageError(message: "'import' needs --user <name>", command: "import")
         }
+        var limits = Limits()
+        for name in importLimits {
+            if let value = try arguments.integer(name.kebabCased) { _ = limits.set(name, to: value) }
+        }
         let plan = try reporting { try UserImport.read(URL(fileURLWithPath: arguments.positionals[0])) }
         print("checked the export: \(plan.recordCount) records, \(plan.assetCount) assets")
         return try await AdminCommands.withStore(arguments) { store in
             let report = try await reporting {
-                try await store.imports.apply(plan, user: user, progress: { print($0) })
+                try await store.imports.apply(plan, user: user, limits: limits, progress: { print($0) })
             }
             print("imported \(report.records) records, \(report.assets) assets and \(report.subscriptions) subscriptions into \(user)")
         }

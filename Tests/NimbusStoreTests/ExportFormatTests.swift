@@ -62,4 +62,60 @@ import Testing
             #expect("\(error)".contains("has no nimbus-export.json"))
         }
     }
+
+    private func database(_ environment: Environment, schema: [String: FieldType], records: [RecordOperation],
+                          subscriptions: [JSONValue] = []) -> UserImport.DatabasePlan {
+        let entry = ExportManifest.DatabaseEntry(container: "iCloud.t", environment: environment, zones: ["Z"], records: records.count, subscriptions: 0)
+        return UserImport.DatabasePlan(entry: entry, schema: ContainerSchema(container: "iCloud.t", recordTypes: ["Item": RecordTypeSchema(name: "Item", fields: schema)]),
+                                       subscriptions: subscriptions, zones: [("Z", records)])
+    }
+
+    private func item(_ name: String, _ field: String, _ value: JSONValue, _ type: String) -> RecordOperation {
+        RecordOperation(kind: .create, recordName: name, recordType: "Item", fields: [RawField(name: field, value: value, declaredType: type)])
+    }
+
+    private func refusal(_ body: () throws -> Void) -> String? {
+        do { try body() } catch { return "\(error)" }
+        return nil
+    }
+
+    @Test func theCheckBeforeWritingTypesEveryRecordAgainstTheMergedSchema() {
+        let limits = Limits()
+        // A field the export's schema lacks, typed as the server's schema does not: refused.
+        let conflict = refusal {
+            try UserImport.check(database(.development, schema: [:], records: [item("a", "n", .string("x"), "STRING")]),
+                                 serverSchema: ["Item": RecordTypeSchema(name: "Item", fields: ["n": .int64])], limits: limits)
+        }
+        #expect(conflict?.contains("Field n of record a is INT64 in the schema of Item") == true, "\(conflict ?? "accepted")")
+        #expect(conflict?.hasSuffix("nothing was imported") == true)
+        // In development a new field joins the schema, and a later record must agree with it.
+        let grown = refusal {
+            try UserImport.check(database(.development, schema: [:], records: [item("a", "n", .string("x"), "STRING"), item("b", "n", .integer(1), "INT64")]),
+                                 serverSchema: [:], limits: limits)
+        }
+        #expect(grown?.contains("Field n of record b is STRING") == true, "\(grown ?? "accepted")")
+        // In production a field neither deployed nor in the export's schema: refused.
+        let undeployed = refusal {
+            try UserImport.check(database(.production, schema: ["m": .string], records: [item("a", "n", .string("x"), "STRING")]),
+                                 serverSchema: [:], limits: limits)
+        }
+        #expect(undeployed?.contains("not deployed to production") == true, "\(undeployed ?? "accepted")")
+        // Over maxRecordBytes, and a subscription that is not valid.
+        var small = limits
+        small.maxRecordBytes = 100
+        let large = refusal {
+            try UserImport.check(database(.development, schema: ["n": .string], records: [item("a", "n", .string(String(repeating: "x", count: 200)), "STRING")]),
+                                 serverSchema: [:], limits: small)
+        }
+        #expect(large?.contains("more than this server's maxRecordBytes (100)") == true, "\(large ?? "accepted")")
+        let subscription = refusal {
+            try UserImport.check(database(.development, schema: ["n": .string], records: [], subscriptions: [.object(["subscriptionID": .string("s")])]),
+                                 serverSchema: [:], limits: limits)
+        }
+        #expect(subscription?.contains("iCloud.t/development/subscriptions.json: a subscription is not valid") == true, "\(subscription ?? "accepted")")
+        #expect(refusal {
+            try UserImport.check(database(.production, schema: ["n": .string], records: [item("a", "n", .string("x"), "STRING")]),
+                                 serverSchema: [:], limits: limits)
+        } == nil)
+    }
 }

@@ -4,7 +4,9 @@
 # into another, empty one: per record the fields and names are equal, asset bytes and checksums
 # are equal, and a device syncing from no token gets the same set. Importing twice changes
 # nothing. Bad input: an unknown user, a directory that is no export, a missing or altered asset
-# file, a broken record line: exit non-zero, a sentence naming the file, nothing imported.
+# file, a broken record line, a field type that conflicts with the schema, an invalid
+# subscriptions.json, a duplicate record line, a record over maxRecordBytes: exit non-zero, a
+# sentence naming the file or record, nothing imported (no record, no record type).
 source "$(dirname "$0")/../lib.sh"
 
 changes_url() { printf '%s/database/1/%s/development/private/records/changes' "$1" "$2"; }
@@ -68,12 +70,12 @@ note "bad input: each refused with a sentence, nothing imported"
 target_db=$(fresh_database)
 "$NIMBUS_BIN" migrate --database-url "$target_db" >/dev/null 2>&1 || fail "migrate of the target failed"
 "$NIMBUS_BIN" user add alice --database-url "$target_db" >/dev/null || fail "user add on the target failed"
-record_rows() { "$NIMBUS_TEST_PG_BIN/psql" "$target_db" -X -q -At -c "SELECT count(*) FROM records" ; }
+record_rows() { "$NIMBUS_TEST_PG_BIN/psql" "$target_db" -X -q -At -c "SELECT (SELECT count(*) FROM records) + (SELECT count(*) FROM schema_record_types)" ; }
 expect_import_refused() {
   local what=$1 pattern=$2; shift 2
   "$NIMBUS_BIN" import "$@" --database-url "$target_db" >"$TEST_TMP/refused.out" 2>&1 && fail "$what: exited 0: $(cat "$TEST_TMP/refused.out")"
   grep -q -- "$pattern" "$TEST_TMP/refused.out" || fail "$what: the message does not say '$pattern': $(cat "$TEST_TMP/refused.out")"
-  [ "$(record_rows)" = 0 ] || fail "$what: $(record_rows) records were imported"
+  [ "$(record_rows)" = 0 ] || fail "$what: $(record_rows) records and record types were imported"
   ok "$what: $(grep '^error:' "$TEST_TMP/refused.out")"
 }
 expect_import_refused "a user that does not exist" "nimbus user add bob" "$export_dir" --user bob
@@ -88,6 +90,26 @@ cp -r "$export_dir" "$TEST_TMP/bad-line"
 printf '{"recordName":"broken","recordType":"Setting","fields":{"x":{"value":"1.5","type":"INT64"}}}\n' \
   >>"$TEST_TMP/bad-line/iCloud.org.p0deje.Maccy/development/zones/History.jsonl"
 expect_import_refused "a record line with a bad value" "History.jsonl line 7" "$TEST_TMP/bad-line" --user alice
+# Found by the check before any write (hardening 6h), not after the schema was merged and the
+# first container's records were written.
+cp -r "$export_dir" "$TEST_TMP/bad-type"
+printf '{"recordName":"odd","recordType":"HistoryItem","fields":{"title":{"value":5,"type":"INT64"}}}\n' \
+  >>"$TEST_TMP/bad-type/iCloud.org.p0deje.Maccy/development/zones/History.jsonl"
+expect_import_refused "a record whose field type conflicts with the schema" "Field title of record odd is STRING" "$TEST_TMP/bad-type" --user alice
+cp -r "$export_dir" "$TEST_TMP/bad-subscription"
+printf '[{"subscriptionID":"s1","subscriptionType":"query","firesOn":["create"]}]\n' \
+  >"$TEST_TMP/bad-subscription/iCloud.org.p0deje.Maccy/development/subscriptions.json"
+expect_import_refused "an invalid subscriptions.json" "Maccy/development/subscriptions.json: a subscription is not valid" \
+  "$TEST_TMP/bad-subscription" --user alice
+cp -r "$export_dir" "$TEST_TMP/duplicate"
+head -n 1 "$TEST_TMP/duplicate/iCloud.org.p0deje.Maccy/development/zones/History.jsonl" \
+  >>"$TEST_TMP/duplicate/iCloud.org.p0deje.Maccy/development/zones/History.jsonl"
+expect_import_refused "a duplicate record line" "History.jsonl line 7: record .* is also on line 1" "$TEST_TMP/duplicate" --user alice
+cp -r "$export_dir" "$TEST_TMP/large"
+python3 -c 'import json; print(json.dumps({"recordName": "large", "recordType": "HistoryItem", "fields": {"title": {"value": "x" * 1100000, "type": "STRING"}}}))' \
+  >>"$TEST_TMP/large/iCloud.org.p0deje.Maccy/development/zones/History.jsonl"
+expect_import_refused "a record over maxRecordBytes" "record large has 11000.. bytes of fields, more than this server's maxRecordBytes (1048576)" \
+  "$TEST_TMP/large" --user alice
 "$NIMBUS_BIN" export --user nobody --output "$TEST_TMP/nobody" --database-url "$source_db" >"$TEST_TMP/refused.out" 2>&1 \
   && fail "export of an unknown user exited 0"
 grep -q 'no user "nobody"' "$TEST_TMP/refused.out" || fail "export of an unknown user: $(cat "$TEST_TMP/refused.out")"
