@@ -33,7 +33,7 @@ import Testing
         let listener = try ChaosProxy.loopbackListener()
         defer { close(listener.descriptor) }
         let request = URLRequest(url: URL(string: "http://127.0.0.1:\(listener.port)/limits")!)
-        let session = URLSession(configuration: .ephemeral)
+        let session = AnswerCollector.makeSession(.ephemeral)
         let task = Task { try await CancellableRequest.data(session, for: request) }
         try await Task.sleep(nanoseconds: 100_000_000)
         task.cancel()

@@ -21,21 +21,20 @@ final class CancellableRequest: @unchecked Sendable {
     /// clean-up of the task (swift-corelibs-foundation traps on a task no longer registered).
     private var isFinished = false
 
-    /// The answer to `request`, as `session.data(for:)` gives it; cancelling the calling task
-    /// cancels the request (URLError.cancelled).
-    static func data(_ session: URLSession, for request: URLRequest) async throws -> (Data, URLResponse) {
+    /// The answer to `request`, as `session.data(for:)` gives it but at most `limit` bytes (the
+    /// session's delegate is an `AnswerCollector`: `AnswerCollector.makeSession`); cancelling the
+    /// calling task cancels the request (URLError.cancelled).
+    static func data(_ session: URLSession, for request: URLRequest, limit: AnswerLimit = .small) async throws -> (Data, URLResponse) {
+        guard let collector = session.delegate as? AnswerCollector else {
+            throw NimbusError(.invalidArguments, reason: "The session was not made by AnswerCollector.makeSession, so its answers would have no limit.")
+        }
         let holder = CancellableRequest()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
-                let task = session.dataTask(with: request) { data, response, error in
+                let task = session.dataTask(with: request)
+                collector.expect(task, limit: limit) { result in
                     holder.finish()
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let response {
-                        continuation.resume(returning: (data ?? Data(), response))
-                    } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
-                    }
+                    continuation.resume(with: result)
                 }
                 holder.start(task)
             }

@@ -38,8 +38,17 @@ extension Database {
         if let desiredKeys { body["desiredKeys"] = desiredKeys }
         if let recordTypes { body["desiredRecordTypes"] = recordTypes }
         if wait > 0 { body["wait"] = wait }
-        let answer = try await transport.post(url("records/changes"), body: body, waitSeconds: wait, zoneID: zone)
+        let answer = try await transport.post(url("records/changes"), body: body, waitSeconds: wait, zoneID: zone,
+                                              limit: await pageLimit(resultsLimit, "a records/changes page"))
         return try Database.zoneChanges(answer, zone: zone)
+    }
+
+    /// The answer limit of a page of records: `resultsLimit` capped at the server's
+    /// `maxResultsLimit`, as the server caps it. Without the server's limits (GET /limits failed)
+    /// the defaults of docs/api.md.
+    func pageLimit(_ resultsLimit: Int?, _ what: String) async -> AnswerLimit {
+        let limits = (try? await container.limits()) ?? .defaults
+        return .records(min(resultsLimit ?? limits.maxResultsLimit, limits.maxResultsLimit), limits, what)
     }
 
     static func zoneChanges(_ answer: JSONObject, zone: ZoneID) throws -> ZoneChanges {

@@ -59,24 +59,25 @@ public struct Database: Sendable {
         results.reserveCapacity(operations.count)
         for request in requests {
             results += try await sendModify(request.body, wire: wire, request.range, ids: prepared.map(\.recordID), atomic: atomic,
-                                            desiredKeys: desiredKeys)
+                                            desiredKeys: desiredKeys, limits: limits)
         }
         return results
     }
 
     /// One `records/modify` request; a request-level LIMIT_EXCEEDED splits it in two.
     private func sendModify(_ body: Data, wire: [RecordOperation], _ range: Range<Int>, ids: [RecordID], atomic: Bool,
-                            desiredKeys: [String]?) async throws -> [Result<RecordResult, NimbusError>] {
+                            desiredKeys: [String]?, limits: ServerLimits) async throws -> [Result<RecordResult, NimbusError>] {
         let zone = ids[range.lowerBound].zoneID
         let answer: JSONObject
         do {
-            answer = try await transport.post(url("records/modify"), bodyData: body, zoneID: zone)
+            answer = try await transport.post(url("records/modify"), bodyData: body, zoneID: zone,
+                                              limit: .records(range.count, limits, "a records/modify answer"))
         } catch let error as NimbusError where error.code == .limitExceeded && range.count > 1 && !atomic {
             let middle = range.lowerBound + range.count / 2
             var results: [Result<RecordResult, NimbusError>] = []
             for half in [range.lowerBound..<middle, middle..<range.upperBound] {
                 let halfBody = try Database.modifyBody(wire[half], zone: zone, atomic: false, desiredKeys: desiredKeys)
-                results += try await sendModify(halfBody, wire: wire, half, ids: ids, atomic: false, desiredKeys: desiredKeys)
+                results += try await sendModify(halfBody, wire: wire, half, ids: ids, atomic: false, desiredKeys: desiredKeys, limits: limits)
             }
             return results
         }
@@ -166,7 +167,8 @@ public struct Database: Sendable {
             var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName],
                                     "records": slice.map { ["recordName": $0.recordName] as JSONObject }]
             if let desiredKeys { body["desiredKeys"] = desiredKeys }
-            let answer = try await transport.post(url("records/lookup"), body: body, zoneID: zone)
+            let answer = try await transport.post(url("records/lookup"), body: body, zoneID: zone,
+                                                  limit: .records(slice.count, limits, "a records/lookup answer"))
             guard let items = JSON.array(answer["records"]), items.count == slice.count else {
                 throw JSON.bad("records/lookup answered another number of records than asked for")
             }
@@ -193,7 +195,8 @@ public struct Database: Sendable {
         if let resultsLimit { body["resultsLimit"] = resultsLimit }
         if let desiredKeys { body["desiredKeys"] = desiredKeys }
         if let continuation { body["continuationMarker"] = continuation.marker }
-        let answer = try await transport.post(url("records/query"), body: body, zoneID: zone)
+        let answer = try await transport.post(url("records/query"), body: body, zoneID: zone,
+                                              limit: await pageLimit(resultsLimit, "a records/query page"))
         let records = try (JSON.array(answer["records"]) ?? []).compactMap { item -> Record? in
             guard let object = JSON.object(item) else { throw JSON.bad("A query result is not an object") }
             return try Record.fromWire(object, zoneID: zone)

@@ -115,7 +115,8 @@ extension Database {
         }
         components.queryItems = [URLQueryItem(name: "since", value: cursor.value), URLQueryItem(name: "wait", value: String(wait))]
         guard let url = components.url else { throw NimbusError(.invalidArguments, reason: "The cursor cannot be put in a URL") }
-        let answer = try await transport.get(url, waitSeconds: wait)
+        // A notification carries at most a record's fields (desiredKeys).
+        let answer = try await transport.get(url, waitSeconds: wait, limit: await pageLimit(nil, "a page of notifications"))
         guard let next = JSON.string(answer["cursor"]) else { throw JSON.bad("The notification channel answered without a cursor") }
         let nextCursor = NotificationCursor(channelURL: cursor.channelURL, value: next)
         let items = JSON.array(answer["notifications"]) ?? []

@@ -14,7 +14,7 @@ final class Transport: Sendable {
         sessionConfiguration.httpMaximumConnectionsPerHost = 8
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfiguration.urlCache = nil
-        session = URLSession(configuration: sessionConfiguration)
+        session = AnswerCollector.makeSession(sessionConfiguration)
     }
 
     deinit { session.finishTasksAndInvalidate() }
@@ -35,33 +35,37 @@ final class Transport: Sendable {
     }
 
     /// POSTs a JSON body and returns the answer's JSON object; a non-2xx answer throws its error.
-    func post(_ url: URL, body: JSONObject, waitSeconds: Int = 0, zoneID: ZoneID = .default, authorized: Bool = true) async throws -> JSONObject {
-        try await post(url, bodyData: JSON.encode(body), waitSeconds: waitSeconds, zoneID: zoneID, authorized: authorized)
+    /// `limit`: what the request can return (`AnswerLimit.records` for answers with records).
+    func post(_ url: URL, body: JSONObject, waitSeconds: Int = 0, zoneID: ZoneID = .default, authorized: Bool = true,
+              limit: AnswerLimit = .small) async throws -> JSONObject {
+        try await post(url, bodyData: JSON.encode(body), waitSeconds: waitSeconds, zoneID: zoneID, authorized: authorized, limit: limit)
     }
 
-    func post(_ url: URL, bodyData: Data, waitSeconds: Int = 0, zoneID: ZoneID = .default, authorized: Bool = true) async throws -> JSONObject {
+    func post(_ url: URL, bodyData: Data, waitSeconds: Int = 0, zoneID: ZoneID = .default, authorized: Bool = true,
+              limit: AnswerLimit = .small) async throws -> JSONObject {
         var request = request(url, method: "POST", waitSeconds: waitSeconds, authorized: authorized)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = bodyData
-        return try await json(for: request, zoneID: zoneID)
+        return try await json(for: request, zoneID: zoneID, limit: limit)
     }
 
-    func get(_ url: URL, waitSeconds: Int = 0, authorized: Bool = true) async throws -> JSONObject {
-        try await json(for: request(url, method: "GET", waitSeconds: waitSeconds, authorized: authorized), zoneID: .default)
+    func get(_ url: URL, waitSeconds: Int = 0, authorized: Bool = true, limit: AnswerLimit = .small) async throws -> JSONObject {
+        try await json(for: request(url, method: "GET", waitSeconds: waitSeconds, authorized: authorized), zoneID: .default, limit: limit)
     }
 
-    func json(for request: URLRequest, zoneID: ZoneID) async throws -> JSONObject {
-        let (data, response) = try await send(request)
+    func json(for request: URLRequest, zoneID: ZoneID, limit: AnswerLimit) async throws -> JSONObject {
+        let (data, response) = try await send(request, limit: limit)
         try Transport.check(response, data: data, zoneID: zoneID)
         return try JSON.decodeObject(data)
     }
 
-    /// Sends a request; a failure to get any answer is `networkFailure`.
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    /// Sends a request; a failure to get any answer is `networkFailure`, an answer past `limit`
+    /// `serverResponseBad`.
+    func send(_ request: URLRequest, limit: AnswerLimit) async throws -> (Data, HTTPURLResponse) {
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await CancellableRequest.data(session, for: request)
+            (data, response) = try await CancellableRequest.data(session, for: request, limit: limit)
         } catch {
             throw Transport.networkError(error, url: request.url)
         }

@@ -4,10 +4,11 @@ import Glibc
 #endif
 
 /// A server that answers every request badly: garbage bytes, a 500 that is not Nimbus's error
-/// shape, or a proxy's HTML 502.
+/// shape, a proxy's HTML 502, a body that never ends, or a Content-Length of a terabyte (the last
+/// two answer `GET /limits` properly, with the defaults).
 final class BadServer: @unchecked Sendable {
     enum Answer: Sendable, CustomStringConvertible {
-        case garbage, internalError, htmlBadGateway
+        case garbage, internalError, htmlBadGateway, endless, hugeContentLength
 
         var bytes: [UInt8] {
             switch self {
@@ -18,6 +19,19 @@ final class BadServer: @unchecked Sendable {
             case .htmlBadGateway:
                 let body = "<html><body>502 Bad Gateway</body></html>"
                 return Array("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+            case .endless:
+                return Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"records\":[".utf8)
+            case .hugeContentLength:
+                return Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000000000\r\nConnection: close\r\n\r\n{\"records\":[".utf8)
+            }
+        }
+
+        /// After `bytes`: 64 KiB of blanks every millisecond (64 MB/s, a fast network), until
+        /// the client goes away.
+        var isEndless: Bool {
+            switch self {
+            case .endless, .hugeContentLength: true
+            default: false
             }
         }
 
@@ -26,6 +40,8 @@ final class BadServer: @unchecked Sendable {
             case .garbage: return "garbage"
             case .internalError: return "500"
             case .htmlBadGateway: return "502"
+            case .endless: return "endless"
+            case .hugeContentLength: return "huge Content-Length"
             }
         }
     }
@@ -33,6 +49,10 @@ final class BadServer: @unchecked Sendable {
     private let upstream: Int32
     private let lock = NSLock()
     private var stopped = false
+    private var sent = 0
+
+    /// Body bytes written so far to all clients (an endless answer stops when its client leaves).
+    var bytesSent: Int { lock.withLock { sent } }
 
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
     let port: Int
@@ -40,11 +60,11 @@ final class BadServer: @unchecked Sendable {
     init(answer: Answer) throws {
         // A listener that answers each connection with the canned bytes.
         (upstream, port) = try ChaosProxy.loopbackListener()
-        let bytes = answer.bytes
-        Thread { [weak self] in self?.serve(bytes) }.start()
+        Thread { [weak self] in self?.serve(answer) }.start()
     }
 
-    private func serve(_ bytes: [UInt8]) {
+    private func serve(_ answer: Answer) {
+        let bytes = answer.bytes
         while true {
             var pfd = pollfd(fd: upstream, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pfd, 1, 200)
@@ -53,10 +73,28 @@ final class BadServer: @unchecked Sendable {
             let client = accept(upstream, nil, nil)
             guard client >= 0 else { continue }
             var request = [UInt8](repeating: 0, count: 65536)
-            _ = read(client, &request, request.count)
-            _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
+            let count = read(client, &request, request.count)
+            let isLimits = count > 0 && String(decoding: request[0..<count], as: UTF8.self).hasPrefix("GET /limits ")
+            if answer.isEndless && !isLimits {
+                Thread { [weak self] in self?.stream(bytes, to: client) }.start()
+                continue
+            }
+            let reply = isLimits ? Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".utf8) : bytes
+            _ = reply.withUnsafeBytes { send(client, $0.baseAddress, reply.count, Int32(MSG_NOSIGNAL)) }
             shutdown(client, Int32(SHUT_RDWR))
             close(client)
+        }
+    }
+
+    private func stream(_ head: [UInt8], to client: Int32) {
+        defer { close(client) }
+        guard head.withUnsafeBytes({ send(client, $0.baseAddress, head.count, Int32(MSG_NOSIGNAL)) }) == head.count else { return }
+        let blanks = [UInt8](repeating: UInt8(ascii: " "), count: 64 << 10)
+        while !lock.withLock({ stopped }) {
+            let written = blanks.withUnsafeBytes { send(client, $0.baseAddress, blanks.count, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { return }   // the client went away
+            lock.withLock { sent += written }
+            usleep(1000)
         }
     }
 
