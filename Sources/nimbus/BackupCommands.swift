@@ -85,9 +85,14 @@ enum BackupCommands {
             throw error
         }
         // Servers running on this database (through --database-url) wake their waiting devices.
+        // The restore is done either way: a failure here only leaves them waiting out their wait.
         let pool = PGPool(configuration: .init(url: database.url))
         defer { pool.close() }
-        try await Store.open(pool: pool).announceEverything()
+        do {
+            try await Store.open(pool: pool).announceEverything()
+        } catch {
+            FileHandle.standardError.write(Data("warning: restored, but could not tell running servers (their waiting devices re-read when their wait ends): \(error)\n".utf8))
+        }
         let migrated = (migrator.migrations.map(\.version).max() ?? 0) > archive.schemaVersion
         print("restored \(archive.path) (schema version \(String(format: "%04d", archive.schemaVersion))\(migrated ? ", migrated forward" : "")); change tokens from after the backup will get CHANGE_TOKEN_EXPIRED")
         return 0
