@@ -21,6 +21,14 @@ struct AnswerLimit: Sendable, Hashable {
         return AnswerLimit(bytes: overflow ? Int.max : total + (1 << 20), what: "\(what) of at most \(count) records")
     }
 
+    /// An asset's bytes: its known `size` (else the server's `maxAssetBytes`), and 64 KiB for an
+    /// error answer in their place.
+    static func asset(size: Int64?, _ limits: ServerLimits) -> AnswerLimit {
+        let bytes = size ?? limits.maxAssetBytes
+        return AnswerLimit(bytes: Int(clamping: bytes) + (64 << 10),
+                           what: size.map { "the download of an asset of \($0) bytes" } ?? "the download of an asset (maxAssetBytes \(bytes))")
+    }
+
     /// The error for an answer that passed the limit (`received` bytes when it was cut off).
     func exceeded(by received: Int, from url: URL?) -> NimbusError {
         NimbusError(.serverResponseBad, reason: """

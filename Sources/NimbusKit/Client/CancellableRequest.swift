@@ -25,14 +25,27 @@ final class CancellableRequest: @unchecked Sendable {
     /// session's delegate is an `AnswerCollector`: `AnswerCollector.makeSession`); cancelling the
     /// calling task cancels the request (URLError.cancelled).
     static func data(_ session: URLSession, for request: URLRequest, limit: AnswerLimit = .small) async throws -> (Data, URLResponse) {
+        let collected = try await run(session, request, limit: limit, into: nil)
+        return (collected.data, collected.response)
+    }
+
+    /// The answer to `request` in a new temporary file the caller moves or removes, as
+    /// `session.download(for:)` gives it but at most `limit` bytes.
+    static func download(_ session: URLSession, for request: URLRequest, limit: AnswerLimit) async throws -> (URL, URLResponse) {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-download-\(UUID().uuidString)")
+        let collected = try await run(session, request, limit: limit, into: file)
+        return (file, collected.response)
+    }
+
+    private static func run(_ session: URLSession, _ request: URLRequest, limit: AnswerLimit, into file: URL?) async throws -> AnswerCollector.Collected {
         guard let collector = session.delegate as? AnswerCollector else {
             throw NimbusError(.invalidArguments, reason: "The session was not made by AnswerCollector.makeSession, so its answers would have no limit.")
         }
         let holder = CancellableRequest()
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AnswerCollector.Collected, any Error>) in
                 let task = session.dataTask(with: request)
-                collector.expect(task, limit: limit) { result in
+                collector.expect(task, limit: limit, into: file) { result in
                     holder.finish()
                     continuation.resume(with: result)
                 }

@@ -103,7 +103,9 @@ extension Database {
         let temporary: URL
         let response: URLResponse
         do {
-            (temporary, response) = try await transport.session.download(for: transport.request(downloadURL, method: "GET"))
+            let limits = asset.size == nil ? (try? await container.limits()) ?? .defaults : .defaults
+            (temporary, response) = try await CancellableRequest.download(transport.session, for: transport.request(downloadURL, method: "GET"),
+                                                                          limit: .asset(size: asset.size, limits))
         } catch {
             throw Transport.networkError(error, url: downloadURL)
         }
@@ -120,22 +122,19 @@ extension Database {
         if let file = container.assetCache.cached(checksum) { return file }
         let outcome = Locked<Result<URL, NimbusError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let task = transport.session.downloadTask(with: transport.request(downloadURL, method: "GET")) { file, response, error in
+        // Without a size, the default maxAssetBytes bounds it (a fetched asset always has one).
+        transport.startDownload(transport.request(downloadURL, method: "GET"), limit: .asset(size: asset.size, .defaults)) { downloaded in
             let result: Result<URL, NimbusError>
-            if let file, let response {
-                // The file is removed when this handler returns: move it first.
-                let kept = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-asset-\(UUID().uuidString)")
-                result = Result {
-                    try FileManager.default.moveItem(at: file, to: kept)
-                    return try self.admit(kept, response: response, checksum: checksum, size: asset.size)
-                }.mapError { $0 as? NimbusError ?? NimbusError(.networkFailure, reason: "\($0)") }
-            } else {
-                result = .failure(Transport.networkError(error ?? NimbusError(.networkFailure, reason: "no answer"), url: downloadURL))
+            switch downloaded {
+            case .success(let (file, response)):
+                result = Result { try self.admit(file, response: response, checksum: checksum, size: asset.size) }
+                    .mapError { $0 as? NimbusError ?? NimbusError(.networkFailure, reason: "\($0)") }
+            case .failure(let error):
+                result = .failure(Transport.networkError(error, url: downloadURL))
             }
             outcome.withLock { $0 = result }
             done.signal()
         }
-        task.resume()
         done.wait()
         guard let result = outcome.withLock({ $0 }) else { throw NimbusError(.networkFailure, reason: "The download ended without a result") }
         return try result.get()

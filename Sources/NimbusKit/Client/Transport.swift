@@ -75,6 +75,22 @@ final class Transport: Sendable {
         return (data, http)
     }
 
+    /// Starts a download of at most `limit` bytes into a new temporary file (not cancellable: for
+    /// blocking callers); `done` gets the file, which it moves or removes, once.
+    func startDownload(_ request: URLRequest, limit: AnswerLimit,
+                       done: @escaping @Sendable (Result<(URL, URLResponse), any Error>) -> Void) {
+        guard let collector = session.delegate as? AnswerCollector else {
+            done(.failure(NimbusError(.invalidArguments, reason: "The session has no AnswerCollector.")))
+            return
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-download-\(UUID().uuidString)")
+        let task = session.dataTask(with: request)
+        collector.expect(task, limit: limit, into: file) { result in
+            done(result.map { (file, $0.response) })
+        }
+        task.resume()
+    }
+
     static func networkError(_ error: any Error, url: URL?) -> NimbusError {
         if let nimbus = error as? NimbusError { return nimbus }
         return NimbusError(.networkFailure, reason: "No answer from \(url?.host ?? "the server"): \(error.localizedDescription)")
