@@ -22,7 +22,17 @@ enum Curl {
         let version = info.pointee.version.map { String(cString: $0) } ?? "?"
         let tls = info.pointee.ssl_version.map { String(cString: $0) } ?? "no TLS"
         let nghttp2 = info.pointee.nghttp2_version.map { String(cString: $0) } ?? "no nghttp2"
-        return "libcurl \(version), \(tls), nghttp2 \(nghttp2)"
+        return "libcurl \(version), \(tls), nghttp2 \(nghttp2), CA file \(defaultCAFile ?? "none"), CA directory \(defaultCADirectory ?? "none")"
+    }
+
+    /// libcurl's built-in CA bundle file (Debian: /etc/ssl/certs/ca-certificates.crt); an extra CA replaces it.
+    static var defaultCAFile: String? {
+        nimbus_curl_version_info()?.pointee.cainfo.map { String(cString: $0) }
+    }
+
+    /// libcurl's built-in CA directory (Debian: /etc/ssl/certs), which stays trusted beside an extra CA file.
+    static var defaultCADirectory: String? {
+        nimbus_curl_version_info()?.pointee.capath.map { String(cString: $0) }
     }
 
     static func message(_ code: CURLcode) -> String {

@@ -51,24 +51,26 @@ final class CurlDriver: @unchecked Sendable {
 
     /// Queues a transfer; false when the driver is stopping (the transfer was not taken).
     func submit(_ transfer: CurlTransfer) -> Bool {
-        let accepted = inbox.withLock { inbox in
+        inbox.withLock { inbox in
             guard !inbox.stopping else { return false }
             inbox.pending.append(transfer)
+            // Under the lock: the thread frees the multi handle under it too, once `stopping` is set,
+            // so no wake-up can reach a freed handle.
+            curl_multi_wakeup(multi)
             return true
         }
-        if accepted { curl_multi_wakeup(multi) }
-        return accepted
     }
 
     /// Stops the thread: queued and running transfers fail with `.shutDown`. Waits up to `timeout`
     /// for the thread to end (nil: does not wait).
     func stop(timeout: Duration?) {
         let first = inbox.withLock { inbox in
-            defer { inbox.stopping = true }
-            return !inbox.stopping
+            guard !inbox.stopping else { return false }
+            inbox.stopping = true
+            curl_multi_wakeup(multi)
+            return true
         }
         guard first else { return }
-        curl_multi_wakeup(multi)
         if let timeout {
             let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
             _ = exited.wait(timeout: .now() + .nanoseconds(Int(nanoseconds)))
@@ -106,7 +108,7 @@ final class CurlDriver: @unchecked Sendable {
             transfer.finish(.failure(.shutDown))
         }
         running.removeAll()
-        curl_multi_cleanup(multi)
+        _ = inbox.withLock { _ in curl_multi_cleanup(multi) }
         exited.signal()
     }
 

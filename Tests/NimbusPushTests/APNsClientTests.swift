@@ -231,5 +231,7 @@ import Testing
     @Test func libcurlSpeaksHTTP2() {
         #expect(Curl.initialisation == nil, "\(Curl.initialisation ?? "")")
         #expect(APNsClient.libraryDescription.contains("nghttp2"))
+        // Debian's libcurl keeps the system's CAs in a directory, so an extra CA file adds to them.
+        #expect(Curl.defaultCADirectory == "/etc/ssl/certs")
     }
 }
