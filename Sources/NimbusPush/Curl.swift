@@ -3,7 +3,8 @@ import CCurl
 /// Process-wide libcurl facts and set-up.
 enum Curl {
     /// `curl_global_init`, once, before the first handle (Swift runs a static `let` initialiser once,
-    /// thread-safely). Its result: nil, or why libcurl is unusable here.
+    /// thread-safely; libcurl ≥ 7.84 built "threadsafe", as Debian's is, allows it after other threads
+    /// started). Its result: nil, or why libcurl is unusable here.
     static let initialisation: String? = {
         let code = curl_global_init(nimbus_CURL_GLOBAL_DEFAULT)
         guard code == CURLE_OK else { return "curl_global_init failed: \(message(code))" }

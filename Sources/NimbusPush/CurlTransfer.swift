@@ -50,6 +50,8 @@ final class CurlTransfer: @unchecked Sendable {
         check(nimbus_curl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "HTTP version")
         // Wait for the host's one connection to say whether it multiplexes rather than opening another.
         check(nimbus_curl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1), "pipewait")
+        // No alarm() or SIGPIPE-handler juggling from a thread (libcurl's docs on CURLOPT_NOSIGNAL): Debian's
+        // libcurl resolves names on a thread of its own and sends with MSG_NOSIGNAL; the server ignores SIGPIPE.
         check(nimbus_curl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "nosignal")
         check(nimbus_curl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1), "keepalive")
         check(nimbus_curl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds), "connect timeout")
