@@ -189,6 +189,23 @@ import Testing
         let error = try await #require(throws: APNsClientError.self) { try await client.send(Self.alert()) }
         guard case .connection(let failure) = error else { Issue.record("expected a connection error, got \(error)"); return }
         #expect(failure.kind == .timedOut, "\(failure)")
+
+        // The client goes on working once answers come in time again.
+        try standIn.command([:])
+        #expect(try await client.send(Self.alert()).status == 200)
+    }
+
+    @Test func aServerThatDoesNotSpeakHTTP2IsRefused() async throws {
+        let standIn = try APNsStandIn.start(http1: true)
+        defer { standIn.finish() }
+        let client = try standIn.makeClient()
+        defer { client.shutdown() }
+
+        let error = try await #require(throws: APNsClientError.self) { try await client.send(Self.alert()) }
+        guard case .connection(let failure) = error else { Issue.record("expected a connection error, got \(error)"); return }
+        #expect(failure.detail.contains("without HTTP/2"), "\(failure)")
+        // It did answer, over HTTP/1.1: the refusal is the client's.
+        #expect(try standIn.requests().first?["http1"]?.stringValue?.hasPrefix("POST /3/device/") == true)
     }
 
     @Test func aServerOutsideTheTrustedCAsIsATLSError() async throws {

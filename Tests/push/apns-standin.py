@@ -3,7 +3,7 @@
 and answers, and a log of every request.
 
   apns-standin.py --state-dir DIR --public-key KEY.pub.pem --key-id KID --team-id TEAM \
-                  --topics BUNDLE[,BUNDLE...] [--port 0] [--log FILE] [--control FILE]
+                  --topics BUNDLE[,BUNDLE...] [--port 0] [--log FILE] [--control FILE] [--http1]
 
 DIR holds the CA (ca.pem, for the client's --apns-ca-file) and the server's certificate for
 127.0.0.1 and localhost, made with the openssl CLI on first start and reused on restart. Prints
@@ -216,10 +216,14 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport):
         self.transport = transport
+        self.stand_in.protocols.add(self)
+        if self.stand_in.options.http1:
+            self.http1 = bytearray()
+            return
+        self.http1 = None
         if transport.get_extra_info("ssl_object").selected_alpn_protocol() != "h2":
             transport.close()
             return
-        self.stand_in.protocols.add(self)
         self.h2.initiate_connection()
         transport.write(self.h2.data_to_send())
 
@@ -227,6 +231,9 @@ class Connection(asyncio.Protocol):
         self.stand_in.protocols.discard(self)
 
     def data_received(self, data):
+        if self.http1 is not None:
+            self.http1_received(data)
+            return
         try:
             events = self.h2.receive_data(data)
         except h2.exceptions.ProtocolError:
@@ -249,6 +256,16 @@ class Connection(asyncio.Protocol):
             elif isinstance(event, h2.events.ConnectionTerminated):
                 self.transport.close()
         self.transport.write(self.h2.data_to_send())
+
+    def http1_received(self, data):
+        """--http1: what a server that is not APNs (a proxy, a wrong URL) would do: answer 200 over HTTP/1.1."""
+        self.http1 += data
+        head, separator, body = bytes(self.http1).partition(b"\r\n\r\n")
+        length = re.search(rb"(?im)^content-length:\s*([0-9]+)", head)
+        if separator and len(body) >= (int(length.group(1)) if length else 0):
+            self.stand_in.record({"time": int(time.time() * 1000), "connection": self.id, "http1": head.split(b"\r\n")[0].decode()})
+            self.transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            self.transport.close()
 
     def request_complete(self, stream_id):
         stream = self.streams.get(stream_id)
@@ -311,12 +328,13 @@ async def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log")
     parser.add_argument("--control")
+    parser.add_argument("--http1", action="store_true", help="offer only http/1.1 by ALPN and answer 200 over it (not APNs)")
     options = parser.parse_args()
 
     make_certificates(options.state_dir)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(os.path.join(options.state_dir, "server.pem"), os.path.join(options.state_dir, "server.key"))
-    context.set_alpn_protocols(["h2"])
+    context.set_alpn_protocols(["http/1.1"] if options.http1 else ["h2"])
     context.minimum_version = ssl.TLSVersion.TLSv1_2
 
     stand_in = StandIn(options)

@@ -36,8 +36,11 @@ final class APNsStandIn: @unchecked Sendable {
         self.publicKeyPath = publicKeyPath
     }
 
-    /// A new key, CA and stand-in on a free loopback port.
-    static func start() throws -> APNsStandIn {
+    /// `--http1`: the stand-in plays a server that is not APNs, answering over HTTP/1.1.
+    private var extraArguments: [String] = []
+
+    /// A new key, CA and stand-in on a free loopback port (`http1`: one that answers over HTTP/1.1).
+    static func start(http1: Bool = false) throws -> APNsStandIn {
         try checkPython()
         let directory = try ScratchDirectory("nimbus-apns")
         let key: (privatePEM: String, publicPath: String)
@@ -50,6 +53,7 @@ final class APNsStandIn: @unchecked Sendable {
             throw error
         }
         let standIn = APNsStandIn(directory: directory, credentials: credentials, publicKeyPath: key.publicPath)
+        standIn.extraArguments = http1 ? ["--http1"] : []
         do {
             try standIn.launch(port: 0)
         } catch {
@@ -85,7 +89,7 @@ final class APNsStandIn: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: Self.python)
         process.arguments = [Self.script, "--state-dir", directory.file("state"), "--public-key", publicKeyPath,
                              "--key-id", Self.keyID, "--team-id", Self.teamID, "--topics", Self.topic,
-                             "--port", String(requested), "--log", logPath, "--control", controlPath]
+                             "--port", String(requested), "--log", logPath, "--control", controlPath] + extraArguments
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
