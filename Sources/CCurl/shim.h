@@ -33,6 +33,28 @@ static inline CURLcode nimbus_curl_easy_getinfo_long(CURL *handle, CURLINFO info
     return curl_easy_getinfo(handle, info, value);
 }
 
+// TCP_USER_TIMEOUT (tcp(7)) on each connection libcurl opens: the kernel drops a connection whose
+// sent data (or keepalive probes) go unacknowledged this long, so a silently dead peer — a NAT that
+// forgot the mapping, a black-holed route — fails its streams instead of stalling them for the
+// kernel's ~15 minutes of retransmissions; libcurl then opens a new connection for the next request.
+// The callback is C because libcurl calls it with the socket before connecting.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <sys/socket.h>
+static int nimbus_curl_sockopt_user_timeout(void *clientp, curl_socket_t fd, curlsocktype purpose) {
+    unsigned int milliseconds = (unsigned int)(uintptr_t)clientp;
+    if (purpose == CURLSOCKTYPE_IPCXN) {
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &milliseconds, sizeof milliseconds);
+    }
+    return CURL_SOCKOPT_OK;
+}
+static inline CURLcode nimbus_curl_easy_set_tcp_user_timeout(CURL *handle, unsigned int milliseconds) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, nimbus_curl_sockopt_user_timeout);
+    if (code != CURLE_OK) return code;
+    return curl_easy_setopt(handle, CURLOPT_SOCKOPTDATA, (void *)(uintptr_t)milliseconds);
+}
+
 // Macros Swift does not import (or imports with the wrong type).
 static inline curl_version_info_data *nimbus_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
 static const long nimbus_CURL_GLOBAL_DEFAULT = CURL_GLOBAL_DEFAULT;

@@ -17,14 +17,18 @@ extension APNsClient {
         package var requestTimeoutMilliseconds: Int
         /// An upper bound on streams per connection; APNs' own SETTINGS limit (about 1,000) applies too.
         package var maxConcurrentStreams: Int
+        /// How long a connection may go without its peer acknowledging anything (keepalive probes when
+        /// idle, TCP_USER_TIMEOUT with data in flight) before the kernel drops it and libcurl reconnects.
+        package var deadPeerMilliseconds: Int
 
         package init(baseURL: String? = nil, caFile: String? = nil, connectTimeoutMilliseconds: Int = 10_000,
-                     requestTimeoutMilliseconds: Int = 30_000, maxConcurrentStreams: Int = 1000) {
+                     requestTimeoutMilliseconds: Int = 30_000, maxConcurrentStreams: Int = 1000, deadPeerMilliseconds: Int = 30_000) {
             self.baseURL = baseURL
             self.caFile = caFile
             self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
             self.requestTimeoutMilliseconds = requestTimeoutMilliseconds
             self.maxConcurrentStreams = maxConcurrentStreams
+            self.deadPeerMilliseconds = deadPeerMilliseconds
         }
 
         /// The base URL requests for `environment` go to, without a trailing slash.
@@ -46,8 +50,8 @@ extension APNsClient {
                     return "the APNs CA file \(caFile) cannot be read (--apns-ca-file)"
                 }
             }
-            guard connectTimeoutMilliseconds > 0, requestTimeoutMilliseconds > 0 else {
-                return "the APNs timeouts must be positive"
+            guard connectTimeoutMilliseconds > 0, requestTimeoutMilliseconds > 0, (1000...3_600_000).contains(deadPeerMilliseconds) else {
+                return "the APNs timeouts must be positive (the dead-peer timeout between 1 s and 1 h)"
             }
             guard (1...10_000).contains(maxConcurrentStreams) else {
                 return "the APNs stream limit must be between 1 and 10000"

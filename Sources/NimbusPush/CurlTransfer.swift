@@ -53,7 +53,13 @@ final class CurlTransfer: @unchecked Sendable {
         // No alarm() or SIGPIPE-handler juggling from a thread (libcurl's docs on CURLOPT_NOSIGNAL): Debian's
         // libcurl resolves names on a thread of its own and sends with MSG_NOSIGNAL; the server ignores SIGPIPE.
         check(nimbus_curl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "nosignal")
+        // A dead peer is noticed within `deadPeerMilliseconds`: keepalive probes on an idle connection,
+        // TCP_USER_TIMEOUT on unacknowledged data (a stream timeout alone leaves the connection in use).
+        let deadPeerSeconds = max(1, configuration.deadPeerMilliseconds / 3000)
         check(nimbus_curl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1), "keepalive")
+        check(nimbus_curl_easy_setopt_long(handle, CURLOPT_TCP_KEEPIDLE, deadPeerSeconds), "keepalive idle")
+        check(nimbus_curl_easy_setopt_long(handle, CURLOPT_TCP_KEEPINTVL, deadPeerSeconds), "keepalive interval")
+        check(nimbus_curl_easy_set_tcp_user_timeout(handle, UInt32(configuration.deadPeerMilliseconds)), "TCP user timeout")
         check(nimbus_curl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds), "connect timeout")
         check(nimbus_curl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, configuration.requestTimeoutMilliseconds), "timeout")
         if let caFile = configuration.caFile {
