@@ -50,7 +50,7 @@ package final class APNsClient: Sendable {
         if let reason = request.invalidReason { throw APNsClientError.invalidRequest(reason) }
         let token = try currentToken()
         let response = try await perform(request, token: token)
-        guard response.status == 403, response.reason == "ExpiredProviderToken" else { return response }
+        guard response.status == 403, response.reason == .expiredProviderToken else { return response }
         tokens.expired(token)
         return try await perform(request, token: try currentToken())
     }

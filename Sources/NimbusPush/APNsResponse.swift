@@ -6,7 +6,7 @@ package struct APNsResponse: Sendable, Equatable {
     /// The HTTP status: 200 sent; 400, 403, 404, 405, 410, 413, 429, 500, 503 with a `reason`.
     package var status: Int
     /// The body's `reason` (`BadDeviceToken`, `Unregistered`, `ExpiredProviderToken`, …), nil on 200.
-    package var reason: String?
+    package var reason: APNsReason?
     /// The `apns-id` APNs echoed (or assigned).
     package var apnsID: UUID?
     /// With 410: when APNs last knew the token valid (milliseconds since the epoch), from the body's `timestamp`.
@@ -14,7 +14,7 @@ package struct APNsResponse: Sendable, Equatable {
     /// The `Retry-After` header in seconds, if the answer had one (delta-seconds form only).
     package var retryAfterSeconds: Int?
 
-    package init(status: Int, reason: String? = nil, apnsID: UUID? = nil, unregisteredAt: Int64? = nil, retryAfterSeconds: Int? = nil) {
+    package init(status: Int, reason: APNsReason? = nil, apnsID: UUID? = nil, unregisteredAt: Int64? = nil, retryAfterSeconds: Int? = nil) {
         self.status = status
         self.reason = reason
         self.apnsID = apnsID
@@ -36,7 +36,7 @@ package struct APNsResponse: Sendable, Equatable {
             }
         }
         if !body.isEmpty, let object = try? JSONValue.parse(body) {
-            reason = object["reason"]?.stringValue
+            reason = object["reason"]?.stringValue.map(APNsReason.init(rawValue:))
             unregisteredAt = object["timestamp"]?.int64Value
         }
     }

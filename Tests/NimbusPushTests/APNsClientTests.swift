@@ -55,9 +55,10 @@ import Testing
         let client = try standIn.makeClient()
         defer { client.shutdown() }
 
-        for (prefix, status, reason) in [("ffff0400", 400, "BadDeviceToken"), ("ffff0410", 410, "Unregistered"),
-                                         ("ffff0429", 429, "TooManyRequests"), ("ffff0500", 500, "InternalServerError"),
-                                         ("ffff0503", 503, "ServiceUnavailable")] {
+        let byPrefix: [(String, Int, APNsReason)] = [("ffff0400", 400, .badDeviceToken), ("ffff0410", 410, .unregistered),
+                                                     ("ffff0429", 429, .tooManyRequests), ("ffff0500", 500, .internalServerError),
+                                                     ("ffff0503", 503, .serviceUnavailable)]
+        for (prefix, status, reason) in byPrefix {
             let id = UUID()
             let response = try await client.send(Self.alert(token: prefix + String(Self.token.dropFirst(8)), apnsID: id))
             #expect(response.status == status)
