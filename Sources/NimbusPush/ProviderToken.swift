@@ -3,7 +3,7 @@ import NimbusSupport
 /// An APNs provider token: a JWT signed with ES256 (RFC 7515, RFC 7518 §3.4), as Apple's
 /// "Establishing a token-based connection to APNs" describes:
 /// `{"alg":"ES256","kid":KEY_ID}` . `{"iss":TEAM_ID,"iat":SECONDS}` . base64url(r ‖ s).
-package struct ProviderToken: Sendable, Equatable {
+package struct ProviderToken: Sendable, Equatable, CustomStringConvertible {
     /// The compact serialisation, sent as `authorization: bearer <jwt>`.
     package var jwt: String
     /// When it was issued, in seconds since the Unix epoch (its `iat`).
@@ -13,6 +13,9 @@ package struct ProviderToken: Sendable, Equatable {
         self.jwt = jwt
         self.issuedAt = issuedAt
     }
+
+    /// A bearer credential for up to an hour: described by its age, never its text.
+    package var description: String { "ProviderToken(iat: \(issuedAt), redacted)" }
 
     /// Signs a new token with `key`.
     package static func make(key: APNsProviderKey, keyID: String, teamID: String, issuedAt: Int64) throws(APNsProviderKey.SigningError) -> ProviderToken {

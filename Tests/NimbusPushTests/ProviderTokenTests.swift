@@ -17,6 +17,7 @@ import Testing
         #expect(try #require(Base64URL.decode(parts[2])).count == 64)
         #expect(token.issuedAt == 1_790_000_000)
         #expect(try ES256Verifier.verify(jwt: token.jwt, publicKeyPath: key.publicPath))
+        #expect("\(token)" == "ProviderToken(iat: 1790000000, redacted)")
 
         // Another claim under the same signature, or the signature of another key, does not verify.
         let forged = parts[0] + "." + Base64URL.encode(Array(#"{"iss":"DEF123GHIJ","iat":1790000001}"#.utf8)) + "." + parts[2]
