@@ -1,7 +1,7 @@
 /// Why `APNsClient.send` got no HTTP answer. Any answer APNs gives, error statuses included, is an
 /// `APNsResponse`; these are the cases where there is none.
 package enum APNsClientError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The connection failed or broke before an answer: retry with backoff (API.md § Push).
+    /// The connection failed or broke before an answer: retry with backoff (docs/api.md § Push to sleeping devices).
     case connection(APNsConnectionFailure)
     /// The request cannot be sent as it is (a device token that is not hex, say); retrying won't help.
     case invalidRequest(String)

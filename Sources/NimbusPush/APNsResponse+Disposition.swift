@@ -1,5 +1,5 @@
 extension APNsResponse {
-    /// What the sender does with a push after this answer (API.md § Push to sleeping devices).
+    /// What the sender does with a push after this answer (docs/api.md § Push to sleeping devices).
     package enum Disposition: Sendable, Equatable {
         /// 200: done.
         case delivered
@@ -14,7 +14,7 @@ extension APNsResponse {
         case giveUp
     }
 
-    /// The API.md rule for this answer. A failure with no answer (`APNsClientError.connection`) is
+    /// The contract's rule for this answer. A failure with no answer (`APNsClientError.connection`) is
     /// retried like `.retry(retryAfterSeconds: nil)`.
     package var disposition: Disposition {
         switch status {
