@@ -29,12 +29,26 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // HTTP/2 over TLS for APNs (Debian's libcurl is built with nghttp2 and OpenSSL) and ECDSA P-256
+        // for its provider tokens: system libraries, as libpq is.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "NimbusSupport", swiftSettings: swiftSettings),
         // Linux epoll/eventfd headers, which the Glibc module does not export (libc only, no package).
         .systemLibrary(name: "CLinux"),
         .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CLinux"], swiftSettings: httpCoreSettings),
         .target(name: "NimbusPostgres", dependencies: ["NimbusSupport", "CLibPQ", "CLinux"], swiftSettings: swiftSettings),
         .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
+        // The APNs client: provider tokens and HTTP/2 sends; no database, no sync domain.
+        .target(name: "NimbusPush", dependencies: ["NimbusSupport", "CCurl", "CCrypto"], swiftSettings: swiftSettings),
         .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(
             name: "NimbusAPI",
@@ -76,6 +90,7 @@ let package = Package(
         .testTarget(name: "NimbusSupportTests", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusPushTests", dependencies: ["NimbusPush", "NimbusSupport", "CCrypto"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusSupport"], swiftSettings: swiftSettings),
         // What the database tests share: a migrated throwaway database with an open store.
         .target(name: "NimbusTestSupport", dependencies: ["NimbusStore", "NimbusPostgres", "NimbusCore"], path: "Tests/NimbusTestSupport",

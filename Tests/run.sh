@@ -17,8 +17,10 @@ NIMBUS_SKIP_LOG=$(mktemp "${TMPDIR:-/tmp}/nimbus-skipped.XXXXXX")
 # Beside the server's packages, what the tests use: chromium renders the admin console (scenario 45);
 # zbarimg decodes the QR codes the CLI draws (python3 turns the drawing printed by `nimbus device
 # pair` into an image for it); nginx, haproxy and pgbouncer stand in front of the servers in the
-# scale-out scenarios (17-19; started on loopback ports by the scenarios, never as services).
-bash deploy/install-deps.sh zbar-tools python3 chromium nginx haproxy pgbouncer
+# scale-out scenarios (17-19; started on loopback ports by the scenarios, never as services);
+# python3-h2 and python3-cryptography run the APNs stand-in (Tests/push/apns-standin.py) that the
+# push tests start.
+bash deploy/install-deps.sh zbar-tools python3 python3-h2 python3-cryptography chromium nginx haproxy pgbouncer
 
 source Tests/test-postgres.sh
 # Servers started by the tests and benches put their admin console on a free port (several run at once).

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what Nimbus needs on Debian 12 when it is missing: libpq (headers and library),
-# the PostgreSQL server programs (for the embedded database and the tests), pkg-config and curl.
+# the PostgreSQL server programs (for the embedded database and the tests), libcurl built with
+# OpenSSL and nghttp2 (HTTP/2 to APNs) and OpenSSL's libcrypto (provider-token signatures), both
+# with headers, pkg-config and curl.
 # Uses apt-get, through sudo when not root. Starts nothing as a service and creates no cluster.
 set -euo pipefail
 
-packages=(libpq-dev postgresql pkg-config curl ca-certificates)
+packages=(libpq-dev postgresql libcurl4-openssl-dev libssl-dev pkg-config curl ca-certificates)
 [ "$#" -gt 0 ] && packages+=("$@")
 
 missing=()
