@@ -65,8 +65,10 @@ CREATE TABLE push_log (
     environment      text NOT NULL,
     notification_id  uuid NOT NULL,
     push_type        text NOT NULL,
-    -- delivered, retry, removed (dead APNs token), failed (given up), expired, long-poll
-    -- (delivered by long-poll first: the push was dropped).
+    -- After an attempt: delivered, retry, removed (dead APNs token: registration removed),
+    -- failed (given up), expired (no retry before apns-expiration). Without one: expired-queued
+    -- (expired while waiting), revoked (its device token was revoked), long-poll (delivered by
+    -- long-poll first: the push was dropped).
     outcome          text NOT NULL,
     -- The APNs HTTP status; NULL when there was no answer.
     status           integer,

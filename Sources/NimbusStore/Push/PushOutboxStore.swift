@@ -73,7 +73,7 @@ extension PushOutboxStore {
                     INSERT INTO push_log (at, user_id, device_token_id, container, environment, notification_id, push_type,
                                           outcome, attempts)
                     SELECT \(PushSQL.time(now)), r.user_id, r.device_token_id, r.container, r.environment, d.notification_id,
-                           d.push_type, CASE WHEN d.expired THEN 'expired' ELSE 'revoked' END, d.attempts
+                           d.push_type, CASE WHEN d.expired THEN 'expired-queued' ELSE 'revoked' END, d.attempts
                     FROM dropped d JOIN push_registrations r ON r.id = d.registration_id
                     RETURNING 1
                 ), claimed AS (

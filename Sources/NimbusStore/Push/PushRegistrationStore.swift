@@ -78,7 +78,7 @@ extension PushRegistrationStore {
             LEFT JOIN LATERAL (
                 SELECT at, status, reason FROM push_log g
                 WHERE g.device_token_id = r.device_token_id AND g.container = r.container AND g.environment = r.environment
-                  AND g.outcome <> 'long-poll'
+                  AND g.outcome NOT IN ('long-poll', 'expired-queued', 'revoked')
                 ORDER BY g.at DESC, g.id DESC LIMIT 1
             ) l ON true
             WHERE r.user_id = \(userID)
