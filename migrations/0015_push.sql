@@ -15,6 +15,9 @@ CREATE TABLE push_registrations (
     -- Lower-case hex, 16–200 bytes.
     apns_token       text NOT NULL,
     registered_at    timestamptz NOT NULL,
+    -- When background pushes were last claimed for it (ms since 1970, the last hour's only): the
+    -- maxBackgroundPushesPerHour window. Claimers lock the row to read and extend it.
+    background_sent_at bigint[] NOT NULL DEFAULT '{}',
     FOREIGN KEY (user_id, device_token_id) REFERENCES device_tokens (user_id, token_id) ON DELETE CASCADE,
     UNIQUE (device_token_id, container, environment)
 );
@@ -68,7 +71,8 @@ CREATE TABLE push_log (
     -- After an attempt: delivered, retry, removed (dead APNs token: registration removed),
     -- failed (given up), expired (no retry before apns-expiration). Without one: expired-queued
     -- (expired while waiting), revoked (its device token was revoked), long-poll (delivered by
-    -- long-poll first: the push was dropped).
+    -- long-poll first: the push was dropped), merged (a newer background push of its zone went
+    -- instead).
     outcome          text NOT NULL,
     -- The APNs HTTP status; NULL when there was no answer.
     status           integer,

@@ -19,6 +19,7 @@ import Testing
     static let container = "iCloud.test.App"
     static let settings = PushSettings(mode: .direct, topics: [container: "com.test.App"])
     static let phoneToken = String(repeating: "ab", count: 32)
+    static let hour: Int64 = 3_600_000
 
     /// alice's mac (the writer) and phone, bob's phone, each registered; a push-on store.
     struct Setup {

@@ -163,3 +163,41 @@ import Testing
         }
     }
 }
+
+/// Background pushes through the device's window, on the store's clock.
+@Suite struct PushBackgroundWindowTests {
+    typealias Outbox = PushOutboxTests
+
+    @Test func atMostThreeAnHourMergedPerZoneAndHeldUntilTheWindowOpens() async throws {
+        try await StoreFixture.with { fixture in
+            let setup = try await Outbox.setUp(fixture, notificationInfo: ["shouldSendContentAvailable": true])
+            let outbox = setup.store.pushOutbox, clock = setup.clock
+            func claim() async throws -> [String] {
+                let claimed = try await outbox.claimDuePushes(limit: 10)
+                for push in claimed { try await outbox.recordOutcome(push, answer: PushAnswer(status: 200)) }
+                return claimed.compactMap { $0.notification["recordName"]?.stringValue }
+            }
+            let start = clock.nowMilliseconds()
+            try await Outbox.create(setup.store, setup.mac, ["n1", "n2"])
+            #expect(try await claim() == ["n2"], "two due together in one zone: the latest goes")
+            clock.advance(milliseconds: 60_000)
+            try await Outbox.create(setup.store, setup.mac, ["n3"])
+            #expect(try await claim() == ["n3"])
+            try await Outbox.create(setup.store, setup.mac, ["n4"])
+            #expect(try await claim() == ["n4"])
+            try await Outbox.create(setup.store, setup.mac, ["n5"])
+            #expect(try await claim() == [], "a fourth inside the hour is held")
+            clock.advance(milliseconds: 60_000)
+            try await Outbox.create(setup.store, setup.mac, ["n6"])
+            #expect(try await claim() == [])
+            clock.advance(milliseconds: start + PushOutboxTests.hour - clock.nowMilliseconds() - 1)
+            #expect(try await claim() == [], "still held 1 ms before the first send is an hour old")
+            clock.advance(milliseconds: 1)
+            #expect(try await claim() == ["n6"], "when the window opens the latest held one goes")
+            let outcomes = try await PushOutcomeTests.log(fixture).map { $0.split(separator: " ")[0] }
+            #expect(outcomes.filter { $0 == "merged" }.count == 2)
+            #expect(outcomes.filter { $0 == "delivered" }.count == 4)
+            #expect(try await PushOutcomeTests.count(fixture, "push_outbox") == 0)
+        }
+    }
+}
