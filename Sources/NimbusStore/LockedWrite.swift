@@ -135,7 +135,7 @@ struct LockedWrite: RecordWriteStrategy {
                 if !fired.rows.isEmpty {
                     let newest = try Self.writeNotifications(fired.rows, spent: fired.spent, connection: connection, session: session)
                     // Their pushes commit with them (docs/push.md "Registrations and the outbox").
-                    if push.isOn {
+                    if push.isOn, push.topics[session.container] != nil {
                         try PushOutbox.enqueue(connection, written: PushOutbox.written(fired.rows, newest: newest), session: session,
                                                now: now, limits: limits, isParked: { hub.isParked(tokenID: $0, databaseID: session.databaseID) })
                     }

@@ -121,11 +121,15 @@ import Testing
         }
     }
 
-    @Test func withPushOffNothingIsQueued() async throws {
+    @Test func withPushOffOrWithoutATopicNothingIsQueued() async throws {
         try await StoreFixture.with { fixture in
             let setup = try await Self.setUp(fixture)
             let off = try await Store.open(pool: fixture.pool, clock: setup.clock)
             try await Self.create(off, setup.mac, ["n1"])
+            #expect(try await Self.outbox(fixture).isEmpty)
+            // Push on, but the container lost its topic: nothing is queued for it either.
+            let untopical = try await Store.open(pool: fixture.pool, clock: setup.clock, push: PushSettings(mode: .direct, topics: ["iCloud.other": "com.other"]))
+            try await Self.create(untopical, setup.mac, ["n1b"])
             #expect(try await Self.outbox(fixture).isEmpty)
             try await Self.create(setup.store, setup.mac, ["n2"])
             #expect(try await Self.outbox(fixture).count == 1)

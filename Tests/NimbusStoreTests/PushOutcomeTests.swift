@@ -201,3 +201,22 @@ import Testing
         }
     }
 }
+
+/// The delivery log is kept as long as notifications, then pruned.
+@Suite struct PushLogPruningTests {
+    @Test func thePrunerRemovesLogEntriesOlderThanTheNotificationRetention() async throws {
+        try await StoreFixture.with { fixture in
+            let setup = try await PushOutboxTests.setUp(fixture)
+            try await PushOutboxTests.create(setup.store, setup.mac, ["n1"])
+            let outbox = setup.store.pushOutbox
+            let push = try #require(try await outbox.claimDuePushes(limit: 1).first)
+            let now = setup.clock.nowMilliseconds()
+            let retention: Int64 = 7 * 86_400_000
+            try await outbox.recordOutcome(push, answer: PushAnswer(status: 500), now: now - retention - 1)
+            try await outbox.recordOutcome(push, answer: PushAnswer(status: 200), now: now - retention + 60_000)
+            let report = try #require(try await setup.store.pruner.prune(PruneOptions()))
+            #expect(report.pushLogEntries == 1)
+            #expect(try await PushOutcomeTests.log(fixture) == ["delivered 200 1"])
+        }
+    }
+}
