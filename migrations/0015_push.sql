@@ -71,8 +71,8 @@ CREATE TABLE push_log (
     -- After an attempt: delivered, retry, removed (dead APNs token: registration removed),
     -- failed (given up), expired (no retry before apns-expiration). Without one: expired-queued
     -- (expired while waiting), revoked (its device token was revoked), long-poll (delivered by
-    -- long-poll first: the push was dropped), merged (a newer background push of its zone went
-    -- instead).
+    -- long-poll first: the push was dropped), no-topic (its container lost its APNs topic),
+    -- merged (a newer background push of its zone went instead).
     outcome          text NOT NULL,
     -- The APNs HTTP status; NULL when there was no answer.
     status           integer,

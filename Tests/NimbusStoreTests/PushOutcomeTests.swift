@@ -220,3 +220,16 @@ import Testing
         }
     }
 }
+
+/// A push whose container lost its topic before it was sent is dropped, not sent.
+@Suite struct PushTopicTests {
+    @Test func aContainerWithoutTopicAtClaimTimeDropsItsPushes() async throws {
+        try await StoreFixture.with { fixture in
+            let setup = try await PushOutboxTests.setUp(fixture)
+            try await PushOutboxTests.create(setup.store, setup.mac, ["n1"])
+            let other = try await Store.open(pool: fixture.pool, clock: setup.clock, push: PushSettings(mode: .direct, topics: ["iCloud.other": "x.y"]))
+            #expect(try await other.pushOutbox.claimDuePushes(limit: 10).isEmpty)
+            #expect(try await PushOutcomeTests.log(fixture) == ["no-topic - 0"])
+        }
+    }
+}

@@ -13,13 +13,16 @@ extension PushOutboxStore {
         var sequence: Int64
         var expired: Bool
         var revoked: Bool
+        /// `--apns-topics` names the registration's container.
+        var hasTopic: Bool
     }
 
     /// Claims at most `limit` pushes due at `now` (milliseconds since 1970; default the store's
     /// clock), earliest first, and leases them for `leaseMillis`: until then no other claimer, on
     /// any instance, gets them (`FOR UPDATE SKIP LOCKED`, then the lease in `due_at`). In the same
-    /// transaction: due pushes that expired, or whose device token was revoked (by a binary that
-    /// did not remove registrations), are removed and logged; background pushes go through their
+    /// transaction: due pushes that expired, whose device token was revoked (by a binary that
+    /// did not remove registrations), or whose container no longer has a topic are removed and
+    /// logged; background pushes go through their
     /// device's window (`BackgroundPushWindow`): merged per zone, and held past a full window.
     package func claimDuePushes(limit: Int, now: Int64? = nil, limits: Limits = Limits()) async throws -> [ClaimedPush] {
         let now = now ?? clock.nowMilliseconds()
@@ -28,7 +31,7 @@ extension PushOutboxStore {
         let rows = try await pool.withTransaction { connection in
             let due = try connection.query("""
                 SELECT o.id, o.registration_id, o.push_type, o.collapse_key, o.notification_seq,
-                       o.expires_at <= \(PushSQL.time(now)), t.revoked_at IS NOT NULL
+                       o.expires_at <= \(PushSQL.time(now)), t.revoked_at IS NOT NULL, r.container
                 FROM push_outbox o
                 JOIN push_registrations r ON r.id = o.registration_id
                 JOIN device_tokens t ON t.token_id = r.device_token_id
@@ -38,13 +41,16 @@ extension PushOutboxStore {
                 FOR UPDATE OF o SKIP LOCKED
                 """) { row in
                 Due(id: try row.int64(0), registrationID: try row.int64(1), kind: try row.string(2), collapseKey: try row.optionalString(3),
-                    sequence: try row.int64(4), expired: try row.bool(5), revoked: try row.bool(6))
+                    sequence: try row.int64(4), expired: try row.bool(5), revoked: try row.bool(6),
+                    hasTopic: topics[try row.string(7)] != nil)
             }
             guard !due.isEmpty else { return [ClaimRow]() }
             let expired = due.filter(\.expired).map(\.id), revoked = due.filter { !$0.expired && $0.revoked }.map(\.id)
+            let untopical = due.filter { !$0.expired && !$0.revoked && !$0.hasTopic }.map(\.id)
             try Self.drop(connection, expired, outcome: "expired-queued", now: now)
             try Self.drop(connection, revoked, outcome: "revoked", now: now)
-            let live = due.filter { !$0.expired && !$0.revoked }
+            try Self.drop(connection, untopical, outcome: "no-topic", now: now)
+            let live = due.filter { !$0.expired && !$0.revoked && $0.hasTopic }
             var send = live.filter { $0.kind != PushKind.background.rawValue }.map(\.id)
             send += try Self.applyBackgroundWindows(connection, live.filter { $0.kind == PushKind.background.rawValue },
                                                     maxPerHour: maxPerHour, now: now)
@@ -70,7 +76,7 @@ extension PushOutboxStore {
             ClaimedPush(outboxID: row.id, attempt: row.attempt, kind: PushKind(rawValue: row.kind) ?? .alert, apnsID: row.apnsID,
                         collapseKey: row.collapse, expiresAt: row.expires, registrationID: row.registration,
                         apnsEnvironment: Environment(rawValue: row.apnsEnvironment) ?? .production, apnsToken: row.apnsToken,
-                        topic: topics[row.container], userID: row.userID, deviceTokenID: row.device, container: row.container,
+                        topic: topics[row.container] ?? "", userID: row.userID, deviceTokenID: row.device, container: row.container,
                         environment: Environment(rawValue: row.environment) ?? .production, notificationID: row.notificationID,
                         notification: (try? JSONValue.parse(row.payload)) ?? .object([:]),
                         cursor: notifications.cursor(databaseID: row.databaseID, sequence: row.sequence),

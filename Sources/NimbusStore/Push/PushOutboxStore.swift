@@ -21,8 +21,8 @@ package struct ClaimedPush: Sendable, Hashable {
     package var apnsEnvironment: Environment
     /// Lower-case hex.
     package var apnsToken: String
-    /// The bundle id configured for the container; nil when `--apns-topics` no longer names it.
-    package var topic: String?
+    /// The bundle id configured for the container (`apns-topic`).
+    package var topic: String
     package var userID: Int64
     package var deviceTokenID: String
     package var container: String
