@@ -128,6 +128,21 @@ queued=$(psql_db "SELECT r.device_token_id || ' ' || o.push_type FROM push_outbo
 [ "$queued" = "$TABLET_ID alert" ] || fail "the outbox holds '$queued', expected one alert for the tablet"
 ok "one alert push queued for the tablet; none for the writing mac or bob"
 
+note "GET /devices shows the newest attempt of the delivery log"
+user_id=$(psql_db "SELECT user_id FROM push_registrations WHERE device_token_id = '$TABLET_ID'")
+log_entry() { # AT_SQL OUTCOME STATUS REASON
+  psql_db "INSERT INTO push_log (at, user_id, device_token_id, container, environment, notification_id, push_type, outcome, status, reason, attempts)
+           VALUES ($1, $user_id, '$TABLET_ID', '$API_CONTAINER', 'development', gen_random_uuid(), 'alert', '$2', $3, $4, 1)" >/dev/null
+}
+log_entry "'2030-01-01T00:00:00Z'" retry 503 "'ServiceUnavailable'"
+log_entry "'2030-01-01T00:00:01Z'" removed 410 "'Unregistered'"
+log_entry "'2030-01-01T00:00:02Z'" long-poll NULL NULL
+request GET /devices -H "Authorization: Bearer $TABLET"
+tablet_entry=$(grep -o "{\"tokenID\":\"$TABLET_ID\"[^]]*]" <<<"$HTTP_BODY")
+[[ $tablet_entry == *'"lastAttemptAt":1893456001000,"lastStatus":410,"lastReason":"Unregistered"'* ]] \
+  || fail "GET /devices does not show the newest attempt (410 Unregistered at 1893456001000): $tablet_entry"
+ok "GET /devices: lastAttemptAt, lastStatus and lastReason of the newest attempt (a long-poll delivery is no attempt)"
+
 note "unregister, and revocation removes registrations"
 api_ok "$TABLET" tokens/unregister '{}'
 expect_json_field unregistered true
