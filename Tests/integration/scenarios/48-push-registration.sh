@@ -143,6 +143,32 @@ tablet_entry=$(grep -o "{\"tokenID\":\"$TABLET_ID\"[^]]*]" <<<"$HTTP_BODY")
   || fail "GET /devices does not show the newest attempt (410 Unregistered at 1893456001000): $tablet_entry"
 ok "GET /devices: lastAttemptAt, lastStatus and lastReason of the newest attempt (a long-poll delivery is no attempt)"
 
+note "long-poll first: a parked device's push waits; its next poll past the notification drops it"
+api_ok "$TABLET" tokens/create '{}'
+CHANNEL_URL=$(json_field webcourierURL) C0=$(json_field cursor)
+lp_get tablet "$TABLET" "$CHANNEL_URL?since=$C0&wait=30"
+wait_metric nimbus_longpoll_waiters 1 10 || fail "the tablet's poll did not park (waiters: $LP_METRIC)"
+written_ms=$(now_ms)
+api_ok "$MAC" records/modify '{"operations":[{"operationType":"create","record":{"recordName":"n2","recordType":"Note","fields":{"title":{"value":"b"}}}}]}'
+lp_finish tablet 10
+[ "$LP_STATUS" = 200 ] || fail "the parked poll answered $LP_STATUS"
+C1=$(json_last_field cursor "$LP_BODY") || fail "the poll answered no cursor: $LP_BODY"
+row=$(psql_db "SELECT o.long_poll_first, (extract(epoch FROM o.due_at) * 1000)::bigint FROM push_outbox o
+               JOIN notifications n ON n.database_id = o.database_id AND n.seq = o.notification_seq WHERE n.record_name = 'n2'")
+[[ $row == t\|* ]] || fail "the push of n2 is not long-poll first: '$row'"
+due=${row#t|}
+# Due pushGraceMillis after the write (the write happened between written_ms and now).
+[ "$due" -ge $((written_ms + 1500)) ] && [ "$due" -le $(( $(now_ms) + 1500 )) ] \
+  || fail "the push of n2 is due at $due, not 1500 ms after the write (written at ${written_ms}-$(now_ms))"
+request GET "${CHANNEL_URL#"$NIMBUS_URL"}?since=$C1" -H "Authorization: Bearer $TABLET"
+expect_status 200 "the tablet polls again past n2"
+left=$(psql_db "SELECT string_agg(n.record_name, ',' ORDER BY n.record_name) FROM push_outbox o
+                JOIN notifications n ON n.database_id = o.database_id AND n.seq = o.notification_seq")
+[ "$left" = n1 ] || fail "after the re-poll the outbox holds '$left', expected only n1's push (not long-poll first)"
+[ "$(psql_db "SELECT count(*) FROM push_log WHERE outcome = 'long-poll' AND by_long_poll AND device_token_id = '$TABLET_ID'")" = 1 ] \
+  || fail "the dropped push is not logged as delivered by long-poll"
+ok "n2's push waited 1500 ms for the parked tablet and was dropped by its next poll (logged 'long-poll'); n1's stays"
+
 note "unregister, and revocation removes registrations"
 api_ok "$TABLET" tokens/unregister '{}'
 expect_json_field unregistered true
