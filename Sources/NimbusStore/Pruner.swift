@@ -224,6 +224,7 @@ extension Pruner {
         // 5. The push delivery log, kept as long as notifications (queued pushes went with theirs).
         if !options.dryRun {
             report.pushLogEntries = try await pushLog.prune(olderThan: notificationCutoff, container: options.container)
+            _ = try await pushLog.removeRevokedRegistrations()
         }
         report.counts = counts.values.sorted { ($0.container, $0.owner, $0.zoneName, $0.recordType) < ($1.container, $1.owner, $1.zoneName, $1.recordType) }
         report.seconds = Double(monotonicNanoseconds() - start) / 1e9

@@ -204,7 +204,7 @@ import Testing
 
 /// The delivery log is kept as long as notifications, then pruned.
 @Suite struct PushLogPruningTests {
-    @Test func thePrunerRemovesLogEntriesOlderThanTheNotificationRetention() async throws {
+    @Test func thePrunerRemovesOldLogEntriesAndRegistrationsOfRevokedTokens() async throws {
         try await StoreFixture.with { fixture in
             let setup = try await PushOutboxTests.setUp(fixture)
             try await PushOutboxTests.create(setup.store, setup.mac, ["n1"])
@@ -217,6 +217,13 @@ import Testing
             let report = try #require(try await setup.store.pruner.prune(PruneOptions()))
             #expect(report.pushLogEntries == 1)
             #expect(try await PushOutcomeTests.log(fixture) == ["delivered 200 1"])
+            // A registration an older binary's revocation left behind goes too.
+            let phone = setup.phone.tokenID
+            _ = try await fixture.run { try $0.run("UPDATE device_tokens SET revoked_at = now() WHERE token_id = \(phone)") }
+            _ = try await setup.store.pruner.prune(PruneOptions())
+            #expect(try await fixture.run {
+                try $0.queryFirst("SELECT count(*) FROM push_registrations WHERE device_token_id = \(phone)") { try $0.int(0) }
+            } == 0)
         }
     }
 }

@@ -20,6 +20,17 @@ struct PushLog: DatabaseBacked {
             return try connection.run(statement)
         }
     }
+
+    /// Deletes registrations of revoked device tokens: a binary before migration 0015 revoked them
+    /// without removing their registrations (unused meanwhile: the outbox joins live tokens).
+    func removeRevokedRegistrations() async throws -> Int {
+        try await pool.withConnection { connection in
+            try connection.run("""
+                DELETE FROM push_registrations r USING device_tokens t
+                WHERE t.token_id = r.device_token_id AND t.revoked_at IS NOT NULL
+                """)
+        }
+    }
 }
 
 extension Pruner {
