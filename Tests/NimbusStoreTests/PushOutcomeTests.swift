@@ -240,3 +240,31 @@ import Testing
         }
     }
 }
+
+/// A registration racing its device token's revocation never outlives it.
+@Suite struct PushRegistrationRaceTests {
+    @Test func aRegistrationRacingARevocationIsRemovedOrRefused() async throws {
+        try await StoreFixture.with(poolSize: 12) { fixture in
+            let store = try await Store.open(pool: fixture.pool, push: PushOutboxTests.settings)
+            for round in 0..<40 {
+                let session = try await fixture.session(user: "alice", device: "phone \(round)")
+                let token = String(format: "%064x", round)
+                async let registered: Bool = {
+                    do {
+                        try await store.pushRegistrations.register(session, PushRegistrationRequest(apnsEnvironment: .production, apnsToken: token))
+                        return true
+                    } catch { return false }
+                }()
+                async let revoked: Void = store.accounts.revokeToken(tokenID: session.tokenID)
+                _ = try await (registered, revoked)
+            }
+            let left = try await fixture.run { connection in
+                try connection.queryFirst("""
+                    SELECT count(*) FROM push_registrations r JOIN device_tokens t ON t.token_id = r.device_token_id
+                    WHERE t.revoked_at IS NOT NULL
+                    """) { try $0.int(0) }
+            }
+            #expect(left == 0, "registrations of revoked tokens survived the race")
+        }
+    }
+}
