@@ -34,10 +34,11 @@ package final class API: Sendable {
         var router = HTTPRouter()
         SystemRoutes(store: store, limits: limits, metrics: metrics).register(in: &router, api: builder)
         DatabaseRoutes(store: store, limits: limits, publicURL: publicURL).register(in: &router, api: builder)
-        WebcourierRoute(notifications: store.notifications, hub: store.hub, liveTokens: store.liveTokens, limits: limits)
+        WebcourierRoute(notifications: store.notifications, hub: store.hub, liveTokens: store.liveTokens, limits: limits,
+                        pushOutbox: store.database.push.isOn ? store.pushOutbox : nil)
             .register(in: &router, api: builder)
         AssetRoutes(assets: store.assets, limits: limits).register(in: &router, api: builder)
-        DeviceRoutes(devices: store.devices, limits: limits, publicURL: publicURL, metrics: metrics).register(in: &router, api: builder)
+        DeviceRoutes(devices: store.devices, pushRegistrations: store.pushRegistrations, limits: limits, publicURL: publicURL, metrics: metrics).register(in: &router, api: builder)
         self.router = router
         routedPaths = router.routes
             .filter { $0.pattern != DatabaseRouteGroup.unknownOperationPattern }

@@ -78,6 +78,9 @@ struct DatabaseRoutes: Sendable {
         group.post("subscriptions/lookup", subscriptions.lookup)
         group.post("subscriptions/modify", subscriptions.modify)
         group.post("tokens/create") { (context, _: EmptyRequest) in try await subscriptions.createToken(context) }
+        let push = PushHandlers(registrations: store.pushRegistrations, settings: store.database.push)
+        group.post("tokens/register", push.register)
+        group.post("tokens/unregister") { (context, _: EmptyRequest) in try await push.unregister(context) }
         group.post("assets/upload") { context, request in
             try await AssetRoutes.requestUploads(context, request, assets: assets, schemas: schemas)
         }

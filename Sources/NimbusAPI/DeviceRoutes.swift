@@ -15,8 +15,12 @@ struct DeviceRoutes: Sendable {
     /// Failed enrollments per address and in all, counted for the whole server in the database.
     let throttle: EnrollmentThrottle
 
-    init(devices: DeviceStore, limits: Limits, publicURL: String?, metrics: Metrics) {
+    /// Each device's push registrations (`"push"` in `GET /devices`).
+    let pushRegistrations: PushRegistrationStore
+
+    init(devices: DeviceStore, pushRegistrations: PushRegistrationStore, limits: Limits, publicURL: String?, metrics: Metrics) {
         self.devices = devices
+        self.pushRegistrations = pushRegistrations
         self.limits = limits
         self.publicURL = publicURL
         counters = DeviceCounters()
@@ -103,6 +107,7 @@ struct DeviceRoutes: Sendable {
 
     private func list(owner: TokenOwner) async throws -> HTTPResponse {
         let devices = try await devices.devices(userID: owner.userID)
+        let registrations = try await pushRegistrations.registrations(userID: owner.userID)
         return Wire.json(.object(["devices": .array(devices.map { device in
             .object([
                 "tokenID": .string(device.tokenID),
@@ -110,8 +115,24 @@ struct DeviceRoutes: Sendable {
                 "createdAt": .integer(device.createdAt),
                 "lastUsedAt": device.lastUsedAt.map { .integer($0) } ?? .null,
                 "current": .bool(device.tokenID == owner.tokenID),
+                "push": .array((registrations[device.tokenID] ?? []).map(Self.render)),
             ])
         })]))
+    }
+
+    /// A push registration as `GET /devices` shows it; the last attempt's members only when the
+    /// delivery log has one.
+    private static func render(_ registration: PushRegistrationSummary) -> JSONValue {
+        var object: JSONObject = [
+            "container": .string(registration.container),
+            "environment": .string(registration.environment.rawValue),
+            "apnsEnvironment": .string(registration.apnsEnvironment.rawValue),
+            "registeredAt": .integer(registration.registeredAt),
+        ]
+        if let at = registration.lastAttemptAt { object["lastAttemptAt"] = .integer(at) }
+        if let status = registration.lastStatus { object["lastStatus"] = .integer(Int64(status)) }
+        if let reason = registration.lastReason { object["lastReason"] = .string(reason) }
+        return .object(object)
     }
 
     private func revoke(_ request: HTTPRequest, owner: TokenOwner) async throws -> HTTPResponse {

@@ -68,18 +68,22 @@ struct WebcourierRoute: Sendable {
     let hub: ChangeHub
     let liveTokens: LiveTokens
     let limits: Limits
+    /// With push on: a poll naming a cursor drops the device's pushes that waited for it
+    /// (long-poll first).
+    let pushOutbox: PushOutboxStore?
 
     static let pattern = "/webcourier/1/:channel"
 
     func register(in router: inout HTTPRouter, api: API.RouteBuilder) {
-        let notifications = notifications, hub = hub, liveTokens = liveTokens, limits = limits
+        let notifications = notifications, hub = hub, liveTokens = liveTokens, limits = limits, pushOutbox = pushOutbox
         router.add("GET", Self.pattern, api.streaming(Self.pattern) { request, answering in
-            try await Self.poll(request, answering: answering, notifications: notifications, hub: hub, liveTokens: liveTokens, limits: limits)
+            try await Self.poll(request, answering: answering, notifications: notifications, hub: hub, liveTokens: liveTokens, limits: limits,
+                                pushOutbox: pushOutbox)
         })
     }
 
     private static func poll(_ request: HTTPRequest, answering: API.Answering, notifications: NotificationStore, hub: ChangeHub,
-                             liveTokens: LiveTokens, limits: Limits) async throws -> HTTPResponse? {
+                             liveTokens: LiveTokens, limits: Limits, pushOutbox: PushOutboxStore?) async throws -> HTTPResponse? {
         let digest = try answering.bearer.digest()
         let notFound = SyncError(.notFound, "There is no notification channel at \(request.path).")
         guard let databaseID = notifications.databaseID(channel: request.pathParameters["channel"] ?? "") else {
@@ -102,6 +106,13 @@ struct WebcourierRoute: Sendable {
                 throw SyncError(.badRequest, "since is not a cursor of this channel.")
             }
             after = sequence
+            if let pushOutbox, sequence > 0 {
+                // The device has everything up to `since`: its pushes waiting out the grace for
+                // those are not needed. A failure here must not fail the poll (the push goes out).
+                do { try await pushOutbox.deliveredByLongPoll(session, upTo: sequence) } catch {
+                    Logger(subsystem: "push").warning("could not drop pushes delivered by long-poll", ["error": "\(error)"])
+                }
+            }
         }
         var wait = 0
         if let text = request.queryParameter("wait") {

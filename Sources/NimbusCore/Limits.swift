@@ -37,6 +37,12 @@ package struct Limits: Sendable, Hashable {
     package var maxPendingPairingCodes = 5
     package var enrollFailuresPerMinutePerAddress = 10
     package var enrollFailuresPerMinute = 100
+    /// Push (docs/api.md "Push to sleeping devices"): how long a push waits for a device that had a
+    /// long-poll parked when its notification was written, background pushes to one device in
+    /// any hour, and the largest APNs payload.
+    package var pushGraceMillis = 1500
+    package var maxBackgroundPushesPerHour = 3
+    package var maxPushPayloadBytes = 4096
 
     package init() {}
 
@@ -72,6 +78,9 @@ package struct Limits: Sendable, Hashable {
             ("maxPendingPairingCodes", maxPendingPairingCodes),
             ("enrollFailuresPerMinutePerAddress", enrollFailuresPerMinutePerAddress),
             ("enrollFailuresPerMinute", enrollFailuresPerMinute),
+            ("pushGraceMillis", pushGraceMillis),
+            ("maxBackgroundPushesPerHour", maxBackgroundPushesPerHour),
+            ("maxPushPayloadBytes", maxPushPayloadBytes),
         ]
     }
 
@@ -107,6 +116,9 @@ package struct Limits: Sendable, Hashable {
         case "maxPendingPairingCodes": maxPendingPairingCodes = value
         case "enrollFailuresPerMinutePerAddress": enrollFailuresPerMinutePerAddress = value
         case "enrollFailuresPerMinute": enrollFailuresPerMinute = value
+        case "pushGraceMillis": pushGraceMillis = value
+        case "maxBackgroundPushesPerHour": maxBackgroundPushesPerHour = value
+        case "maxPushPayloadBytes": maxPushPayloadBytes = value
         default: return false
         }
         return true

@@ -131,6 +131,14 @@ package final class ChangeHub: @unchecked Sendable {
     /// The device tokens (`tokenID` given to `park`) with a request parked right now.
     package var parkedTokenIDs: Set<String> { state.withLock { Set($0.byToken.keys) } }
 
+    /// Whether device token `tokenID` has a request parked on this instance for `databaseID` right
+    /// now (push's long-poll first; at most `maxPerDevice` entries are looked at).
+    package func isParked(tokenID: String, databaseID: Int64) -> Bool {
+        state.withLock { state in
+            state.byToken[tokenID]?.contains { state.entries[$0]?.databaseID == databaseID } ?? false
+        }
+    }
+
     /// Parks a request of device token `tokenID` until `wait` seconds pass, with a heartbeat every
     /// `heartbeat` seconds. Over the per-device or total cap: THROTTLED; a token this hub was told
     /// is revoked: AUTHENTICATION_FAILED.

@@ -25,12 +25,15 @@ package final class Database: Sendable {
     let caches = WriteCaches()
     /// Shares statements and commits among concurrent create-only writes.
     let createCombiner: WriteCombiner<PlannedCreates, CreateOutcome>
+    /// Push mode and topics: with push off no registration is stored and no push is queued.
+    package let push: PushSettings
 
     /// A database over `pool` as it is (tests that need no database use a pool that never
     /// connects); servers use `Store.open`, which loads the signing key.
     package init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub,
-                 writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight) {
+                 writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight, push: PushSettings = PushSettings()) {
         rawPool = pool
+        self.push = push
         createCombiner = FastCreate.makeCombiner(pool: pool, batchesInFlight: writeBatchesInFlight)
         self.signer = signer
         self.clock = clock

@@ -18,7 +18,7 @@ struct LockedWrite: RecordWriteStrategy {
 
     func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
         let session = request.session, zoneName = request.zoneName, atomic = request.atomic, limits = request.limits
-        let onlyWhere = onlyWhere, alongside = alongside
+        let onlyWhere = onlyWhere, alongside = alongside, push = store.database.push, hub = store.hub
         let now = store.clock.nowMilliseconds()
         let (results, events) = try await store.pool.withTransaction { connection -> ([ModifyResult], [ChangeEvent]) in
             // One round trip: the zone's row lock (ordering this write against every other writer of
@@ -134,6 +134,11 @@ struct LockedWrite: RecordWriteStrategy {
                 }
                 if !fired.rows.isEmpty {
                     let newest = try Self.writeNotifications(fired.rows, spent: fired.spent, connection: connection, session: session)
+                    // Their pushes commit with them (docs/push.md "Registrations and the outbox").
+                    if push.isOn, push.topics[session.container] != nil {
+                        try PushOutbox.enqueue(connection, written: PushOutbox.written(fired.rows, newest: newest), session: session,
+                                               now: now, limits: limits, isParked: { hub.isParked(tokenID: $0, databaseID: session.databaseID) })
+                    }
                     events.append(ChangeEvent(databaseID: session.databaseID, kind: .notifications, sequence: newest))
                 }
             }

@@ -38,6 +38,8 @@ package struct PruneReport: Sendable {
     package var assets = 0
     package var assetBytes: Int64 = 0
     package var notifications = 0
+    /// Push delivery log entries older than the notification retention period.
+    package var pushLogEntries = 0
     package var seconds = 0.0
 }
 
@@ -218,6 +220,11 @@ extension Pruner {
             return options.dryRun
                 ? try connection.queryFirst("SELECT count(*)::int8 FROM notifications WHERE \(condition)") { try $0.int(0) } ?? 0
                 : try connection.run("DELETE FROM notifications WHERE \(condition)")
+        }
+        // 5. The push delivery log, kept as long as notifications (queued pushes went with theirs).
+        if !options.dryRun {
+            report.pushLogEntries = try await pushLog.prune(olderThan: notificationCutoff, container: options.container)
+            _ = try await pushLog.removeRevokedRegistrations()
         }
         report.counts = counts.values.sorted { ($0.container, $0.owner, $0.zoneName, $0.recordType) < ($1.container, $1.owner, $1.zoneName, $1.recordType) }
         report.seconds = Double(monotonicNanoseconds() - start) / 1e9

@@ -15,13 +15,14 @@ package struct Store: DatabaseBacked {
     /// A store over `pool` as it is (tests that need no database use a pool that never connects);
     /// servers use `open`, which loads the signing key.
     package init(pool: PGPool, signer: TokenSigner, clock: any WallClock, hub: ChangeHub,
-                 writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight) {
-        database = Database(pool: pool, signer: signer, clock: clock, hub: hub, writeBatchesInFlight: writeBatchesInFlight)
+                 writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight, push: PushSettings = PushSettings()) {
+        database = Database(pool: pool, signer: signer, clock: clock, hub: hub, writeBatchesInFlight: writeBatchesInFlight, push: push)
     }
 
     /// Opens the store: loads the server secret, creating it at first start.
     package static func open(pool: PGPool, clock: any WallClock = SystemClock(), hubCapacity: ChangeHub.Capacity = .init(),
-                             writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight) async throws -> Store {
+                             writeBatchesInFlight: Int = Store.defaultWriteBatchesInFlight,
+                             push: PushSettings = PushSettings()) async throws -> Store {
         let key = try await pool.withConnection { connection in
             var random = SystemRandomNumberGenerator()
             let fresh = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) }
@@ -32,7 +33,7 @@ package struct Store: DatabaseBacked {
             return try connection.queryFirst("SELECT secret FROM server_secrets WHERE name = 'change-token'") { try $0.bytes(0) } ?? fresh
         }
         return Store(pool: pool, signer: TokenSigner(key: key), clock: clock, hub: ChangeHub(capacity: hubCapacity),
-                     writeBatchesInFlight: writeBatchesInFlight)
+                     writeBatchesInFlight: writeBatchesInFlight, push: push)
     }
 
     package var accounts: AccountStore { AccountStore(database: database) }
@@ -44,6 +45,8 @@ package struct Store: DatabaseBacked {
     package var notifications: NotificationStore { NotificationStore(database: database) }
     package var schemas: SchemaStore { SchemaStore(database: database) }
     package var pruner: Pruner { Pruner(database: database) }
+    package var pushRegistrations: PushRegistrationStore { PushRegistrationStore(database: database) }
+    package var pushOutbox: PushOutboxStore { PushOutboxStore(database: database) }
     package var statistics: StatisticsStore { StatisticsStore(database: database) }
     package var admin: AdminStore { AdminStore(database: database) }
     package var exports: UserExport { UserExport(database: database) }

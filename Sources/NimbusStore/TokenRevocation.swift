@@ -6,7 +6,8 @@ extension DatabaseBacked {
     /// Runs `update` (an `UPDATE device_tokens … RETURNING token_id`) in one statement with a
     /// `pg_notify` on `ChangeHub.revocationChannel` per revoked id — delivered to every instance's
     /// LISTEN connection when the revocation commits — then answers this instance's waiters of
-    /// those tokens without waiting for its own notice. Returns the ids the update returned.
+    /// those tokens without waiting for its own notice. The tokens' push registrations (and their
+    /// queued pushes) go in the same transaction. Returns the ids the update returned.
     /// `alongside` (the admin audit's entry) runs in the same transaction when a token was revoked:
     /// if it fails, nothing is revoked and no notice is sent.
     func revokeTokens(_ update: SQL, alongside: InTransaction? = nil) async throws -> [String] {
@@ -15,6 +16,9 @@ extension DatabaseBacked {
                 WITH revoked AS (\(update))
                 SELECT token_id, pg_notify(\(ChangeHub.revocationChannel), token_id)::text FROM revoked
                 """) { try $0.string(0) }
+            // A statement of its own: its snapshot, taken after the UPDATE got the tokens' row locks,
+            // sees a registration that committed while the UPDATE waited for them.
+            try PushRegistrationStore.removeRegistrations(connection, tokenIDs: revoked)
             if !revoked.isEmpty { try alongside?(connection) }
             return revoked
         }

@@ -52,7 +52,7 @@ enum ServeCommand {
                        help: "How long an asset no record references is kept."),
             OptionSpec(name: "drain-timeout", valueName: "seconds", environment: "NIMBUS_DRAIN_TIMEOUT", defaultValue: "10",
                        help: "On shutdown, how long in-flight requests may take to finish."),
-        ] + limitOptions
+        ] + PushOptions.specs + limitOptions
     )
 
     static func run(_ argv: [String]) async throws -> Int32 {
@@ -93,6 +93,7 @@ enum ServeCommand {
                 throw UsageError(message: "option '--\(name)' needs a duration such as 1h, 30m, 24h or 0s, not '\(text)'", command: "serve")
             }
         }
+        let push = try PushOptions.settings(arguments)
         guard limits.maxAssetBytes <= 1 << 30 else {
             throw UsageError(message: "option '--max-asset-bytes' may be at most 1073741824 (1 GiB)", command: "serve")
         }
@@ -101,6 +102,7 @@ enum ServeCommand {
             "listen": "\(host):\(port)",
             "database": arguments.value("database-url") == nil ? "embedded in \(arguments.value("data-dir") ?? "./.nimbus")" : "external",
             "poolSize": poolSize, "writeBatches": writeBatches, "eventLoops": http.eventLoopCount,
+            "push": push.mode.rawValue, "apnsTopics": push.topics.keys.sorted().joined(separator: ","),
         ])
         logger.info("limits: " + limits.namedValues.map { "\($0.name)=\($0.value)" }.joined(separator: " "))
 
@@ -119,7 +121,7 @@ enum ServeCommand {
         let store: Store
         do {
             store = try await Store.open(pool: pool, hubCapacity: .init(maxPerDevice: limits.maxWaitersPerDevice, maxTotal: limits.maxWaiters),
-                                         writeBatchesInFlight: writeBatches)
+                                         writeBatchesInFlight: writeBatches, push: push)
         } catch {
             pool.close()
             database.close()

@@ -8,7 +8,7 @@ import Testing
                         "heartbeatSeconds", "maxAssetBytes", "maxAssetTokensPerRequest", "userQuotaBytes", "maxWaitersPerDevice",
                         "maxWaiters", "notificationRetentionDays", "tombstoneRetentionDays", "maxRequestLineBytes",
                         "maxHeaderLineBytes", "maxHeaderBytes", "maxHeaderCount", "headerTimeoutSeconds", "bodyTimeoutSeconds",
-                        "keepAliveTimeoutSeconds"]
+                        "keepAliveTimeoutSeconds", "pushGraceMillis", "maxBackgroundPushesPerHour", "maxPushPayloadBytes"]
         for name in contract {
             #expect(names.contains(name), "missing \(name)")
         }
@@ -29,6 +29,9 @@ import Testing
         #expect(values["maxResultsLimit"] == 400)
         #expect(values["maxWaitSeconds"] == 55)
         #expect(values["maxAssetBytes"] == 50 * 1024 * 1024)
+        #expect(values["pushGraceMillis"] == 1500)
+        #expect(values["maxBackgroundPushesPerHour"] == 3)
+        #expect(values["maxPushPayloadBytes"] == 4096)
     }
 
     @Test func setChangesExactlyTheNamedLimit() {
