@@ -100,7 +100,7 @@ final class Announcer: Sendable {
             // down, the listeners reconnect later and wake every waiter anyway.
             for attempt in 1...2 {
                 do {
-                    try await pool.withConnection { connection in
+                    _ = try await pool.withConnection { connection in
                         try connection.run("""
                             SELECT set_config('synchronous_commit', 'off', true), count(pg_notify(\(ChangeEvent.channel), p))
                             FROM unnest(\(PGData.textArray(payloads))) AS p
