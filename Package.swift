@@ -62,7 +62,7 @@ let package = Package(
             dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
             // NegativeControl/Package.swift lists the same files.
             resources: ["index.html", "console.css", "console.js", "ui.js", "pages-server.js", "pages-devices.js", "pages-data.js",
-                        "pages-operations.js"].map { .embedInCode("Resources/" + $0) },
+                        "pages-operations.js", "pages-push.js"].map { .embedInCode("Resources/" + $0) },
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -25,7 +25,7 @@ let package = Package(
                 resources: [.embedInCode("Resources/openapi.json")], swiftSettings: swiftSettings),
         .target(name: "NimbusAdmin", dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
                 resources: ["index.html", "console.css", "console.js", "ui.js", "pages-server.js", "pages-devices.js", "pages-data.js",
-                            "pages-operations.js"].map { .embedInCode("Resources/" + $0) },  // as in ../Package.swift
+                            "pages-operations.js", "pages-push.js"].map { .embedInCode("Resources/" + $0) },  // as in ../Package.swift
                 swiftSettings: swiftSettings),
         .executableTarget(name: "nimbus",
                           dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],

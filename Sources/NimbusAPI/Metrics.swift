@@ -53,6 +53,26 @@ package final class Metrics: Sendable {
     private let state: Lock<State>
     /// Values read at scrape time: gauges, and counters kept elsewhere (name, help, type, value).
     private let readings = Lock<[(name: String, help: String, type: String, read: @Sendable () -> Double)]>([])
+    /// Counters with one label kept elsewhere (name, help, label name, values by label value).
+    private let labeledReadings = Lock<[(name: String, help: String, label: String, read: @Sendable () -> [String: Double])]>([])
+    /// Families read asynchronously at scrape time (from the database): `scrape()` only.
+    private let collectors = Lock<[@Sendable () async -> [Family]]>([])
+
+    /// A metric family a collector read: its samples are unlabelled values.
+    package struct Family: Sendable, Equatable {
+        package var name: String
+        package var help: String
+        /// `gauge` or `counter`.
+        package var type: String
+        package var value: Double
+
+        package init(name: String, help: String, type: String = "gauge", value: Double) {
+            self.name = name
+            self.help = help
+            self.type = type
+            self.value = value
+        }
+    }
 
     /// `recentRequests`: how many answered requests the console's request log keeps.
     package init(recentRequests: Int = 1000) {
@@ -115,7 +135,30 @@ package final class Metrics: Sendable {
         readings.withLock { $0.append((name, help, "counter", read)) }
     }
 
-    /// The Prometheus text exposition (version 0.0.4).
+    /// Adds a counter with one label kept elsewhere, read at each scrape. The caller bounds the
+    /// label's values (a fixed set): each value is a series of its own.
+    package func addLabeledCounter(_ name: String, help: String, label: String, _ read: @escaping @Sendable () -> [String: Double]) {
+        labeledReadings.withLock { $0.append((name, help, label, read)) }
+    }
+
+    /// Adds families read at each scrape by an async reader (the database); a reader that fails
+    /// returns none, and the scrape goes on without them.
+    package func addCollector(_ collect: @escaping @Sendable () async -> [Family]) {
+        collectors.withLock { $0.append(collect) }
+    }
+
+    /// `render()` followed by the collectors' families: what `GET /metrics` answers.
+    package func scrape() async -> String {
+        var text = render()
+        for collect in collectors.withLock({ $0 }) {
+            for family in await collect() {
+                text += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n\(family.name) \(Self.format(family.value))\n"
+            }
+        }
+        return text
+    }
+
+    /// The Prometheus text exposition (version 0.0.4), without the collectors' families.
     package func render() -> String {
         let routes = state.withLock { $0.routes }.filter { $0.latency.count > 0 }.sorted { $0.pattern < $1.pattern }
         var text = "# HELP nimbus_http_requests_total Requests answered, by route pattern, method and status.\n"
@@ -140,7 +183,19 @@ package final class Metrics: Sendable {
         for reading in readings.withLock({ $0 }) {
             text += "# HELP \(reading.name) \(reading.help)\n# TYPE \(reading.name) \(reading.type)\n\(reading.name) \(Self.format(reading.read()))\n"
         }
+        for reading in labeledReadings.withLock({ $0 }) {
+            text += "# HELP \(reading.name) \(reading.help)\n# TYPE \(reading.name) counter\n"
+            for (value, count) in reading.read().sorted(by: { $0.key < $1.key }) {
+                text += "\(reading.name){\(reading.label)=\"\(Self.escapeLabel(value))\"} \(Self.format(count))\n"
+            }
+        }
         return text
+    }
+
+    /// A label value as the exposition format wants it: backslash, double quote and line feed escaped.
+    static func escapeLabel(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
     }
 
     private static func format(_ value: Double) -> String {

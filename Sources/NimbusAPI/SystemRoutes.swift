@@ -30,8 +30,9 @@ struct SystemRoutes: Sendable {
                 return ErrorResponse.make(SyncError(.tryAgainLater, "The database is unreachable: \(Self.describe(error))", retryAfter: 1))
             }
         })
-        router.add("GET", "/metrics", api.immediate("/metrics") { _ in
-            HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(metrics.render().utf8))
+        // A task: the push queue's gauges are read from the database at scrape time.
+        router.add("GET", "/metrics", api.task("/metrics") { _ in
+            HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(await metrics.scrape().utf8))
         })
     }
 

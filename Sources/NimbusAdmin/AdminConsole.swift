@@ -105,6 +105,7 @@ enum ConsoleFiles {
         File(path: "/pages-devices.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.pages_devices_js),
         File(path: "/pages-data.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.pages_data_js),
         File(path: "/pages-operations.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.pages_operations_js),
+        File(path: "/pages-push.js", contentType: "text/javascript; charset=utf-8", bytes: PackageResources.pages_push_js),
     ]
 
     static func response(_ file: File) -> HTTPResponse {

@@ -30,6 +30,7 @@ struct AdminRoutes: Sendable {
         get(&router, "/api/configuration") { _, _ in try await configuration() }
         registerData(in: &router)
         registerOperations(in: &router)
+        registerPush(in: &router)
     }
 
     typealias Body = @Sendable (HTTPRequest, AdminIdentity) async throws -> JSONValue

@@ -27,6 +27,8 @@ package final class Database: Sendable {
     let createCombiner: WriteCombiner<PlannedCreates, CreateOutcome>
     /// Push mode and topics: with push off no registration is stored and no push is queued.
     package let push: PushSettings
+    /// Pushes queued, sent, failed and skipped since start (`/metrics`).
+    package let pushCounters = PushCounters()
 
     /// A database over `pool` as it is (tests that need no database use a pool that never
     /// connects); servers use `Store.open`, which loads the signing key.

@@ -20,7 +20,7 @@ struct LockedWrite: RecordWriteStrategy {
         let session = request.session, zoneName = request.zoneName, atomic = request.atomic, limits = request.limits
         let onlyWhere = onlyWhere, alongside = alongside, push = store.database.push, hub = store.hub
         let now = store.clock.nowMilliseconds()
-        let (results, events) = try await store.pool.withTransaction { connection -> ([ModifyResult], [ChangeEvent]) in
+        let (results, events, queuedPushes) = try await store.pool.withTransaction { connection -> ([ModifyResult], [ChangeEvent], Int) in
             // One round trip: the zone's row lock (ordering this write against every other writer of
             // the zone), whether the database has subscriptions, the container's schema, and the
             // operations' records with the targets of their DELETE_SELF references.
@@ -114,11 +114,12 @@ struct LockedWrite: RecordWriteStrategy {
                 plan.addCascade(doomed.map { ($0.recordName, $0.recordType) })
                 cascaded = Dictionary(doomed.map { ($0.recordName, $0) }, uniquingKeysWith: { first, _ in first })
             }
-            guard plan.hasWrites else { return (plan.results, []) }
+            guard plan.hasWrites else { return (plan.results, [], 0) }
             var events = [ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zone.id, sequence: plan.lastSequence)]
             try Self.write(plan, connection: connection, zoneID: zone.id, session: session, now: now,
                            previous: PreviousState(plan, existing: existing, cascaded: cascaded))
             // Notifications commit with the change that fires them, or not at all.
+            var queuedPushes = 0
             if locked?.hasSubscriptions == true {
                 let subscriptions = try SubscriptionStore.loadSubscriptions(connection, databaseID: session.databaseID, schema: schema, limits: limits)
                 var fired = SubscriptionStore.notifications(for: plan, subscriptions: subscriptions, existing: existing, cascaded: cascaded, zoneName: zoneName)
@@ -136,17 +137,19 @@ struct LockedWrite: RecordWriteStrategy {
                     let newest = try Self.writeNotifications(fired.rows, spent: fired.spent, connection: connection, session: session)
                     // Their pushes commit with them (docs/push.md "Registrations and the outbox").
                     if push.isOn, push.topics[session.container] != nil {
-                        try PushOutbox.enqueue(connection, written: PushOutbox.written(fired.rows, newest: newest), session: session,
-                                               now: now, limits: limits, isParked: { hub.isParked(tokenID: $0, databaseID: session.databaseID) })
+                        queuedPushes = try PushOutbox.enqueue(connection, written: PushOutbox.written(fired.rows, newest: newest), session: session,
+                                                              now: now, limits: limits,
+                                                              isParked: { hub.isParked(tokenID: $0, databaseID: session.databaseID) })
                     }
                     events.append(ChangeEvent(databaseID: session.databaseID, kind: .notifications, sequence: newest))
                 }
             }
             try alongside?(connection)
-            return (plan.results, events)
+            return (plan.results, events, queuedPushes)
         }
         // Committed: wake this instance's waiters now, and the other instances' through NOTIFY.
         store.announce(events)
+        store.database.pushCounters.queued(queuedPushes)
         return results
     }
 

@@ -47,6 +47,10 @@ package struct Store: DatabaseBacked {
     package var pruner: Pruner { Pruner(database: database) }
     package var pushRegistrations: PushRegistrationStore { PushRegistrationStore(database: database) }
     package var pushOutbox: PushOutboxStore { PushOutboxStore(database: database) }
+    /// The operators' views of push: the delivery log, registrations, the queue.
+    package var pushReport: PushReport { PushReport(database: database) }
+    /// Pushes queued, sent, failed and skipped since start (`/metrics`; the sender counts its sends).
+    package var pushCounters: PushCounters { database.pushCounters }
     package var statistics: StatisticsStore { StatisticsStore(database: database) }
     package var admin: AdminStore { AdminStore(database: database) }
     package var exports: UserExport { UserExport(database: database) }

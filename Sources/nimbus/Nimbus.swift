@@ -21,6 +21,7 @@ struct Nimbus {
             ("device", "Pair a user's devices with a code (and QR); list, revoke."),
             ("admin", "Manage admin tokens for the admin console: issue, list, revoke."),
             ("schema", "Manage container schemas: import, show, deploy."),
+            ("push", "Inspect push to sleeping devices: the delivery log."),
             ("prune", "Delete expired records, old tombstones, unreferenced assets and old notifications."),
             ("backup", "Write a consistent archive of the whole database (while servers run, too)."),
             ("restore", "Restore a backup into an empty data directory or database."),
@@ -67,6 +68,8 @@ struct Nimbus {
                 exit(try await AdminTokenCommands.run(arguments))
             case "schema":
                 exit(try await AdminCommands.schema(arguments))
+            case "push":
+                exit(try await PushCommands.run(arguments))
             case "prune":
                 exit(try await PruneCommands.prune(arguments))
             case "backup":

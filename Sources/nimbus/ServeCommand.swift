@@ -147,6 +147,7 @@ enum ServeCommand {
         }
         metrics.addGauge("nimbus_longpoll_waiters", help: "Parked long-poll requests.") { Double(store.hub.count) }
         metrics.addGauge("nimbus_listener_connected", help: "1 while the LISTEN connection is up.") { listener.isConnected ? 1 : 0 }
+        PushMetrics.register(in: metrics, store: store)
 
         let bound: (host: String, port: Int)
         do {

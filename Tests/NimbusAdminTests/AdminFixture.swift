@@ -14,18 +14,22 @@ struct AdminFixture: Sendable {
     let handler: HTTPServer.Handler
     let adminToken: String
 
-    static func with<T: Sendable>(_ body: (AdminFixture) async throws -> T) async throws -> T {
+    /// `push`: the console's store has these push settings (off by default, as the database
+    /// fixture's store).
+    static func with<T: Sendable>(push: PushSettings = PushSettings(), _ body: (AdminFixture) async throws -> T) async throws -> T {
         try await StoreFixture.with { database in
             let facts = AdminConsole.ServerFacts(
                 version: "test", startedAt: Date(), options: [("listen", "127.0.0.1:0")], publicURL: "http://nimbus.test",
                 pruneSchedule: PruneSchedule(options: PruneOptions()))
-            let console = AdminConsole(store: database.store, limits: Limits(), metrics: Metrics(), facts: facts)
-            let token = try await database.store.admin.issueToken(name: "ops")
-            return try await body(AdminFixture(database: database, handler: console.handler, adminToken: token.secret))
+            let store = push.isOn ? try await Store.open(pool: database.pool, push: push) : database.store
+            let console = AdminConsole(store: store, limits: Limits(), metrics: Metrics(), facts: facts)
+            let token = try await store.admin.issueToken(name: "ops")
+            return try await body(AdminFixture(database: database, handler: console.handler, adminToken: token.secret, store: store))
         }
     }
 
-    var store: Store { database.store }
+    /// The console's store.
+    let store: Store
 
     /// Sends a request (with the admin token unless `token` says otherwise) and waits for its answer.
     func send(_ method: String, _ path: String, token: String?? = .none, body: String? = nil) async -> AdminAnswer {

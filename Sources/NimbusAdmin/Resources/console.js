@@ -7,9 +7,10 @@ import { overview, requests, audit, configuration } from "/pages-server.js";
 import { users, user } from "/pages-devices.js";
 import { records, schema } from "/pages-data.js";
 import { retention, storage } from "/pages-operations.js";
+import { push } from "/pages-push.js";
 
 const main = document.getElementById("page");
-const pages = { overview, users, records, schema, retention, storage, requests, audit, configuration };
+const pages = { overview, users, records, schema, retention, storage, push, requests, audit, configuration };
 let renders = 0;
 
 function showSignIn(reason) {

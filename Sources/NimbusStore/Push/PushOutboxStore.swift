@@ -97,7 +97,7 @@ extension PushOutboxStore {
     @discardableResult
     package func deliveredByLongPoll(_ session: Session, upTo sequence: Int64, now: Int64? = nil) async throws -> Int {
         let now = now ?? clock.nowMilliseconds()
-        return try await pool.withConnection { connection in
+        let skipped = try await pool.withConnection { connection in
             try connection.queryFirst("""
                 WITH dropped AS (
                     DELETE FROM push_outbox o USING push_registrations r
@@ -117,6 +117,8 @@ extension PushOutboxStore {
                 SELECT count(*) FROM logged
                 """) { try $0.int(0) } ?? 0
         }
+        database.pushCounters.skippedByLongPoll(skipped)
+        return skipped
     }
 
     /// Pushes waiting in the outbox and the oldest one's creation time (metrics, the console).
