@@ -1,5 +1,10 @@
+import Foundation
 import NimbusAPI
+import NimbusCore
+import NimbusPostgres
+import NimbusStore
 import NimbusSupport
+import NimbusTestSupport
 import Testing
 
 @Suite struct MetricsTests {
@@ -67,4 +72,73 @@ import Synchronization
 final class Counter: Sendable {
     private let value = Atomic<Int>(0)
     func next() -> Int { value.add(1, ordering: .relaxed).newValue }
+}
+
+/// Push's series (docs/push.md "For operators"): counters with a bounded reason label, and the
+/// queue's gauges read at scrape time or left out when the database cannot answer.
+@Suite struct PushMetricsTests {
+    @Test func aLabeledCounterRendersOneSeriesPerValueSortedAndEscaped() {
+        let metrics = Metrics()
+        metrics.addLabeledCounter("nimbus_test_total", help: "Test.", label: "reason") { ["b": 2, "a\"\\": 1] }
+        let text = metrics.render()
+        #expect(text.contains("# TYPE nimbus_test_total counter\nnimbus_test_total{reason=\"a\\\"\\\\\"} 1\nnimbus_test_total{reason=\"b\"} 2\n"), "\(text)")
+    }
+
+    @Test func countersAreScrapedWithTheirReasonsBounded() async {
+        let store = Self.unreachableStore()
+        let metrics = Metrics()
+        PushMetrics.register(in: metrics, store: store, timeout: .milliseconds(200))
+        store.pushCounters.queued(4)
+        store.pushCounters.sent()
+        store.pushCounters.failed(reason: "Unregistered")
+        store.pushCounters.failed(reason: "a reason made up by a gateway")
+        store.pushCounters.failed(reason: nil)
+        store.pushCounters.skippedByLongPoll()
+        let text = await metrics.scrape()
+        #expect(text.contains("nimbus_push_queued_total 4\n"), "\(text)")
+        #expect(text.contains("nimbus_push_sent_total 1\n"))
+        #expect(text.contains("nimbus_push_failed_total{reason=\"Unregistered\"} 1\n"))
+        #expect(text.contains("nimbus_push_failed_total{reason=\"other\"} 1\n"))
+        #expect(text.contains("nimbus_push_failed_total{reason=\"no-answer\"} 1\n"))
+        #expect(!text.contains("gateway"))
+        #expect(text.contains("nimbus_push_skipped_long_poll_total 1\n"))
+    }
+
+    @Test func aDatabaseThatCannotAnswerLeavesTheQueueGaugesOutWithoutHoldingTheScrape() async {
+        let metrics = Metrics()
+        PushMetrics.register(in: metrics, store: Self.unreachableStore(), timeout: .milliseconds(300))
+        let started = ContinuousClock.now
+        let text = await metrics.scrape()
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(!text.contains("nimbus_push_queue_depth"), "\(text)")
+        #expect(text.contains("nimbus_push_sent_total 0\n"))
+    }
+
+    @Test func theQueueIsReadFromTheDatabaseAtEachScrape() async throws {
+        try await StoreFixture.with { fixture in
+            let store = try await Store.open(pool: fixture.pool, push: PushSettings(mode: .direct, topics: ["iCloud.test.App": "com.test.App"]))
+            let metrics = Metrics()
+            PushMetrics.register(in: metrics, store: store)
+            #expect(await metrics.scrape().contains("nimbus_push_queue_depth 0\n"))
+            let mac = try await fixture.session(user: "alice", device: "mac")
+            let phone = try await fixture.session(user: "alice", device: "phone")
+            try await store.pushRegistrations.register(phone, PushRegistrationRequest(apnsEnvironment: .production, apnsToken: String(repeating: "ab", count: 32)))
+            let subscription = try Subscription.parse(.object([
+                "subscriptionID": "events", "subscriptionType": "query", "query": .object(["recordType": "Note"]),
+                "notificationInfo": .object(["title": "Blocked"]),
+            ]), schema: [:], limits: Limits())
+            _ = try await store.subscriptions.modifySubscriptions(mac, operations: [.save(subscription, mustExist: false)])
+            let create = RecordOperation(kind: .create, recordName: "n1", recordType: "Note", changeTag: nil, fields: [])
+            _ = try await store.records.modifyRecords(mac, zoneName: "_defaultZone", operations: [.success(create)], atomic: true, limits: Limits())
+            let text = await metrics.scrape()
+            #expect(text.contains("nimbus_push_queue_depth 1\n"), "\(text)")
+            #expect(text.contains("nimbus_push_queued_total 1\n"), "\(text)")
+            #expect(text.contains("# TYPE nimbus_push_queue_oldest_age_seconds gauge\n"), "\(text)")
+        }
+    }
+
+    static func unreachableStore() -> Store {
+        let pool = PGPool(configuration: .init(url: "postgresql://127.0.0.1:1/nimbus-metrics-test-never-connects?connect_timeout=1"))
+        return Store(pool: pool, signer: TokenSigner(key: Array(repeating: 7, count: 32)), clock: SystemClock(), hub: ChangeHub())
+    }
 }

@@ -14,16 +14,24 @@
 #   devices fetch, and the audit page shows who did it;
 # - the retention page's dry run lists exactly what `nimbus prune --dry-run` lists;
 # - a schema file imported through the page into development shows up as a difference to
-#   production, and the page's deploy copies it.
+#   production, and the page's deploy copies it;
+# - the push page shows a watch's registration (its APNs token shortened to 8 digits) and the
+#   queue depth: 6 alerts queued for it by the mac's events (push is on; with no sender, or a
+#   sender whose APNs address answers nothing, they stay queued).
 source "$(dirname "$0")/../lib.sh"
 
 command -v chromium >/dev/null || fail "chromium is not installed (Tests/run.sh installs it)"
 DAY_MS=86400000
-start_store_server --prune-interval 1h
+# Push on. The APNs key and address go by environment only: a binary whose sender needs them reads
+# them; one without a sender ignores them. Nothing listens at port 1, so nothing is ever sent.
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$TEST_TMP/apns.p8" 2>/dev/null || fail "openssl genpkey failed"
+export NIMBUS_APNS_KEY_FILE="$TEST_TMP/apns.p8" NIMBUS_APNS_KEY_ID=KEY1234567 NIMBUS_APNS_TEAM_ID=TEAM123456 NIMBUS_APNS_URL=https://127.0.0.1:1
+start_store_server --prune-interval 1h --push direct --apns-topics iCloud.com.mirxa.AppLocker=com.mirxa.AppLocker
 ADMIN=$(admin_url)
 nimbus_admin user add anna >/dev/null
 issue_token MAC anna mac
 issue_token PHONE anna iphone
+issue_token WATCH anna watch
 nimbus_admin schema import "$REPO_DIR/deploy/schemas/applocker.json" >/dev/null
 API_CONTAINER=iCloud.com.mirxa.AppLocker
 ADMIN_TOKEN=$(nimbus_admin admin token issue ops | sed -n 's/^token: //p')
@@ -34,6 +42,11 @@ OLD=$((NOW - 31 * DAY_MS))
 event() {  # event NAME TIMESTAMP: a BlockedAppEvent create
   printf '{"operationType":"create","record":{"recordName":"%s","recordType":"BlockedAppEvent","fields":{"appName":{"value":"Safari"},"bundleID":{"value":"com.apple.Safari"},"timestamp":{"value":%s,"type":"TIMESTAMP"}}}}' "$1" "$2"
 }
+note "push: the watch registers; the mac subscribes to its events with an alert"
+WATCH_APNS=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+api_ok "$WATCH" tokens/register "{\"apnsEnvironment\":\"development\",\"apnsToken\":\"$WATCH_APNS\"}"
+contains "$HTTP_BODY" -q '"push":"direct"' || fail "tokens/register did not say push is direct: $HTTP_BODY"
+api_ok "$MAC" subscriptions/modify '{"operations":[{"operationType":"create","subscription":{"subscriptionID":"sub-blocked","subscriptionType":"query","query":{"recordType":"BlockedAppEvent"},"firesOn":["create"],"notificationInfo":{"title":"Blocked"}}}]}'
 note "seeding: 2 expired events and 1 fresh one; the phone fetches; then 4 more records (the phone's lag)"
 api_ok "$MAC" records/modify "{\"operations\":[$(event old-1 $OLD),$(event old-2 $OLD),$(event fresh-1 $NOW)]}"
 api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"_defaultZone"}}'
@@ -78,7 +91,11 @@ browse "visit:/#/overview?token=$ADMIN_TOKEN" "wait-text:Database round trip" sh
   "click:#deploy" wait-rendered "wait-text:Production equals development" \
   "go:#/requests" "wait-text:records/modify" shot:requests \
   "go:#/audit" "wait-text:record.delete" shot:audit \
-  "go:#/configuration" "wait-text:0012_sync_positions_and_prune_runs" shot:configuration
+  "go:#/configuration" "wait-text:0012_sync_positions_and_prune_runs" shot:configuration \
+  "go:#/push" "wait-text:Registrations (1 of 1)" shot:push \
+  "eval:document.querySelector('#push-queue-depth .value').textContent" \
+  "eval:document.querySelector('[data-apns-token=\"$WATCH_ID\"]').textContent" \
+  "eval:document.body.textContent.includes('$WATCH_APNS'.slice(0, 9))"
 grep -a -v -F "$ADMIN/" "$shots/requests.txt" | grep -a -v '^data:' | grep -a . && fail "the page asked another origin: $(cat "$shots/requests.txt")"
 ok "every page renders in Chromium with no console error and no request to another origin; screenshots in $shots"
 grep -a 'ready in' "$TEST_TMP/browser.out" | sed 's/^/# /'
@@ -116,6 +133,11 @@ cli_rows=$(printf '%s\n' "$PRUNE_OUT" | sed -n -E 's/^([^ ]+) ([^ ]+) user=([^ ]
 [ "$console_rows" = "$cli_rows" ] || fail "the retention page's dry run lists '$console_rows', the CLI's '$cli_rows'"
 contains "$cli_rows" -q "BlockedAppEvent 2 0" || fail "the dry run should list the 2 expired events: $cli_rows"
 ok "the retention page's dry run lists what the CLI's dry run lists: $(printf '%s' "$cli_rows" | tr '\n' ';')"
+
+[ "$(evaluated 5)" = 6 ] || fail "the push page shows a queue depth of '$(evaluated 5)', not the 6 alerts queued for the watch"
+[ "$(evaluated 6)" = "01234567…" ] || fail "the push page shows the watch's APNs token as '$(evaluated 6)', not its first 8 digits and …"
+[ "$(evaluated 7)" = False ] || fail "the push page shows more of the watch's APNs token than its first 8 digits"
+ok "the push page shows the watch's registration with its APNs token shortened, and the 6 pushes queued for it"
 
 expect_no_server_errors
 finish_scenario
