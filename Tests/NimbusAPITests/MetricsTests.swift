@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import NimbusAPI
 import NimbusCore
 import NimbusPostgres
@@ -135,6 +136,31 @@ final class Counter: Sendable {
             #expect(text.contains("nimbus_push_queued_total 1\n"), "\(text)")
             #expect(text.contains("# TYPE nimbus_push_queue_oldest_age_seconds gauge\n"), "\(text)")
         }
+    }
+
+    @Test func aDatabaseThatDoesNotAnswerInTimeLeavesTheQueueGaugesOut() async throws {
+        // A listening socket nobody accepts on: the TCP connect succeeds and libpq then waits for
+        // a server that never speaks.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let pool = PGPool(configuration: .init(url: "postgresql://127.0.0.1:\(port)/silent"))
+        let store = Store(pool: pool, signer: TokenSigner(key: Array(repeating: 7, count: 32)), clock: SystemClock(), hub: ChangeHub())
+        let metrics = Metrics()
+        PushMetrics.register(in: metrics, store: store, timeout: .milliseconds(300))
+        let started = ContinuousClock.now
+        let text = await metrics.scrape()
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(!text.contains("nimbus_push_queue_depth"), "\(text)")
+        #expect(text.contains("nimbus_push_queued_total 0\n"))
     }
 
     static func unreachableStore() -> Store {

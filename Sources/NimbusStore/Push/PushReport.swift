@@ -123,7 +123,7 @@ package struct PushReport: DatabaseBacked {
         let total = try await pool.queryFirst(counting) { try $0.int(0) } ?? 0
         var listing: SQL = """
             SELECT u.name, r.device_token_id, t.device_name, r.container, r.environment, r.apns_environment,
-                   left(r.apns_token, \(Int64(Self.shownTokenDigits))), r.registered_at,
+                   left(r.apns_token, \(Int64(Self.shownTokenDigits))::int), r.registered_at,
                    (SELECT count(*) FROM push_outbox o WHERE o.registration_id = r.id),
                    l.at, l.outcome, l.status, l.reason
             FROM push_registrations r
