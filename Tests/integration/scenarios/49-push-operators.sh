@@ -42,7 +42,8 @@ awk -v a="$age" 'BEGIN {exit !(a >= 1 && a < 60)}' || fail "nimbus_push_queue_ol
 for series in nimbus_push_sent_total nimbus_push_skipped_long_poll_total; do
   [ "$(metric $series)" = 0 ] || fail "$series is '$(metric $series)', not 0"
 done
-curl -s --max-time 5 "$NIMBUS_URL/metrics" | grep -q '^# TYPE nimbus_push_failed_total counter$' || fail "/metrics lacks nimbus_push_failed_total"
+metrics_text=$(curl -s --max-time 5 "$NIMBUS_URL/metrics")
+grep -q "^# TYPE nimbus_push_failed_total counter$" <<<"$metrics_text" || fail "/metrics lacks nimbus_push_failed_total: $metrics_text"
 ok "/metrics: 2 queued, queue depth 2, the oldest waiting ${age} s, nothing sent or failed"
 
 note "three outcomes logged for the watch, as the sender and the long-poll would"
