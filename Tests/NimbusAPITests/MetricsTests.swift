@@ -110,7 +110,7 @@ final class Counter: Sendable {
         PushMetrics.register(in: metrics, store: Self.unreachableStore(), timeout: .milliseconds(300))
         let started = ContinuousClock.now
         let text = await metrics.scrape()
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(45))
         #expect(!text.contains("nimbus_push_queue_depth"), "\(text)")
         #expect(text.contains("nimbus_push_sent_total 0\n"))
     }
@@ -152,7 +152,8 @@ final class Counter: Sendable {
         }
         try #require(bound)
         let port = Int(UInt16(bigEndian: address.sin_port))
-        // libpq would wait 60 s for it; the scrape waits 300 ms (10 s allowed for a loaded machine).
+        // libpq would wait 60 s for it; the scrape waits 300 ms. The bound only tells the two apart:
+        // in a full parallel test run the process's threads can be busy for seconds elsewhere.
         var configuration = PGPool.Configuration(url: "postgresql://127.0.0.1:\(port)/silent")
         configuration.connectTimeoutSeconds = 60
         let pool = PGPool(configuration: configuration)
@@ -161,7 +162,7 @@ final class Counter: Sendable {
         PushMetrics.register(in: metrics, store: store, timeout: .milliseconds(300))
         let started = ContinuousClock.now
         let text = await metrics.scrape()
-        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(ContinuousClock.now - started < .seconds(45))
         #expect(!text.contains("nimbus_push_queue_depth"), "\(text)")
         #expect(text.contains("nimbus_push_queued_total 0\n"))
     }
