@@ -110,7 +110,7 @@ struct RemoteNotificationHandlingTests {
         let first = event("first")
         _ = try await scene.mac.save(first)
         let (_, firstPush) = try await scene.nextPush(after: start)
-        let cursorAfterFirst = try #require(RemoteNotification(userInfo: firstPush).cursor)
+        let cursorAfterFirst = try RemoteNotification(userInfo: firstPush).cursor
         let second = event("second")
         _ = try await scene.mac.save(second)
         let channelURL = start.channelURL

@@ -59,10 +59,13 @@ public struct RemoteNotification: Sendable, Hashable {
         environment = try required("environment")
         cursor = try required("cursor")
         parsedZone = JSON.string(Self.object(nimbus["zoneID"])?["zoneName"]).map(ZoneID.init) ?? .default
-        recordID = JSON.string(nimbus["recordName"]).map { RecordID(recordName: $0, zoneID: parsedZone) }
+        let recordZone = parsedZone
+        recordID = JSON.string(nimbus["recordName"]).map { RecordID(recordName: $0, zoneID: recordZone) }
         recordType = JSON.string(nimbus["recordType"])
         fieldsOmitted = JSON.bool(nimbus["fieldsOmitted"]) ?? false
-        (fields, encryptedFields) = Self.fields(Self.object(nimbus["fields"]) ?? [:], zone: parsedZone)
+        let wireFields = Self.object(nimbus["fields"]) ?? [:]
+        let zone = parsedZone
+        (fields, encryptedFields) = Self.readFields(wireFields, zone: zone)
         let aps = Self.object(top["aps"]) ?? [:]
         contentAvailable = (JSON.int64(aps["content-available"]) ?? 0) == 1
         alert = Self.alert(aps)
@@ -77,7 +80,7 @@ public struct RemoteNotification: Sendable, Hashable {
 
     /// Plain fields become values; `ENCRYPTED_BYTES` stays ciphertext; a field of a type this
     /// client does not know is left out rather than failing the whole push.
-    static func fields(_ wire: JSONObject, zone: ZoneID) -> ([String: RecordValue], [String: Data]) {
+    static func readFields(_ wire: JSONObject, zone: ZoneID) -> ([String: RecordValue], [String: Data]) {
         var plain: [String: RecordValue] = [:]
         var encrypted: [String: Data] = [:]
         for (name, field) in wire {

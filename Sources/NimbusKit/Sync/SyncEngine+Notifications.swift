@@ -66,14 +66,20 @@ extension SyncEngine {
     /// channel cursor past it, so the channel never delivers it again, and runs one catch-up
     /// fetch (`fetchChanges`) so the announced change is in the local store when this returns.
     /// A notification delivered already (by the channel or another push) only returns
-    /// `.alreadyDelivered`.
-    public func handleRemoteNotification(_ userInfo: [AnyHashable: Any]) async -> RemoteNotificationResult {
+    /// `.alreadyDelivered`. From an actor-isolated caller (the main actor), where `userInfo`
+    /// cannot be sent, read it first: `await engine.handle(try RemoteNotification(userInfo:))`.
+    public nonisolated func handleRemoteNotification(_ userInfo: [AnyHashable: Any]) async -> RemoteNotificationResult {
         let push: RemoteNotification
         do {
             push = try RemoteNotification(userInfo: userInfo)
         } catch {
             return .failed(error as? NimbusError ?? NimbusError(.invalidArguments, reason: "\(error)"), nil)
         }
+        return await handle(push)
+    }
+
+    /// Applies a push already read (see `handleRemoteNotification(_:)`).
+    public func handle(_ push: RemoteNotification) async -> RemoteNotificationResult {
         let container = database.container
         guard push.container == container.identifier, push.environment == container.configuration.environment.rawValue else {
             return .failed(NimbusError(.invalidArguments, reason: "The push is for \(push.container) (\(push.environment)), not this "
