@@ -93,12 +93,20 @@ struct RemoteNotificationHandlingTests {
         let reader = try await scene.phone.database.notificationChannel()
         _ = try await scene.mac.save(event("first"))
         let (_, userInfo) = try await scene.nextPush(after: reader.start)
+        // Written after the push was sent, before it is handled: the channel must still bring it.
+        let second = event("second")
+        _ = try await scene.mac.save(second)
         #expect(await scene.phone.engine.notificationCursor == nil)
         guard case .newData = await scene.phone.engine.handleRemoteNotification(userInfo) else {
             Issue.record("the push was not handled")
             return
         }
-        #expect(try await scene.phone.engine.pollNotifications(wait: 1).isEmpty)
+        var next: [NimbusNotification] = []
+        _ = try await eventually {
+            next += try await scene.phone.engine.pollNotifications(wait: 2)
+            return !next.isEmpty
+        }
+        #expect(next.map(\.recordID) == [second.id])
     }
 
     @Test func notificationsBeforeThePushedOneAreHandedOver() async throws {
