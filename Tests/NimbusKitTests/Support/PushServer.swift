@@ -8,8 +8,9 @@ extension TestServer {
     /// A server with push on (`--push direct`) for the tests' container. When this build's
     /// `serve` wants an APNs key, a fresh P-256 key is made and the pushes go to a port where
     /// nothing listens (they fail to send; these tests look at registration and the channel).
-    static func startWithPush() throws -> TestServer {
-        var arguments = ["--push", "direct", "--apns-topics", "\(container)=\(pushTopic)"]
+    static func startWithPush(containers: [String] = [container]) throws -> TestServer {
+        let topics = containers.map { "\($0)=\(pushTopic)" }.joined(separator: ",")
+        var arguments = ["--push", "direct", "--apns-topics", topics]
         let help = (try? run(nimbusBinary(), ["serve", "--help"])) ?? ""
         if help.contains("--apns-key-file") {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbuskit-apns-\(UUID().uuidString)")
