@@ -137,6 +137,25 @@ struct RemoteNotificationHandlingTests {
         }
     }
 
+    @Test func theServiceExtensionFetchesFieldsThePushLeftOut() async throws {
+        let scene = try await Scene.make()
+        defer { scene.server.stop() }
+        let reader = try await scene.phone.database.notificationChannel()
+        let first = event("first")
+        _ = try await scene.mac.save(first)
+        var (_, userInfo) = try await scene.nextPush(after: reader.start)
+        var nimbus = try #require(userInfo["nimbus"] as? [String: Any])
+        nimbus["fieldsOmitted"] = true
+        userInfo["nimbus"] = nimbus
+        let helper = NotificationServiceHelper(database: scene.phone.database) { push, fields in
+            fields["title"]?.stringValue.map { BannerText(title: push.recordType ?? "?", body: $0) }
+        }
+        #expect(await helper.banner(for: userInfo) == BannerText(title: "Event", body: "first"))
+        // Without a database to fetch from: the push's own alert text.
+        let offline = NotificationServiceHelper(database: nil) { _, fields in fields["title"]?.stringValue.map { BannerText(title: "", body: $0) } }
+        #expect(await offline.banner(for: userInfo) == BannerText(title: "New event", body: "Open the app to see it."))
+    }
+
     @Test func aPushOfAnotherContainerIsRefused() async throws {
         let scene = try await Scene.make()
         defer { scene.server.stop() }
