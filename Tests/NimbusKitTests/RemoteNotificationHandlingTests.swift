@@ -137,6 +137,40 @@ struct RemoteNotificationHandlingTests {
         }
     }
 
+    @Test func eachNotificationIsDeliveredOnceWhetherPushOrChannelComesFirst() async throws {
+        let scene = try await Scene.make()
+        defer { scene.server.stop() }
+        let engine = scene.phone.engine
+        #expect(try await engine.pollNotifications().isEmpty)
+        var senderCursor = try #require(await engine.notificationCursor)
+        let delivered = Locked<[String]>([])
+        let channel = Task {
+            for try await notification in engine.notifications(waitSeconds: 5) {
+                delivered.withLock { $0.append(notification.notificationID) }
+            }
+        }
+        defer { channel.cancel() }
+        var sent: [String] = []
+        for round in 0..<6 {
+            _ = try await scene.mac.save(event("round \(round)"))
+            let (notification, userInfo) = try await scene.nextPush(after: senderCursor)
+            senderCursor = NotificationCursor(channelURL: senderCursor.channelURL,
+                                              value: try RemoteNotification(userInfo: userInfo).cursor)
+            sent.append(notification.notificationID)
+            // The push races the parked long-poll; a few rounds give it a head start.
+            if round % 2 == 1 { try await Task.sleep(nanoseconds: 300_000_000) }
+            switch await engine.handleRemoteNotification(userInfo) {
+            case .newData(let push, let earlier):
+                delivered.withLock { $0 += [push.notificationID] + earlier.map(\.notificationID) }
+            case .alreadyDelivered: break
+            case .failed(let error, _): Issue.record("\(error)")
+            }
+        }
+        _ = try await eventually { Set(delivered.withLock { $0 }) == Set(sent) }
+        try await Task.sleep(nanoseconds: 1_500_000_000)  // a late duplicate would show by now
+        #expect(delivered.withLock { $0 }.sorted() == sent.sorted())
+    }
+
     @Test func theServiceExtensionFetchesFieldsThePushLeftOut() async throws {
         let scene = try await Scene.make()
         defer { scene.server.stop() }

@@ -88,7 +88,8 @@ extension SyncEngine {
         if (state.deliveredNotificationIDs ?? []).contains(push.notificationID) { return .alreadyDelivered(push) }
         let earlier: [NimbusNotification]
         do {
-            earlier = try await catchUpChannel(to: push)
+            guard let caughtUp = try await catchUpChannel(to: push) else { return .alreadyDelivered(push) }
+            earlier = caughtUp
             try await fetchChanges()
         } catch {
             return .failed(error as? NimbusError ?? NimbusError(.internalError, reason: "\(error)"), push)
@@ -100,14 +101,15 @@ extension SyncEngine {
     /// position; otherwise the channel is read from the saved cursor (cursors are opaque, so
     /// the client cannot tell which of two is later), and what it holds before the push is
     /// returned for the app to show. A saved cursor the server no longer accepts is replaced.
-    private func catchUpChannel(to push: RemoteNotification) async throws -> [NimbusNotification] {
+    /// Nil when the channel delivered the push while this ran (the actor let its poll in).
+    private func catchUpChannel(to push: RemoteNotification) async throws -> [NimbusNotification]? {
         guard let saved = state.notificationCursor else {
             let channel = try await database.notificationChannel()
             // The push may have come while tokens/create ran: its own cursor is the one to keep.
             state.notificationCursor = NotificationCursor(channelURL: channel.start.channelURL, value: push.cursor)
-            _ = rememberDelivered([push.notification(channelURL: channel.start.channelURL)])
+            let isNew = !rememberDelivered([push.notification(channelURL: channel.start.channelURL)]).isEmpty
             try persist()
-            return []
+            return isNew ? [] : nil
         }
         var cursor = saved
         var earlier: [NimbusNotification] = []
@@ -124,7 +126,8 @@ extension SyncEngine {
             cursor = NotificationCursor(channelURL: saved.channelURL, value: push.cursor)
             earlier = []
         }
-        _ = rememberDelivered([push.notification(channelURL: saved.channelURL)])
+        // Delivered by the channel meanwhile: so was everything before it, and its cursor stands.
+        guard !rememberDelivered([push.notification(channelURL: saved.channelURL)]).isEmpty else { return nil }
         earlier.removeAll { $0.notificationID == push.notificationID }
         // A channel poll that finished meanwhile may have read further; what it delivered is
         // remembered, so reading it again from here shows nothing twice.
