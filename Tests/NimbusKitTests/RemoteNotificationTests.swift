@@ -44,6 +44,31 @@ struct RemoteNotificationTests {
         #expect(!push.contentAvailable)
     }
 
+    /// The body the server's sender (branch push-sender) gave the APNs stand-in for AppLocker's
+    /// "App Blocked" subscription, registered and published through Examples/AppLockerSync.
+    @Test func readsAPayloadCapturedFromTheServersSender() throws {
+        let captured = #"""
+            {"aps": {"alert": {"loc-key": "appName", "title": "App Blocked"}, "content-available": 1, "mutable-content": 1,
+             "sound": "default"}, "nimbus": {"alert": {"localizationKey": "appName", "soundName": "default", "title": "App Blocked"},
+             "container": "iCloud.com.mirxa.AppLocker", "contentAvailable": true, "cursor": "AAAAAAAAAAEAAAAAAAAAAVdpTUGbmpnZ9CZBYZYuZFM",
+             "environment": "development", "notificationID": "b2870622-6102-4072-b6bf-c8db1bdbc434", "notificationType": "query",
+             "reason": "recordCreated", "recordName": "D40D600A-900B-4AB8-A7B7-CDF452A7983A", "recordType": "BlockedAppEvent",
+             "subscriptionID": "sub-blocked", "zoneID": {"zoneName": "_defaultZone"}}}
+            """#
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(captured.utf8)) as? [String: Any])
+        let push = try RemoteNotification(userInfo: object)
+        #expect(push.notificationID == "b2870622-6102-4072-b6bf-c8db1bdbc434")
+        #expect(push.subscriptionID == "sub-blocked")
+        #expect(push.kind == .query)
+        #expect(push.reason == .recordCreated)
+        #expect(push.recordID == RecordID(recordName: "D40D600A-900B-4AB8-A7B7-CDF452A7983A", zoneID: .default))
+        #expect(push.recordType == "BlockedAppEvent")
+        #expect(push.cursor == "AAAAAAAAAAEAAAAAAAAAAVdpTUGbmpnZ9CZBYZYuZFM")
+        #expect(push.alert == NimbusNotification.Alert(title: "App Blocked", body: nil, localizationKey: "appName", soundName: "default"))
+        #expect(push.contentAvailable)
+        #expect(push.fields.isEmpty && !push.fieldsOmitted)
+    }
+
     @Test func readsZoneAndDatabasePushesAndBackgroundOnes() throws {
         let zone = try RemoteNotification(userInfo: pushPayload(#"""
             {"notificationID": "n-2", "subscriptionID": "z", "notificationType": "zone", "reason": "recordUpdated",
