@@ -13,8 +13,25 @@ import NimbusKitCK
 //   AppLockerSync phone fetch-locked-lists
 //   AppLockerSync phone setup-subscriptions
 //   AppLockerSync phone watch SECONDS                     (prints notifications with their alert title)
+//   AppLockerSync phone register-push HEX-TOKEN [development|production]   (prints the server's push mode)
+//   AppLockerSync phone unregister-push
+//   AppLockerSync phone handle-push JSON-FILE             (a push's userInfo, as CKNotification reads it)
 
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+/// An APNs device token typed as hex.
+func hexData(_ text: String) -> Data? {
+    guard text.count % 2 == 0 else { return nil }
+    var bytes: [UInt8] = []
+    var index = text.startIndex
+    while index < text.endIndex {
+        let next = text.index(index, offsetBy: 2)
+        guard let byte = UInt8(text[index..<next], radix: 16) else { return nil }
+        bytes.append(byte)
+        index = next
+    }
+    return Data(bytes)
+}
 
 func usage() -> Never {
     FileHandle.standardError.write(Data("usage: AppLockerSync mac|phone COMMAND [ARGUMENTS] (see main.swift)\n".utf8))
@@ -75,6 +92,17 @@ func run(_ arguments: [String]) async throws {
         }
         try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
         watcher.cancel()
+    case ("phone", "register-push"):
+        guard let hex = rest.first, let token = hexData(hex),
+              let environment = APNsEnvironment(rawValue: rest.count > 1 ? rest[1] : "development") else { usage() }
+        let registration = try await AppLockerPush.register(deviceToken: token, environment: environment)
+        say("push \(registration.push.rawValue) \(registration.apnsEnvironment.rawValue) \(registration.apnsToken)")
+    case ("phone", "unregister-push"):
+        say("unregistered \(try await AppLockerPush.container.unregisterForRemoteNotifications())")
+    case ("phone", "handle-push"):
+        guard rest.count == 1, let userInfo = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: rest[0]))) as? [String: Any] else { usage() }
+        say(AppLockerPush.describe(userInfo))
     default:
         usage()
     }

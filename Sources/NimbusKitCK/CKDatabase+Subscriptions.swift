@@ -30,8 +30,9 @@ extension CKDatabase {
         NimbusCK.complete({ try await self.deleteSubscription(withID: subscriptionID) }, completionHandler)
     }
 
-    /// Instead of APNs: the notifications of this database's subscriptions as an `AsyncSequence`
-    /// (long-polled; resumes from a saved cursor, so nothing sent while away is lost).
+    /// While the app runs: the notifications of this database's subscriptions as an `AsyncSequence`
+    /// (long-polled; resumes from a saved cursor, so nothing sent while away is lost). A suspended
+    /// app gets them as APNs pushes when the server has push (`CKNotification(fromRemoteNotificationDictionary:)`).
     public func notifications(resumingFrom cursor: NotificationCursor? = nil) async throws -> NotificationChannel {
         let database = try nimbusDatabase()
         do { return try await database.notificationChannel(resumingFrom: cursor) } catch { throw CKError(error) }

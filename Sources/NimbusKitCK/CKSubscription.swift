@@ -1,7 +1,8 @@
 import Foundation
 
 /// A subscription. Its notifications arrive through the notification channel
-/// (`CKDatabase.notifications()`), not through APNs.
+/// (`CKDatabase.notifications()`) while the app runs, and as APNs pushes when the server has push
+/// configured and the device registered (`CKContainer.registerForRemoteNotifications`).
 public class CKSubscription: @unchecked Sendable {
     // Safe as CloudKit's CKSubscription is: configured by one owner before it is saved.
     public let subscriptionID: String

@@ -19,6 +19,8 @@ public struct DeviceInfo: Sendable, Hashable {
     public var lastUsedAt: Date?
     /// The device this container's token belongs to.
     public var isCurrent: Bool
+    /// Its APNs registrations (`registerForPush`) with the last outcome of each; empty when it has none.
+    public var push: [PushRegistrationState] = []
 }
 
 extension Container {
@@ -69,9 +71,13 @@ extension Container {
         return try items.map { item in
             guard let object = item as? JSONObject, let id = JSON.string(object["tokenID"]), let name = JSON.string(object["deviceName"]),
                   let created = JSON.int64(object["createdAt"]) else { throw JSON.bad("a device without tokenID, deviceName or createdAt") }
+            let push = try (JSON.array(object["push"]) ?? []).map { item in
+                guard let registration = JSON.object(item) else { throw JSON.bad("a push registration is not an object") }
+                return try PushRegistrationState.fromWire(registration)
+            }
             return DeviceInfo(tokenID: id, deviceName: name, createdAt: Date(timeIntervalSince1970: Double(created) / 1000),
                               lastUsedAt: JSON.int64(object["lastUsedAt"]).map { Date(timeIntervalSince1970: Double($0) / 1000) },
-                              isCurrent: object["current"] as? Bool ?? false)
+                              isCurrent: object["current"] as? Bool ?? false, push: push)
         }
     }
 

@@ -16,6 +16,9 @@ struct SyncState: Sendable, Codable, Equatable {
     var zones: [String] = []
     var databaseToken: SyncToken?
     var notificationCursor: NotificationCursor?
+    /// Ids of the newest notifications handed to the app (by push or channel), so that one
+    /// delivered both ways is shown once. Optional: state files of earlier versions lack it.
+    var deliveredNotificationIDs: [String]?
     var lastSync: Date?
     var nextSequence: Int64 = 1
 }
