@@ -49,6 +49,7 @@ import Testing
         #expect(decide(400, "BadDeviceToken") == .removeRegistration)
         #expect(decide(400, "DeviceTokenNotForTopic") == .removeRegistration)
         #expect(decide(400, "BadCollapseId") == .giveUp)
+        #expect(decide(400, "TopicDisallowed") == .giveUp)
         #expect(decide(403, "InvalidProviderToken") == .giveUp)
         #expect(decide(413, "PayloadTooLarge") == .giveUp)
         #expect(decide(403, "ExpiredProviderToken") == .retry(at: now + 1_000))
@@ -141,6 +142,8 @@ import Testing
         #expect(message(PushSettings.topics("iCloud.a=,iCloud.b=com.b"))?.contains("bundle id") == true)
         #expect(message(PushSettings.topics("iCloud.a=com a"))?.contains("bundle id") == true)
         #expect(message(PushSettings.topics("bad/container=com.a"))?.contains("not a valid container") == true)
+        #expect(message(PushSettings.topics("=com.a"))?.contains("not a valid container") == true)
+        #expect(message(PushSettings.topics("iCloud.a=com.a/b"))?.contains("bundle id") == true)
         #expect(message(PushSettings.topics("iCloud.a=com.a,iCloud.a=com.b"))?.contains("twice") == true)
         #expect(message(PushSettings.topics("iCloud.a=com.a,"))?.contains("is not CONTAINER=BUNDLE_ID") == true)
     }
