@@ -50,6 +50,8 @@ let package = Package(
         // The APNs client: provider tokens and HTTP/2 sends; no database, no sync domain.
         .target(name: "NimbusPush", dependencies: ["NimbusSupport", "CCurl", "CCrypto"], swiftSettings: swiftSettings),
         .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
+        // The outbox's sender: the only code that joins the store (claims, outcomes) to APNs (curl).
+        .target(name: "NimbusPushSender", dependencies: ["NimbusPush", "NimbusStore", "NimbusCore", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(
             name: "NimbusAPI",
             // Not NimbusPostgres: the stores map database errors at their boundary.
@@ -67,7 +69,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "nimbus",
-            dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
+            dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusPush", "NimbusPushSender", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
             swiftSettings: swiftSettings
         ),
         // The client side: Foundation only, imports no server target (and no server target imports it).
@@ -91,6 +93,8 @@ let package = Package(
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPushTests", dependencies: ["NimbusPush", "NimbusSupport", "CCrypto"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusPushSenderTests", dependencies: ["NimbusPushSender", "NimbusPush", "NimbusStore", "NimbusCore", "NimbusSupport"],
+                    swiftSettings: swiftSettings),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusSupport"], swiftSettings: swiftSettings),
         // What the database tests share: a migrated throwaway database with an open store.
         .target(name: "NimbusTestSupport", dependencies: ["NimbusStore", "NimbusPostgres", "NimbusCore"], path: "Tests/NimbusTestSupport",

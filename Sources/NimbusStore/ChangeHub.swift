@@ -97,6 +97,8 @@ package final class ChangeHub: @unchecked Sendable {
     }
 
     private let state = Lock(State())
+    /// Called on every `publish` (the event) and `wakeAll` (nil): the push sender wakes on them.
+    private let observers = Lock<[@Sendable (ChangeEvent?) -> Void]>([])
     /// Counts wake-ups: a read that starts at generation g sees every commit woken for up to g.
     private let generation = Atomic<UInt64>(0)
     /// Waiters woken alike share their re-reads.
@@ -200,9 +202,16 @@ package final class ChangeHub: @unchecked Sendable {
     /// The wake-ups so far; a waiter notes it when woken, and a read started later sees its commit.
     package var wakeGeneration: UInt64 { generation.load(ordering: .sequentiallyConsistent) }
 
+    /// Calls `observer` with every event published on this instance (every commit of every
+    /// instance, through LISTEN) and with nil when everything must re-read. It must return fast.
+    package func observe(_ observer: @escaping @Sendable (ChangeEvent?) -> Void) {
+        observers.withLock { $0.append(observer) }
+    }
+
     /// Wakes the parked requests of the event's database.
     package func publish(_ event: ChangeEvent) {
         generation.add(1, ordering: .sequentiallyConsistent)
+        for observer in observers.withLock({ $0 }) { observer(event) }
         let requests = state.withLock { state in
             (state.byDatabase[event.databaseID] ?? []).compactMap { state.entries[$0]?.request }
         }
@@ -215,6 +224,7 @@ package final class ChangeHub: @unchecked Sendable {
         generation.add(1, ordering: .sequentiallyConsistent)
         let requests = state.withLock { state in state.entries.values.map(\.request) }
         logger.info("waking every parked request to re-read", ["count": requests.count])
+        for observer in observers.withLock({ $0 }) { observer(nil) }
         for request in requests { request.wake(nil) }
     }
 

@@ -11,6 +11,8 @@ struct OptionSpec: Sendable {
     var isFlag = false
     /// A libpq connection string: shown only through `ConnectionString.redacted` (its secrets hidden).
     var isConnectionString = false
+    /// Names a secret (a key file): shown as `redacted` wherever options are listed.
+    var isSecret = false
 }
 
 /// A command's definition: what `--help` prints and what the parser accepts.

@@ -9,6 +9,17 @@ enum PushOptions {
         OptionSpec(name: "apns-topics", valueName: "CONTAINER=BUNDLE_ID,...", environment: "NIMBUS_APNS_TOPICS",
                    help: "Each container's app bundle id (the APNs topic), e.g. iCloud.com.example.App=com.example.App; "
                        + "devices of a container not named here cannot register for push."),
+        OptionSpec(name: "apns-key-file", valueName: "KEY.p8", environment: "NIMBUS_APNS_KEY_FILE",
+                   help: "The APNs authentication key (.p8, EC P-256) from Apple's developer account; needed by --push direct. Never logged or shown.",
+                   isSecret: true),
+        OptionSpec(name: "apns-key-id", valueName: "KEYID", environment: "NIMBUS_APNS_KEY_ID",
+                   help: "The key's id (10 letters and digits); needed by --push direct."),
+        OptionSpec(name: "apns-team-id", valueName: "TEAMID", environment: "NIMBUS_APNS_TEAM_ID",
+                   help: "The Apple developer team id that owns the key; needed by --push direct."),
+        OptionSpec(name: "apns-url", valueName: "URL", environment: "NIMBUS_APNS_URL",
+                   help: "One base URL (https://HOST[:PORT], no path) for both APNs environments instead of Apple's hosts: tests, private gateways."),
+        OptionSpec(name: "apns-ca-file", valueName: "PEM", environment: "NIMBUS_APNS_CA_FILE",
+                   help: "An extra CA certificate to trust for APNs, beside the system's."),
     ]
 
     /// The push settings of `arguments`; a usage error naming the option when one does not parse.

@@ -40,10 +40,12 @@ extension ServeCommand {
         return server
     }
 
-    /// Every option of `serve` with the value in effect; connection strings with their secrets hidden.
+    /// Every option of `serve` with the value in effect; connection strings with their secrets
+    /// hidden, secrets (the APNs key file) as `redacted`.
     static func effectiveOptions(_ arguments: ParsedArguments) -> [(name: String, value: String)] {
         spec.options.compactMap { option in
             guard let value = arguments.value(option.name) ?? option.defaultValue else { return nil }
+            if option.isSecret { return (option.name, "redacted") }
             return (option.name, option.isConnectionString ? ConnectionString.redacted(value) : value)
         }
     }

@@ -5,6 +5,8 @@ import NimbusAPI
 import NimbusCore
 import NimbusHTTP
 import NimbusPostgres
+import NimbusPush
+import NimbusPushSender
 import NimbusStore
 import NimbusSupport
 
@@ -94,6 +96,7 @@ enum ServeCommand {
             }
         }
         let push = try PushOptions.settings(arguments)
+        let pushTransport = try PushOptions.makeTransport(arguments, settings: push)
         guard limits.maxAssetBytes <= 1 << 30 else {
             throw UsageError(message: "option '--max-asset-bytes' may be at most 1073741824 (1 GiB)", command: "serve")
         }
@@ -172,6 +175,9 @@ enum ServeCommand {
             throw error
         }
         let pruner = startPruner(store: store, limits: limits, arguments: arguments, schedule: schedule, logger: logger)
+        let pushSender = pushTransport.map { PushSender(store: store, transport: $0, limits: limits) }
+        let pushSending = pushSender.map { sender in Task { await sender.run() } }
+        if pushSender != nil { logger.info("push sender started", ["apnsLibraries": APNsClient.libraryDescription]) }
 
         await shutdownRequested.wait()
         // Parked long-polls are answered at once (empty, same token), then in-flight requests
@@ -180,6 +186,11 @@ enum ServeCommand {
         store.hub.close()
         await adminServer?.shutdown()
         await server.shutdown()
+        // The sender claims nothing more and lets its sends finish (each bounded by the APNs
+        // request timeout); a push claimed but unanswered is claimed again after its lease.
+        pushSender?.stop()
+        await pushSending?.value
+        pushTransport?.shutdown()
         await store.flushAnnouncements()
         listener.stop()
         pool.close()

@@ -64,10 +64,12 @@ extension PushOutboxStore {
                 )
                 SELECT c.id, c.attempts, c.push_type, c.apns_id::text, c.collapse_key, c.expires_at, c.registration_id,
                        r.apns_environment, r.apns_token, r.user_id, r.device_token_id, r.container, r.environment,
-                       c.notification_id::text, n.payload, c.database_id, c.notification_seq, c.long_poll_first
+                       c.notification_id::text, n.payload, c.database_id, c.notification_seq, c.long_poll_first,
+                       coalesce(s.notification_info -> 'shouldBadge' = 'true'::jsonb, false)
                 FROM claimed c
                 JOIN push_registrations r ON r.id = c.registration_id
                 JOIN notifications n ON n.database_id = c.database_id AND n.seq = c.notification_seq
+                LEFT JOIN subscriptions s ON s.database_id = c.database_id AND s.subscription_id = n.subscription_id
                 ORDER BY c.created_at, c.id
                 """, decode: ClaimRow.init)
         }
@@ -80,7 +82,7 @@ extension PushOutboxStore {
                         environment: Environment(rawValue: row.environment) ?? .production, notificationID: row.notificationID,
                         notification: (try? JSONValue.parse(row.payload)) ?? .object([:]),
                         cursor: notifications.cursor(databaseID: row.databaseID, sequence: row.sequence),
-                        longPollFirst: row.longPollFirst)
+                        longPollFirst: row.longPollFirst, badge: row.badge)
         }
     }
 
@@ -88,7 +90,7 @@ extension PushOutboxStore {
     private struct ClaimRow: Sendable {
         var id: Int64, attempt: Int, kind: String, apnsID: String, collapse: String?, expires: Int64, registration: Int64
         var apnsEnvironment: String, apnsToken: String, userID: Int64, device: String, container: String, environment: String
-        var notificationID: String, payload: String, databaseID: Int64, sequence: Int64, longPollFirst: Bool
+        var notificationID: String, payload: String, databaseID: Int64, sequence: Int64, longPollFirst: Bool, badge: Bool
 
         init(_ row: PGRow) throws {
             id = try row.int64(0); attempt = try row.int(1); kind = try row.string(2); apnsID = try row.string(3)
@@ -96,6 +98,7 @@ extension PushOutboxStore {
             apnsEnvironment = try row.string(7); apnsToken = try row.string(8); userID = try row.int64(9); device = try row.string(10)
             container = try row.string(11); environment = try row.string(12); notificationID = try row.string(13)
             payload = try row.jsonb(14); databaseID = try row.int64(15); sequence = try row.int64(16); longPollFirst = try row.bool(17)
+            badge = try row.bool(18)
         }
     }
 

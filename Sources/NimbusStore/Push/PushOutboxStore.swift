@@ -33,6 +33,8 @@ package struct ClaimedPush: Sendable, Hashable {
     /// The channel position just past this notification (the payload's `cursor`).
     package var cursor: String
     package var longPollFirst: Bool
+    /// The subscription's `shouldBadge` (false when the subscription is gone: a `firesOnce` one).
+    package var badge: Bool = false
 }
 
 /// The outbox's sending side (docs/push.md "Registrations and the outbox"): senders on every
@@ -126,5 +128,11 @@ extension PushOutboxStore {
         try await pool.queryFirst("SELECT count(*), min(created_at) FROM push_outbox") { row in
             (try row.int(0), try row.optionalMilliseconds(1))
         } ?? (0, nil)
+    }
+
+    /// When the next push falls due (a queued push's time, or a claim's lease running out), or nil
+    /// when the outbox is empty: the sender sleeps until then unless a notification wakes it.
+    package func earliestDueAt() async throws -> Int64? {
+        try await pool.queryFirst("SELECT min(due_at) FROM push_outbox") { try $0.optionalMilliseconds(0) } ?? nil
     }
 }

@@ -1,0 +1,34 @@
+import Testing
+import NimbusPushSender
+
+@Suite struct PushScheduleTests {
+    let schedule = PushSchedule(maxInFlight: 10, minSleepMillis: 50, maxSleepMillis: 30_000, errorSleepMillis: 1_000)
+
+    @Test func aFullClaimClaimsAgainAtOnce() {
+        #expect(schedule.afterClaim(claimed: 4, limit: 4, earliestDue: nil, now: 0) == .claim(limit: 4))
+    }
+
+    @Test func aShortClaimSleepsUntilTheEarliestDueTime() {
+        #expect(schedule.afterClaim(claimed: 1, limit: 10, earliestDue: 11_500, now: 10_000) == .sleep(milliseconds: 1_500))
+    }
+
+    @Test func dueRowsThatCouldNotBeClaimedNeverMakeItSpin() {
+        // Due already (held by another instance's claim, SKIP LOCKED): the floor, not zero.
+        #expect(schedule.afterClaim(claimed: 0, limit: 10, earliestDue: 9_000, now: 10_000) == .sleep(milliseconds: 50))
+    }
+
+    @Test func anEmptyOutboxSleepsAtMostTheCeiling() {
+        #expect(schedule.afterClaim(claimed: 0, limit: 10, earliestDue: nil, now: 0) == .sleep(milliseconds: 30_000))
+        #expect(schedule.afterClaim(claimed: 0, limit: 10, earliestDue: 10_000_000, now: 0) == .sleep(milliseconds: 30_000))
+    }
+
+    @Test func sendsInFlightBoundTheClaim() {
+        #expect(schedule.next(inFlight: 0) == .claim(limit: 10))
+        #expect(schedule.next(inFlight: 7) == .claim(limit: 3))
+        #expect(schedule.next(inFlight: 10) == .sleep(milliseconds: 30_000))
+    }
+
+    @Test func aFailedClaimWaitsBeforeTheNext() {
+        #expect(schedule.afterFailedClaim() == .sleep(milliseconds: 1_000))
+    }
+}
