@@ -66,7 +66,11 @@ expect_status 200 "GET /devices, push off"
 [[ $HTTP_BODY == *'"push":[]'* ]] || fail "GET /devices with nothing registered: $HTTP_BODY"
 ok "push off: register answers \"push\": \"off\", a bad token is 400, nothing stored"
 
-start_nimbus --database-url "$NIMBUS_DB_URL" --push direct --apns-topics "$TOPICS"
+# A real key (the sender refuses to start without one); nothing listens at the APNs URL, so every
+# push queued here stays in the outbox (no answer: retried later), which is what this scenario reads.
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$TEST_TMP/apns.p8" 2>/dev/null || fail "openssl genpkey failed"
+start_nimbus --database-url "$NIMBUS_DB_URL" --push direct --apns-topics "$TOPICS" --apns-key-file "$TEST_TMP/apns.p8" \
+  --apns-key-id ABC123DEFG --apns-team-id DEF123GHIJ --apns-url https://127.0.0.1:1
 ON_URL=$NIMBUS_URL
 
 note "GET /limits carries the push limits"
