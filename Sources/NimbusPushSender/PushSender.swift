@@ -102,6 +102,8 @@ package final class PushSender: Sendable {
         }
         do {
             let decision = try await outbox.recordOutcome(push, answer: answer)
+            // The loop may be asleep until a due time read while this push's lease was its due time.
+            if case .retry = decision { wake.signal() }
             logger.debug("push attempt recorded", ["apnsID": push.apnsID, "device": push.deviceTokenID, "attempt": push.attempt,
                                                    "status": answer.status.map { "\($0)" } ?? "none", "decision": "\(decision)"])
         } catch {
