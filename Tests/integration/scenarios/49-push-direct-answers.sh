@@ -10,6 +10,7 @@
 # - A payload over 4,096 bytes goes without its fields and with "fieldsOmitted": true.
 # - A content-available-only subscription gives a background push: priority 5, a collapse id,
 #   `aps` holding only content-available.
+# - SIGTERM with a push in flight: the server waits for its answer, records it, and exits 0.
 source "$(dirname "$0")/../lib.sh"
 source "$IT_DIR/push.sh"
 
@@ -129,4 +130,17 @@ IFS=$'\t' read -r _ status _ _ type priority collapse _ _ title badge _ _ _ muta
 ok "c1: background, priority 5, collapse id $collapse, aps holds only content-available"
 
 expect_no_server_errors
+
+note "SIGTERM drains the sends in flight"
+standin_control '{"delayMillis": 2000}'
+event e7
+deadline=$(( $(now_ms) + 5000 ))
+until [ "$(of e7 | wc -l)" = 1 ]; do [ "$(now_ms)" -gt "$deadline" ] && fail "e7 was not sent"; sleep 0.02; done
+stop_nimbus "$NIMBUS_PID" 20
+status=$?
+[ "$status" = 0 ] || fail "nimbus exited $status on SIGTERM with a push in flight"
+[ "$(psql_db "SELECT count(*) FROM push_outbox")" = 0 ] || fail "the push in flight at SIGTERM was not recorded"
+[ "$(psql_db "SELECT count(*) FROM push_log l JOIN notifications n ON n.notification_id = l.notification_id
+              WHERE n.record_name = 'e7' AND l.outcome = 'delivered'")" = 1 ] || fail "e7's answer is not logged as delivered"
+ok "SIGTERM with e7 in flight (answer held 2 s): exit 0 after its answer was recorded"
 finish_scenario
