@@ -182,6 +182,18 @@ import Testing
             #expect(push.notification["recordName"]?.stringValue == "n1")
             let sequence = try await setup.store.notifications.currentNotificationSequence(databaseID: setup.mac.databaseID)
             #expect(setup.store.notifications.sequence(cursor: push.cursor, databaseID: setup.mac.databaseID) == sequence)
+            #expect(push.badge == false)
+            #expect(try await setup.store.pushOutbox.earliestDueAt() != nil)
+        }
+    }
+
+    @Test func aClaimCarriesTheSubscriptionsBadgeAndAnEmptyOutboxHasNoDueTime() async throws {
+        try await StoreFixture.with { fixture in
+            let setup = try await Self.setUp(fixture, notificationInfo: ["title": "Blocked", "shouldBadge": true])
+            #expect(try await setup.store.pushOutbox.earliestDueAt() == nil)
+            try await Self.create(setup.store, setup.mac, ["n1"])
+            let push = try #require(try await setup.store.pushOutbox.claimDuePushes(limit: 10).first)
+            #expect(push.badge)
         }
     }
 }
