@@ -6,6 +6,8 @@ final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
+        /// The running wait's timer, cancelled when a signal ends the wait first.
+        var timer: Task<Void, Never>?
         var generation: UInt64 = 0
     }
 
@@ -13,15 +15,16 @@ final class WakeSignal: Sendable {
 
     /// Ends the current wait, or the next one if none is running.
     func signal() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let woken = state.withLock { state -> (CheckedContinuation<Void, Never>, Task<Void, Never>?)? in
             guard let waiter = state.waiter else {
                 state.pending = true
                 return nil
             }
-            state.waiter = nil
-            return waiter
+            defer { state.waiter = nil; state.timer = nil }
+            return (waiter, state.timer)
         }
-        waiter?.resume()
+        woken?.1?.cancel()
+        woken?.0.resume()
     }
 
     /// Returns after `milliseconds`, or at once when signalled meanwhile (or before).
@@ -37,10 +40,17 @@ final class WakeSignal: Sendable {
                 return state.generation
             }
             guard let generation else { return continuation.resume() }
-            Task {
+            let timer = Task {
                 try? await Task.sleep(nanoseconds: UInt64(max(milliseconds, 0)) * 1_000_000)
                 self.timeOut(generation)
             }
+            // A signal may have come between the two locks: then the timer is not needed.
+            let stale = state.withLock { state -> Bool in
+                guard state.generation == generation, state.waiter != nil else { return true }
+                state.timer = timer
+                return false
+            }
+            if stale { timer.cancel() }
         }
     }
 
@@ -48,6 +58,7 @@ final class WakeSignal: Sendable {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard state.generation == generation, let waiter = state.waiter else { return nil }
             state.waiter = nil
+            state.timer = nil
             return waiter
         }
         waiter?.resume()
