@@ -55,7 +55,7 @@ push_flags() {
 
 # pushes [TOKEN]: the stand-in's requests (of TOKEN's device), one per line, tab-separated:
 # time status reason apnsID pushType priority collapseID recordName notificationID title badge
-# fieldsOmitted hasFields payloadBytes mutableContent contentAvailable iat
+# fieldsOmitted hasFields payloadBytes mutableContent contentAvailable iat openStreams connection
 pushes() {
   [ -f "$STANDIN_LOG" ] || return 0
   "$STANDIN_PYTHON" - "$STANDIN_LOG" "${1:-}" <<'PY'
@@ -71,7 +71,7 @@ for line in open(sys.argv[1]):
            h.get("apns-priority", "-"), h.get("apns-collapse-id", "-"), nim.get("recordName", "-"), nim.get("notificationID", "-"),
            alert.get("title", "-"), aps.get("badge", "-"), nim.get("fieldsOmitted", False), "fields" in nim,
            len(json.dumps(p, separators=(",", ":")).encode()), aps.get("mutable-content", "-"), aps.get("content-available", "-"),
-           (e.get("jwt") or {}).get("iat", "-")]
+           (e.get("jwt") or {}).get("iat", "-"), e.get("openStreams", "-"), e.get("connection", "-")]
     print("\t".join(str(v) for v in row))
 PY
 }
