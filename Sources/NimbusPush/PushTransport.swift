@@ -3,5 +3,3 @@ package protocol PushTransport: Sendable {
     func send(_ request: APNsRequest) async throws -> APNsResponse
     func shutdown()
 }
-
-extension APNsClient: PushTransport {}
