@@ -11,6 +11,7 @@ import NimbusSupport
 /// finish and claims nothing more (a push claimed but not answered is claimed again after its lease).
 package final class PushSender: Sendable {
     private let outbox: PushOutboxStore
+    private let counters: PushCounters
     private let transport: any PushTransport
     private let limits: Limits
     private let schedule: PushSchedule
@@ -23,6 +24,7 @@ package final class PushSender: Sendable {
     package init(store: Store, transport: any PushTransport, limits: Limits, schedule: PushSchedule = PushSchedule(),
                  clock: any WallClock = SystemClock()) {
         self.outbox = store.pushOutbox
+        self.counters = store.pushCounters
         self.transport = transport
         self.limits = limits
         self.schedule = schedule
@@ -100,6 +102,7 @@ package final class PushSender: Sendable {
         } else {
             answer = PushAnswer(status: 400, reason: "NotSent")
         }
+        if answer.status == 200 { counters.sent() } else { counters.failed(reason: answer.status == nil ? nil : answer.reason ?? "") }
         do {
             let decision = try await outbox.recordOutcome(push, answer: answer)
             // The loop may be asleep until a due time read while this push's lease was its due time.

@@ -10,6 +10,7 @@
 # - A payload over 4,096 bytes goes without its fields and with "fieldsOmitted": true.
 # - A content-available-only subscription gives a background push: priority 5, a collapse id,
 #   `aps` holding only content-available.
+# - /metrics counts the sender's 200s and its failures by APNs reason.
 # - SIGTERM with a push in flight: the server waits for its answer, records it, and exits 0.
 source "$(dirname "$0")/../lib.sh"
 source "$IT_DIR/push.sh"
@@ -129,6 +130,16 @@ IFS=$'\t' read -r _ status _ _ type priority collapse _ _ title badge _ _ _ muta
   || fail "c1 is not a background push: $(of c1)"
 ok "c1: background, priority 5, collapse id $collapse, aps holds only content-available"
 
+note "/metrics counts what the sender saw"
+metrics=$(curl -s --max-time 10 "$NIMBUS_URL/metrics")
+sample() { awk -v n="$1" '$1 == n {print $2; exit}' <<<"$metrics"; }
+# 200s: e1–e6 and c1 to the phone (e3's 403 was renewed inside the client: one 200).
+[ "$(sample nimbus_push_sent_total)" = 7 ] || fail "nimbus_push_sent_total is $(sample nimbus_push_sent_total), expected 7"
+[ "$(sample 'nimbus_push_failed_total{reason="Unregistered"}')" = 1 ] && [ "$(sample 'nimbus_push_failed_total{reason="BadDeviceToken"}')" = 1 ] \
+  && [ "$(sample 'nimbus_push_failed_total{reason="TooManyRequests"}')" = 1 ] \
+  && [ "$(sample 'nimbus_push_failed_total{reason="InternalServerError"}')" -ge 2 ] \
+  || fail "nimbus_push_failed_total: $(grep '^nimbus_push_failed_total' <<<"$metrics" | tr '\n' ' ')"
+ok "/metrics: 7 sent; failed by reason Unregistered 1, BadDeviceToken 1, TooManyRequests 1, InternalServerError $(sample 'nimbus_push_failed_total{reason="InternalServerError"}')"
 expect_no_server_errors
 
 note "SIGTERM drains the sends in flight"
