@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What operators see of push (docs/push.md "For operators", docs/operations.md "The push delivery
 # log"), against the real binary with push on and no APNs reachable (the key and address go by
-# environment only, as in scenario 46):
+# environment only, as in scenario 46; the sender's own no-answer attempts are set aside before
+# the log is read):
 # - `nimbus push log` with nothing logged says so; with log entries (written to push_log here, as
 #   the sender would) it prints them newest first with every column, per user, per device token,
 #   and --limit cuts them;
@@ -45,6 +46,13 @@ done
 metrics_text=$(curl -s --max-time 5 "$NIMBUS_URL/metrics")
 grep -q "^# TYPE nimbus_push_failed_total counter$" <<<"$metrics_text" || fail "/metrics lacks nimbus_push_failed_total: $metrics_text"
 ok "/metrics: 2 queued, queue depth 2, the oldest waiting ${age} s, nothing sent or failed"
+
+# The sender runs (nothing answers at the APNs URL): its no-answer retries would add log lines.
+# Push the two pushes an hour out with a claim count no sender holds (a late outcome of a claim
+# in flight is then only logged), let such an outcome land, and start the log empty.
+psql_db "UPDATE push_outbox SET due_at = now() + interval '1 hour', state = 'queued', attempts = attempts + 100" >/dev/null
+sleep 0.5
+psql_db "DELETE FROM push_log" >/dev/null
 
 note "three outcomes logged for the watch, as the sender and the long-poll would"
 NOTIFICATION=$(psql_db "SELECT notification_id FROM push_outbox ORDER BY id LIMIT 1")
