@@ -1,3 +1,4 @@
+import Dispatch
 import NimbusSupport
 
 /// A sleep that a signal ends early: the sender's wait between claims. A signal while nobody
@@ -6,8 +7,9 @@ final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
-        /// The running wait's timer, cancelled when a signal ends the wait first.
-        var timer: Task<Void, Never>?
+        /// The running wait's timer (on Dispatch: it fires even when the cooperative pool is
+        /// busy), cancelled when a signal ends the wait first.
+        var timer: DispatchWorkItem?
         var generation: UInt64 = 0
     }
 
@@ -15,7 +17,7 @@ final class WakeSignal: Sendable {
 
     /// Ends the current wait, or the next one if none is running.
     func signal() {
-        let woken = state.withLock { state -> (CheckedContinuation<Void, Never>, Task<Void, Never>?)? in
+        let woken = state.withLock { state -> (CheckedContinuation<Void, Never>, DispatchWorkItem?)? in
             guard let waiter = state.waiter else {
                 state.pending = true
                 return nil
@@ -40,17 +42,14 @@ final class WakeSignal: Sendable {
                 return state.generation
             }
             guard let generation else { return continuation.resume() }
-            let timer = Task {
-                try? await Task.sleep(nanoseconds: UInt64(max(milliseconds, 0)) * 1_000_000)
-                self.timeOut(generation)
-            }
+            let timer = DispatchWorkItem { self.timeOut(generation) }
             // A signal may have come between the two locks: then the timer is not needed.
             let stale = state.withLock { state -> Bool in
                 guard state.generation == generation, state.waiter != nil else { return true }
                 state.timer = timer
                 return false
             }
-            if stale { timer.cancel() }
+            if !stale { DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(clamping: max(milliseconds, 0))), execute: timer) }
         }
     }
 
