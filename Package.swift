@@ -93,7 +93,7 @@ let package = Package(
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPushTests", dependencies: ["NimbusPush", "NimbusSupport", "CCrypto"], swiftSettings: swiftSettings),
-        .testTarget(name: "NimbusPushSenderTests", dependencies: ["NimbusPushSender", "NimbusPush", "NimbusStore", "NimbusCore", "NimbusSupport"],
+        .testTarget(name: "NimbusPushSenderTests", dependencies: ["NimbusPushSender", "NimbusPush", "NimbusStore", "NimbusCore", "NimbusSupport", "NimbusTestSupport"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusSupport"], swiftSettings: swiftSettings),
         // What the database tests share: a migrated throwaway database with an open store.
