@@ -49,6 +49,8 @@ let package = Package(
         .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         // The APNs client: provider tokens and HTTP/2 sends; no database, no sync domain.
         .target(name: "NimbusPush", dependencies: ["NimbusSupport", "CCurl", "CCrypto"], swiftSettings: swiftSettings),
+        // The publisher's push relay (`nimbus relay`): installations, signed requests, forwarding to APNs.
+        .target(name: "NimbusRelay", dependencies: ["NimbusHTTP", "NimbusPush", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(
             name: "NimbusAPI",
@@ -67,7 +69,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "nimbus",
-            dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
+            dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux",
+                           "NimbusPush", "NimbusRelay"],
             swiftSettings: swiftSettings
         ),
         // The client side: Foundation only, imports no server target (and no server target imports it).
@@ -91,6 +94,7 @@ let package = Package(
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPushTests", dependencies: ["NimbusPush", "NimbusSupport", "CCrypto"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusRelayTests", dependencies: ["NimbusRelay", "NimbusPush", "NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusSupport"], swiftSettings: swiftSettings),
         // What the database tests share: a migrated throwaway database with an open store.
         .target(name: "NimbusTestSupport", dependencies: ["NimbusStore", "NimbusPostgres", "NimbusCore"], path: "Tests/NimbusTestSupport",
