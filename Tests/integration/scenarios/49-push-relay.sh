@@ -11,7 +11,8 @@
 # - The running relay: unsigned 401 AUTHENTICATION_REQUIRED; a wrong signature, a stale timestamp, a
 #   replayed request and a revoked installation 401 AUTHENTICATION_FAILED; a malformed push 400; a
 #   good push with APNs unreachable 503 TRY_AGAIN_LATER with apnsFailure; an installation added
-#   while it runs is accepted without a restart; SIGTERM exits 0.
+#   while it runs is accepted without a restart; SIGTERM exits 0; no token, payload or secret is in
+#   the data directory or the log.
 source "$(dirname "$0")/../lib.sh"
 
 OPENSSL=$(find_tool openssl) || fail "openssl is required"
@@ -133,3 +134,10 @@ ok "revoked: the next push is 401 naming the revocation; list shows op1 revoked,
 
 stop_nimbus "$RELAY_PID" 15 || fail "nimbus relay did not exit 0 on SIGTERM"
 ok "SIGTERM: exit 0"
+
+note "no notification content kept: neither the device token nor the payload is in the data directory or the log"
+for needle in a1b2c3d4e5f60718293a4b5c6d7e8f90 eyJhcHMiOnsiYWxlcnQiOiJoaSJ9fQ "$SECRET" "$SECRET2"; do
+  grep -r -q -F -- "$needle" "$DATA" && fail "the data directory holds '$needle'"
+  grep -q -F -- "$needle" "$RELAY_LOG" && fail "the relay's log holds '$needle'"
+done
+ok "the data directory and the log hold no token, payload or secret"
