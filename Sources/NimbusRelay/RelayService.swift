@@ -12,6 +12,9 @@ package final class RelayService: Sendable {
         package var replayWindowSeconds: Int64 = 300
         /// The named, defaulted limit: pushes a minute per installation (`--pushes-per-minute`).
         package var pushesPerMinute = RelayService.defaultPushesPerMinute
+        /// The publisher's bundle ids (`--topics`): the APNs key is good for every app of its team, and
+        /// an installation may push only to these.
+        package var topics: Set<String> = []
 
         package init() {}
     }
@@ -23,6 +26,7 @@ package final class RelayService: Sendable {
     private let clock: any WallClock
     private let replays: Lock<ReplayWindow>
     private let rates: Lock<InstallationRateLimiter>
+    private let topics: Set<String>
     private let logger = Logger(subsystem: "relay")
 
     package init(book: InstallationBook, transport: any PushTransport, configuration: Configuration = Configuration(),
@@ -30,6 +34,7 @@ package final class RelayService: Sendable {
         self.book = book
         self.transport = transport
         self.clock = clock
+        topics = configuration.topics
         replays = Lock(ReplayWindow(windowSeconds: configuration.replayWindowSeconds))
         rates = Lock(InstallationRateLimiter(perMinute: configuration.pushesPerMinute))
     }
@@ -74,6 +79,9 @@ package final class RelayService: Sendable {
             push = try RelayWire.decodeRequest(request.body)
         } catch {
             throw .badRequest("The push is malformed: \(error.description).")
+        }
+        guard topics.contains(push.topic) else {
+            throw .badRequest("This relay does not push to \(push.topic); it serves \(topics.sorted().joined(separator: ", ")).")
         }
         let answer: APNsResponse
         do {

@@ -14,12 +14,14 @@ enum RelayCommand {
     static let spec = CommandSpec(
         name: "relay",
         overview: "Run the push relay for an app you publish: forward signed pushes from operators' servers to APNs.",
-        usage: "nimbus relay --apns-key-file <p8> --apns-key-id <id> --apns-team-id <id> [--listen <host:port>] [--data-dir <path>] [options]"
+        usage: "nimbus relay --topics <bundle-id,...> --apns-key-file <p8> --apns-key-id <id> --apns-team-id <id> [--listen <host:port>] [--data-dir <path>] [options]"
             + " | nimbus relay installation add|list|revoke",
         options: [
             OptionSpec(name: "listen", valueName: "host:port", environment: "NIMBUS_RELAY_LISTEN", defaultValue: "127.0.0.1:8090",
                        help: "Address to serve the relay protocol on (put TLS in front of it); port 0 picks a free port."),
             dataDirectoryOption,
+            OptionSpec(name: "topics", valueName: "BUNDLE_ID,...", environment: "NIMBUS_RELAY_TOPICS",
+                       help: "Your apps' bundle ids (APNs topics) the relay pushes to; a push for any other topic is refused (400)."),
             OptionSpec(name: "apns-key-file", valueName: "path", environment: "NIMBUS_APNS_KEY_FILE", help: "The APNs key (.p8) from Apple's developer account."),
             OptionSpec(name: "apns-key-id", valueName: "id", environment: "NIMBUS_APNS_KEY_ID", help: "The key's id (10 letters and digits)."),
             OptionSpec(name: "apns-team-id", valueName: "id", environment: "NIMBUS_APNS_TEAM_ID", help: "The developer team's id."),
@@ -44,6 +46,7 @@ enum RelayCommand {
         try DatabaseOptions.configureLogging(arguments)
         let logger = Logger(subsystem: "relay")
         let (host, port) = try ServeCommand.parseListen(arguments.value("listen") ?? "127.0.0.1:8090")
+        let topics = try parseTopics(arguments.value("topics"))
         let client = try makeAPNsClient(arguments)
         let directory = URL(fileURLWithPath: arguments.value("data-dir") ?? "./.nimbus-relay").standardizedFileURL.path
         let book = InstallationBook(file: InstallationFile(directory: directory))
@@ -56,6 +59,7 @@ enum RelayCommand {
         }
         var configuration = RelayService.Configuration()
         configuration.pushesPerMinute = max(try arguments.integer("pushes-per-minute") ?? RelayService.defaultPushesPerMinute, 1)
+        configuration.topics = topics
         let service = RelayService(book: book, transport: client, configuration: configuration)
         var http = HTTPServer.Configuration()
         http.host = host
@@ -66,7 +70,7 @@ enum RelayCommand {
         http.errorResponse = RelayError.forHTTPCore
         logger.info("starting nimbus relay \(Nimbus.version)", [
             "listen": "\(host):\(port)", "dataDir": directory, "installations": live, "pushesPerMinute": configuration.pushesPerMinute,
-            "apns": arguments.value("apns-url") ?? "Apple's hosts", "keyID": arguments.value("apns-key-id") ?? "",
+            "topics": topics.sorted().joined(separator: ","), "apns": arguments.value("apns-url") ?? "Apple's hosts", "keyID": arguments.value("apns-key-id") ?? "",
         ])
         if live == 0 { logger.warning("no installations yet: add one with 'nimbus relay installation add NAME --data-dir \(directory)'") }
         let shutdownRequested = ShutdownSignal()
@@ -89,6 +93,18 @@ enum RelayCommand {
         withExtendedLifetime(trap) {}
         logger.notice("stopped")
         return 0
+    }
+
+    /// `--topics`: required, bundle ids separated by commas (letters, digits, '.', '-').
+    static func parseTopics(_ text: String?) throws -> Set<String> {
+        let topics = (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard !topics.isEmpty else {
+            throw UsageError(message: "option '--topics' is required: the bundle ids of your apps the relay pushes to, e.g. com.example.App", command: "relay")
+        }
+        for topic in topics where !topic.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }) {
+            throw UsageError(message: "option '--topics': '\(topic)' is not a bundle id (letters, digits, '.' and '-')", command: "relay")
+        }
+        return Set(topics)
     }
 
     /// The APNs client from the key flags; each missing or unusable one is a usage error naming it.

@@ -61,6 +61,7 @@ struct RelayFixture {
         self.credentials = credentials
         var configuration = RelayService.Configuration()
         configuration.pushesPerMinute = pushesPerMinute
+        configuration.topics = ["com.example.App"]
         service = RelayService(book: InstallationBook(file: file), transport: transport, configuration: configuration, clock: clock)
     }
 
@@ -68,8 +69,8 @@ struct RelayFixture {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    func push(token: String = "a1b2c3d4e5f60718293a4b5c6d7e8f90") -> [UInt8] {
-        RelayWire.encode(APNsRequest(deviceToken: token, environment: .production, topic: "com.example.App", pushType: .alert, priority: .immediate,
+    func push(token: String = "a1b2c3d4e5f60718293a4b5c6d7e8f90", topic: String = "com.example.App") -> [UInt8] {
+        RelayWire.encode(APNsRequest(deviceToken: token, environment: .production, topic: topic, pushType: .alert, priority: .immediate,
                                      apnsID: UUID(), expiration: 1_790_000_000, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8)))
     }
 

@@ -3,7 +3,7 @@ import NimbusSupport
 
 /// The relay protocol's bodies (docs/push.md "The relay"). `POST /v1/push` carries one `APNsRequest`
 /// as a JSON object; a 200 answer carries APNs' answer, error statuses included (410 and 400
-/// `BadDeviceToken` say the device token is dead). Relay-level errors use the CloudKit error shape.
+/// `BadDeviceToken` say the device token is dead: the sender's retry policy reads status and reason). Relay-level errors use the CloudKit error shape.
 package enum RelayWire {
     package static let pushPath = "/v1/push"
     /// The largest request body the relay reads: a 4,096-byte payload in base64url and the fields.
@@ -76,7 +76,6 @@ package enum RelayWire {
         if let apnsID = response.apnsID { object["apnsID"] = .string(apnsID.uuidString.lowercased()) }
         if let timestamp = response.unregisteredAt { object["timestamp"] = .integer(timestamp) }
         if let retryAfter = response.retryAfterSeconds { object["retryAfter"] = .integer(Int64(retryAfter)) }
-        if response.disposition == .removeRegistration { object["deviceTokenDead"] = .bool(true) }
         return JSONValue.object(object).serialized()
     }
 

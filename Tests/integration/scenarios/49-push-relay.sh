@@ -3,13 +3,14 @@
 # binary, with nothing but openssl and curl on the client side (the signing rule is implementable
 # by hand; RelayEndToEndTests covers forwarding to the APNs stand-in).
 #
-# - `nimbus relay` refuses to start without a usable APNs key, key id or team id (exit 64 naming the
-#   flag), on a bad --listen (64), and with an installation list others can read (exit 1, chmod 600).
+# - `nimbus relay` refuses to start without --topics or a usable APNs key, key id or team id (exit 64
+#   naming the flag), on a bad --listen (64), and with an installation list others can read (exit 1, chmod 600).
 # - `relay installation add NAME` prints id and secret once; the list stores neither the secret nor
 #   anything readable by others; a taken or malformed name is refused; `list` shows names and
 #   revocations; `revoke` of an unknown name exits 1.
 # - The running relay: unsigned 401 AUTHENTICATION_REQUIRED; a wrong signature, a stale timestamp, a
-#   replayed request and a revoked installation 401 AUTHENTICATION_FAILED; a malformed push 400; a
+#   replayed request and a revoked installation 401 AUTHENTICATION_FAILED; a malformed push, or one
+#   for a topic not in --topics, 400; a
 #   good push with APNs unreachable 503 TRY_AGAIN_LATER with apnsFailure; an installation added
 #   while it runs is accepted without a restart; SIGTERM exits 0; no token, payload or secret is in
 #   the data directory or the log.
@@ -19,13 +20,13 @@ OPENSSL=$(find_tool openssl) || fail "openssl is required"
 DATA="$TEST_TMP/relay-data"
 KEY="$TEST_TMP/key.p8"
 "$OPENSSL" genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$KEY" 2>/dev/null || fail "openssl genpkey failed"
-KEYARGS=(--apns-key-file "$KEY" --apns-key-id KEY1234567 --apns-team-id TEAM123456)
+KEYARGS=(--topics com.example.App --apns-key-file "$KEY" --apns-key-id KEY1234567 --apns-team-id TEAM123456)
 
 relay_cli() { "$NIMBUS_BIN" relay "$@" --data-dir "$DATA"; }
 
 note "help and refusals at start"
 help=$("$NIMBUS_BIN" relay --help)
-for needle in --apns-key-file --apns-key-id --apns-team-id --apns-url --apns-ca-file --pushes-per-minute NIMBUS_RELAY_PUSHES_PER_MINUTE "installation add"; do
+for needle in --topics NIMBUS_RELAY_TOPICS --apns-key-file --apns-key-id --apns-team-id --apns-url --apns-ca-file --pushes-per-minute NIMBUS_RELAY_PUSHES_PER_MINUTE "installation add"; do
   grep -q -F -- "$needle" <<<"$help" || fail "relay --help does not list $needle"
 done
 "$NIMBUS_BIN" --help | grep -q "relay" || fail "nimbus --help does not list relay"
@@ -40,10 +41,12 @@ expect_exit() { # STATUS TEXT ARGS...: nimbus relay ARGS exits STATUS, its error
   [[ $err == *"$text"* ]] || fail "relay $*: the error does not say '$text': $err"
   ok "relay refuses ($want): $text"
 }
-expect_exit 64 "--apns-key-file" --data-dir "$DATA" --listen 127.0.0.1:0
-expect_exit 64 "--apns-key-id" --data-dir "$DATA" --listen 127.0.0.1:0 --apns-key-file "$KEY" --apns-team-id TEAM123456
+expect_exit 64 "--topics" --data-dir "$DATA" --listen 127.0.0.1:0 --apns-key-file "$KEY" --apns-key-id KEY1234567 --apns-team-id TEAM123456
+expect_exit 64 "not a bundle id" --data-dir "$DATA" --listen 127.0.0.1:0 --topics "com.example App" --apns-key-file "$KEY"
+expect_exit 64 "--apns-key-file" --data-dir "$DATA" --listen 127.0.0.1:0 --topics com.example.App
+expect_exit 64 "--apns-key-id" --data-dir "$DATA" --listen 127.0.0.1:0 --topics com.example.App --apns-key-file "$KEY" --apns-team-id TEAM123456
 echo "not a key" >"$TEST_TMP/bad.p8"
-expect_exit 64 "--apns-key-file" --data-dir "$DATA" --listen 127.0.0.1:0 --apns-key-file "$TEST_TMP/bad.p8" --apns-key-id K --apns-team-id T
+expect_exit 64 "--apns-key-file" --data-dir "$DATA" --listen 127.0.0.1:0 --topics com.example.App --apns-key-file "$TEST_TMP/bad.p8" --apns-key-id K --apns-team-id T
 expect_exit 64 "--listen" --data-dir "$DATA" --listen nowhere "${KEYARGS[@]}"
 expect_exit 64 "https" --data-dir "$DATA" --listen 127.0.0.1:0 "${KEYARGS[@]}" --apns-url http://127.0.0.1:1
 
@@ -112,7 +115,11 @@ request POST /v1/push --data-binary "$PUSH"
 expect_status 401 "unsigned"; expect_error_body AUTHENTICATION_REQUIRED
 push "$SECRET" "$ID" "$NOW" nonce-aaaaaaaaaaaaaaaa4 '{"deviceToken":"a1"}'
 expect_status 400 "a malformed push"; expect_error_body BAD_REQUEST
-ok "unsigned 401 AUTHENTICATION_REQUIRED; replay, stale, wrong secret 401 AUTHENTICATION_FAILED; malformed 400"
+push "$SECRET" "$ID" "$NOW" nonce-aaaaaaaaaaaaaaaa6 "${PUSH/com.example.App/com.example.Other}"
+expect_status 400 "another topic"; expect_error_body BAD_REQUEST
+[[ $(json_field reason) == *"does not push to com.example.Other"* ]] || fail "another topic's reason: $HTTP_BODY"
+
+ok "unsigned 401 AUTHENTICATION_REQUIRED; replay, stale, wrong secret 401 AUTHENTICATION_FAILED; malformed or another topic 400"
 
 out=$(relay_cli installation add op2 --output "$TEST_TMP/op2.credentials") || fail "add op2 --output: $out"
 [ "$(stat -c %a "$TEST_TMP/op2.credentials")" = 600 ] || fail "the credentials file is not 0600"
