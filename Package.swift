@@ -94,7 +94,6 @@ let package = Package(
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPushTests", dependencies: ["NimbusPush", "NimbusSupport", "CCrypto"], swiftSettings: swiftSettings),
-        .testTarget(name: "NimbusRelayTests", dependencies: ["NimbusRelay", "NimbusPush", "NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusSupport"], swiftSettings: swiftSettings),
         // What the database tests share: a migrated throwaway database with an open store.
         .target(name: "NimbusTestSupport", dependencies: ["NimbusStore", "NimbusPostgres", "NimbusCore"], path: "Tests/NimbusTestSupport",
@@ -112,6 +111,7 @@ let package = Package(
         ),
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusKitCKTests", dependencies: ["NimbusKitCK", "NimbusKit"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusRelayTests", dependencies: ["NimbusRelay", "NimbusPush", "NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]
 )
