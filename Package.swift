@@ -49,6 +49,8 @@ let package = Package(
         .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         // The APNs client: provider tokens and HTTP/2 sends; no database, no sync domain.
         .target(name: "NimbusPush", dependencies: ["NimbusSupport", "CCurl", "CCrypto"], swiftSettings: swiftSettings),
+        // The publisher's push relay (`nimbus relay`): installations, signed requests, forwarding to APNs.
+        .target(name: "NimbusRelay", dependencies: ["NimbusHTTP", "NimbusPush", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
         // The outbox's sender: the only code that joins the store (claims, outcomes) to APNs (curl).
         .target(name: "NimbusPushSender", dependencies: ["NimbusPush", "NimbusStore", "NimbusCore", "NimbusSupport"], swiftSettings: swiftSettings),
@@ -69,7 +71,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "nimbus",
-            dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusPush", "NimbusPushSender", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
+            dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusPush", "NimbusPushSender", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux",
+                           "NimbusRelay"],
             swiftSettings: swiftSettings
         ),
         // The client side: Foundation only, imports no server target (and no server target imports it).
@@ -112,6 +115,7 @@ let package = Package(
         ),
         .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusKitCKTests", dependencies: ["NimbusKitCK", "NimbusKit"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusRelayTests", dependencies: ["NimbusRelay", "NimbusPush", "NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]
 )

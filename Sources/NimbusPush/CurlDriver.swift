@@ -3,7 +3,8 @@ import Dispatch
 import Foundation
 import NimbusSupport
 
-/// One thread running libcurl's multi interface for every APNs request of a client.
+/// One thread running libcurl's multi interface for every request of a client (APNs' `CurlTransfer`s,
+/// the relay client's `CurlExchange`s).
 ///
 /// The multi handle keeps one HTTP/2 connection per host and multiplexes concurrent requests on it as
 /// streams (CURLMOPT_PIPELINING = CURLPIPE_MULTIPLEX, CURLMOPT_MAX_HOST_CONNECTIONS = 1, each transfer
@@ -15,12 +16,12 @@ final class CurlDriver: @unchecked Sendable {
     // @unchecked: `multi` and `running` are touched only by the driver thread (from `run` until it
     // ends, after which nobody does); `inbox` is behind its lock; `curl_multi_wakeup` is thread-safe.
     private let multi: UnsafeMutableRawPointer
-    private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var running: [UnsafeMutableRawPointer: any CurlDriven] = [:]
     private let inbox = Lock(Inbox())
     private let exited = DispatchSemaphore(value: 0)
 
     private struct Inbox {
-        var pending: [CurlTransfer] = []
+        var pending: [any CurlDriven] = []
         var stopping = false
     }
 
@@ -28,13 +29,14 @@ final class CurlDriver: @unchecked Sendable {
     /// notices a stop even if a wake-up were lost.
     private static let maxPollMilliseconds: Int32 = 1000
 
-    init(maxConcurrentStreams: Int) throws(APNsClient.StartError) {
+    /// `maxHostConnections` 1 for APNs (HTTP/2: one connection, many streams); more for an HTTP/1.1 peer.
+    init(maxConcurrentStreams: Int, maxHostConnections: Int = 1, threadName: String = "apns-curl") throws(APNsClient.StartError) {
         if let problem = Curl.initialisation { throw APNsClient.StartError(description: problem) }
         guard let multi = curl_multi_init() else { throw APNsClient.StartError(description: "curl_multi_init failed") }
         self.multi = multi
         let settings: [(CURLMoption, Int, String)] = [
             (CURLMOPT_PIPELINING, nimbus_CURLPIPE_MULTIPLEX, "multiplexing"),
-            (CURLMOPT_MAX_HOST_CONNECTIONS, 1, "one connection per host"),
+            (CURLMOPT_MAX_HOST_CONNECTIONS, maxHostConnections, "connections per host"),
             (CURLMOPT_MAX_CONCURRENT_STREAMS, maxConcurrentStreams, "concurrent streams"),
         ]
         for (option, value, what) in settings {
@@ -45,12 +47,12 @@ final class CurlDriver: @unchecked Sendable {
             }
         }
         let thread = Thread { [self] in run() }
-        thread.name = "apns-curl"
+        thread.name = threadName
         thread.start()
     }
 
     /// Queues a transfer; false when the driver is stopping (the transfer was not taken).
-    func submit(_ transfer: CurlTransfer) -> Bool {
+    func submit(_ transfer: any CurlDriven) -> Bool {
         inbox.withLock { inbox in
             guard !inbox.stopping else { return false }
             inbox.pending.append(transfer)
@@ -84,7 +86,7 @@ final class CurlDriver: @unchecked Sendable {
                 return (inbox.pending, inbox.stopping)
             }
             if stopping {
-                for transfer in arrived { transfer.finish(.failure(.shutDown)) }
+                for transfer in arrived { transfer.fail(.shutDown) }
                 break
             }
             for transfer in arrived {
@@ -92,7 +94,7 @@ final class CurlDriver: @unchecked Sendable {
                 if code == CURLM_OK {
                     running[transfer.handle] = transfer
                 } else {
-                    transfer.finish(.failure(.invalidRequest("curl_multi_add_handle: \(Curl.message(code))")))
+                    transfer.fail(.invalidRequest("curl_multi_add_handle: \(Curl.message(code))"))
                 }
             }
             var active: Int32 = 0
@@ -105,7 +107,7 @@ final class CurlDriver: @unchecked Sendable {
         }
         for (handle, transfer) in running {
             curl_multi_remove_handle(multi, handle)
-            transfer.finish(.failure(.shutDown))
+            transfer.fail(.shutDown)
         }
         running.removeAll()
         _ = inbox.withLock { _ in curl_multi_cleanup(multi) }
@@ -123,4 +125,17 @@ final class CurlDriver: @unchecked Sendable {
             running.removeValue(forKey: handle)?.complete(code)
         }
     }
+}
+
+/// A transfer the driver runs: its easy handle, completed once with libcurl's result or failed without one.
+protocol CurlDriven: AnyObject, Sendable {
+    var handle: UnsafeMutableRawPointer { get }
+    /// libcurl finished the transfer with `code` (driver thread).
+    func complete(_ code: CURLcode)
+    /// The transfer ends without an answer (shut down, or libcurl refused it).
+    func fail(_ error: APNsClientError)
+}
+
+extension CurlTransfer: CurlDriven {
+    func fail(_ error: APNsClientError) { finish(.failure(error)) }
 }

@@ -29,6 +29,7 @@ struct Nimbus {
             ("import", "Load a directory written by export into a user (of this or another server)."),
             ("db-url", "Print the database's libpq URL, for psql and pg_dump."),
             ("stats", "Show records, tombstones, assets and each device's last sync per user and container."),
+            ("relay", "Run the push relay for an app you publish; manage its installations."),
             ("version", "Print the version."),
         ]
     )
@@ -84,6 +85,8 @@ struct Nimbus {
                 exit(try await BackupCommands.databaseURL(arguments))
             case "stats":
                 exit(try await PruneCommands.stats(arguments))
+            case "relay":
+                exit(try await RelayCommand.run(arguments))
             case "version", "--version":
                 print("nimbus \(version)")
                 exit(0)

@@ -10,7 +10,7 @@ extension PushOptions {
         case .off:
             return nil
         case .relay:
-            throw UsageError(message: "--push relay is not available yet; use --push direct with your own APNs key", command: "serve")
+            return try PushRelayOptions.transport(arguments)
         case .direct:
             return try makeAPNsClient(arguments, settings: settings)
         }

@@ -54,7 +54,7 @@ enum ServeCommand {
                        help: "How long an asset no record references is kept."),
             OptionSpec(name: "drain-timeout", valueName: "seconds", environment: "NIMBUS_DRAIN_TIMEOUT", defaultValue: "10",
                        help: "On shutdown, how long in-flight requests may take to finish."),
-        ] + PushOptions.specs + limitOptions
+        ] + PushOptions.specs + PushRelayOptions.specs + limitOptions
     )
 
     static func run(_ argv: [String]) async throws -> Int32 {

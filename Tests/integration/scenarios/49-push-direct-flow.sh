@@ -40,7 +40,7 @@ expect_refusal "the public half as the key" "--apns-key-file" \
   --push direct --apns-topics "$TOPICS" --apns-key-file "$APNS_PUB" --apns-key-id K1 --apns-team-id T1
 expect_refusal "a key id that is not one" "key id" --push direct --apns-topics "$TOPICS" --apns-key-file "$APNS_KEY" --apns-key-id "K 1" --apns-team-id T1
 expect_refusal "an APNs URL with a path" "--apns-url" "${PUSH_FLAGS[@]}" --apns-url https://127.0.0.1:1/3/device
-expect_refusal "--push relay" "--push relay is not available yet" --push relay --apns-topics "$TOPICS"
+expect_refusal "--push relay without its URL" "--push-relay-url" --push relay --apns-topics "$TOPICS"
 err=$(NIMBUS_PUSH=direct NIMBUS_APNS_TOPICS="$TOPICS" NIMBUS_APNS_KEY_FILE="$APNS_KEY" NIMBUS_APNS_TEAM_ID=T1 \
   timeout 30 "$NIMBUS_BIN" serve --listen 127.0.0.1:0 --database-url postgresql://127.0.0.1:1/x 2>&1 >/dev/null)
 [ $? = 64 ] && [[ $err == *"--apns-key-id"* ]] || fail "the environment's settings without a key id were not refused: $err"
