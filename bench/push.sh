@@ -22,17 +22,18 @@
 #    its writing device creates BENCH_DRAIN_RECORDS records in one request: the outbox fills with
 #    records × devices pushes in one commit; pushes/s is counted at the stand-in (first to last
 #    arrival) and set beside the h2load ceiling (target ≥ 0.5×).
-# 6. Latency: a user with BENCH_RATE_DEVICES registered devices; creates paced at
-#    BENCH_RATE / BENCH_RATE_DEVICES per second for BENCH_RATE_SECONDS (bench/pushload.py paced):
-#    BENCH_RATE pushes/s offered. Per push: stand-in arrival − the write's answer (the commit that
-#    queued it is just before) and − the write's send. Target p99 ≤ 250 ms at 1,000 pushes/s.
+# 6. Latency: a user with BENCH_RATE_DEVICES registered devices (SQL); for each RATE of BENCH_RATES,
+#    creates paced at RATE / BENCH_RATE_DEVICES per second for BENCH_RATE_SECONDS over 16 keep-alive
+#    connections (bench/pushload.py paced): RATE pushes/s offered. Per push: stand-in arrival − the
+#    write's answer (the commit that queued it is just before) and − the write's send; the rate the
+#    client reached and the CPU of nimbus, the stand-in and PostgreSQL. Target p99 ≤ 250 ms at 1,000/s.
 # 7. Added write latency: users P (2 devices registered through tokens/register) and Q (none), both
 #    with the same subscription; BENCH_PAIR creates each, alternating P and Q, one at a time:
 #    p50/p99 of each and the p99 ratio (target ≤ 1.10).
 # 8. A summary with the machine's load average before and after.
 #
 # Knobs (environment): BENCH_H2_REQUESTS=20000 BENCH_H2_STREAMS=100 BENCH_DRAIN_DEVICES=200
-#   BENCH_DRAIN_RECORDS=100 BENCH_RATE=1000 BENCH_RATE_DEVICES=10 BENCH_RATE_SECONDS=10 BENCH_PAIR=1000
+#   BENCH_DRAIN_RECORDS=100 BENCH_RATES='1000 500' BENCH_RATE_DEVICES=10 BENCH_RATE_SECONDS=10 BENCH_PAIR=1000
 #   BENCH_BULK=100000 BENCH_BULK_USERS=1000 BENCH_WARM=200
 #   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1 (keep the temp dir)
 #   BENCH_NIMBUS_BIN=path (measure that binary instead of building the release one)
@@ -54,13 +55,13 @@ done
 if [ -n "$SMOKE" ]; then
   H2_REQUESTS=${BENCH_H2_REQUESTS:-500} H2_STREAMS=${BENCH_H2_STREAMS:-20}
   DRAIN_DEVICES=${BENCH_DRAIN_DEVICES:-20} DRAIN_RECORDS=${BENCH_DRAIN_RECORDS:-10}
-  RATE=${BENCH_RATE:-40} RATE_DEVICES=${BENCH_RATE_DEVICES:-2} RATE_SECONDS=${BENCH_RATE_SECONDS:-2}
-  PAIR=${BENCH_PAIR:-30} BULK=${BENCH_BULK:-1000} BULK_USERS=${BENCH_BULK_USERS:-10} WARM=${BENCH_WARM:-10}
+  RATE_DEVICES=${BENCH_RATE_DEVICES:-2} RATE_SECONDS=${BENCH_RATE_SECONDS:-2}
+  RATES=${BENCH_RATES:-40} PAIR=${BENCH_PAIR:-30} BULK=${BENCH_BULK:-1000} BULK_USERS=${BENCH_BULK_USERS:-10} WARM=${BENCH_WARM:-10}
 else
   H2_REQUESTS=${BENCH_H2_REQUESTS:-20000} H2_STREAMS=${BENCH_H2_STREAMS:-100}
   DRAIN_DEVICES=${BENCH_DRAIN_DEVICES:-200} DRAIN_RECORDS=${BENCH_DRAIN_RECORDS:-100}
-  RATE=${BENCH_RATE:-1000} RATE_DEVICES=${BENCH_RATE_DEVICES:-10} RATE_SECONDS=${BENCH_RATE_SECONDS:-10}
-  PAIR=${BENCH_PAIR:-1000} BULK=${BENCH_BULK:-100000} BULK_USERS=${BENCH_BULK_USERS:-1000} WARM=${BENCH_WARM:-200}
+  RATE_DEVICES=${BENCH_RATE_DEVICES:-10} RATE_SECONDS=${BENCH_RATE_SECONDS:-10}
+  RATES=${BENCH_RATES:-"1000 500"} PAIR=${BENCH_PAIR:-1000} BULK=${BENCH_BULK:-100000} BULK_USERS=${BENCH_BULK_USERS:-1000} WARM=${BENCH_WARM:-200}
 fi
 CONTAINER=iCloud.com.mirxa.AppLocker BUNDLE=com.mirxa.AppLocker
 API=/database/1/$CONTAINER/development/private
@@ -166,6 +167,22 @@ h2_rate=$(field "$h2_ref" rate)
 
 # ---------------------------------------------------------------- helpers
 rss_kb() { awk '/^VmRSS:/ {print $2; exit}' "/proc/$1/status" 2>/dev/null || echo 0; }
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+# cpu_snapshot: "nimbus stand-in postgres machine" CPU ticks (postgres: the postmaster and its
+# children, the backends; machine: /proc/stat, all cores) and the time in ms.
+cpu_snapshot() {
+  local pg=0 p postmaster
+  postmaster=$(pg_pid)
+  for p in $postmaster $(cat "/proc/$postmaster/task/$postmaster/children" 2>/dev/null); do pg=$((pg + $(proc_ticks "$p"))); done
+  echo "$(proc_ticks "$NIMBUS_PID") $(proc_ticks "$STANDIN_PID") $pg $(machine_busy) $(date +%s%3N)"
+}
+# cpu_share BEFORE AFTER: "nimbus N% stand-in S% postgres P% machine M%" (of one core; machine of all $(nproc)).
+cpu_share() {
+  awk -v a="$1" -v b="$2" -v hz="$CLK_TCK" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); s = (y[5] - x[5]) / 1000; if (s <= 0) s = 1
+    printf "nimbus %.0f%% stand-in %.0f%% postgres %.0f%% machine %.0f%%", (y[1] - x[1]) / hz / s * 100,
+      (y[2] - x[2]) / hz / s * 100, (y[3] - x[3]) / hz / s * 100, (y[4] - x[4]) / hz / s * 100 }'
+}
 PUSH_FLAGS=(--push direct --apns-key-file "$APNS_KEY" --apns-key-id "$APNS_KEY_ID" --apns-team-id "$APNS_TEAM_ID"
             --apns-topics "$CONTAINER=$BUNDLE" --apns-url "$STANDIN_URL" --apns-ca-file "$STANDIN_CA")
 SERVERS=0
@@ -269,29 +286,36 @@ for ((i = 0; i < DRAIN_RECORDS; i++)); do
   ops+="${ops:+,}{\"operationType\":\"create\",\"record\":{\"recordName\":\"drain-$i\",\"recordType\":\"BlockedAppEvent\",\"fields\":{\"appName\":{\"value\":\"bench drain $i\"}}}}"
 done
 say "drain: $DRAIN_RECORDS creates in one request x $DRAIN_DEVICES registered devices = $DRAIN_PUSHES pushes"
+cpu_a=$(cpu_snapshot)
 t_write=$(date +%s%3N)
 api "$DRAIN_TOKEN" records/modify "{\"operations\":[$ops]}"
 t_acked=$(date +%s%3N)
 outbox_after_write=$(psql -d nimbus -At -c 'SELECT count(*) FROM push_outbox')
 wait_pushes drain "$DRAIN_PUSHES" $(( SMOKE ? 20 : 120 )) || say "drain: only part of the pushes arrived within the time limit"
+cpu_b=$(cpu_snapshot)
+drain_cpu=$(cpu_share "$cpu_a" "$cpu_b")
 drain_out=$($LOAD drain "$STANDIN_LOG" drain)
 drain_rate=$(field "$drain_out" rate) drain_n=$(field "$drain_out" pushes) drain_ok=$(field "$drain_out" ok)
 drain_from_ack=$(( $(field "$drain_out" last) - t_acked ))
 say "drain: $drain_out (write took $((t_acked - t_write)) ms; outbox after it: $outbox_after_write)"
 
-# ---------------------------------------------------------------- 6. latency at a fixed offered rate
-write_rate=$(awk -v r="$RATE" -v d="$RATE_DEVICES" 'BEGIN {print r / d}')
-say "latency: $write_rate creates/s x $RATE_DEVICES devices = $RATE pushes/s offered for $RATE_SECONDS s"
-cpu0=$(proc_ticks "$NIMBUS_PID"); busy0=$(machine_busy)
-paced_out=$($LOAD paced "$PORT" "$MODIFY_PATH" "$RATE_TOKEN" "$write_rate" "$RATE_SECONDS" rate "$WORK/rate.writes" 8)
-cpu1=$(proc_ticks "$NIMBUS_PID"); busy1=$(machine_busy)
-wait_pushes rate "$(( $(field "$paced_out" sent) * RATE_DEVICES ))" 30 || say "latency: not every push arrived within 30 s"
-lat_out=$($LOAD latency "$STANDIN_LOG" "$WORK/rate.writes" rate)
-say "latency: client: $paced_out; $(tr '\n' ';' <<<"$lat_out")"
-lat_ack=$(grep '^ack' <<<"$lat_out") lat_send=$(grep '^send' <<<"$lat_out") lat_head=$(grep '^pushes' <<<"$lat_out")
-CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
-nimbus_cpu=$(awk -v t=$((cpu1 - cpu0)) -v hz="$CLK_TCK" -v s="$RATE_SECONDS" 'BEGIN {printf "%.0f", t / hz / s * 100}')
-machine_cpu=$(awk -v t=$((busy1 - busy0)) -v hz="$CLK_TCK" -v s="$RATE_SECONDS" 'BEGIN {printf "%.0f", t / hz / s * 100}')
+# ---------------------------------------------------------------- 6. latency at fixed offered rates
+# One run per rate in RATES (the first is the target's); the rate user's RATE_DEVICES devices.
+RUNS=0
+for rate in $RATES; do
+  RUNS=$((RUNS + 1))
+  write_rate=$(awk -v r="$rate" -v d="$RATE_DEVICES" 'BEGIN {print r / d}')
+  say "latency: $write_rate creates/s x $RATE_DEVICES devices = $rate pushes/s offered for $RATE_SECONDS s"
+  cpu_a=$(cpu_snapshot)
+  paced_out=$($LOAD paced "$PORT" "$MODIFY_PATH" "$RATE_TOKEN" "$write_rate" "$RATE_SECONDS" "rate$RUNS" "$WORK/rate$RUNS.writes" 16)
+  cpu_b=$(cpu_snapshot)
+  wait_pushes "rate$RUNS" "$(( $(field "$paced_out" sent) * RATE_DEVICES ))" 30 || say "latency: not every push arrived within 30 s"
+  lat_out=$($LOAD latency "$STANDIN_LOG" "$WORK/rate$RUNS.writes" "rate$RUNS")
+  say "latency: client: $paced_out; $(tr '\n' ';' <<<"$lat_out")"
+  eval "lat${RUNS}_rate=$rate lat${RUNS}_writes=$write_rate"
+  eval "lat${RUNS}_ack='$(grep '^ack' <<<"$lat_out")' lat${RUNS}_send='$(grep '^send' <<<"$lat_out")'"
+  eval "lat${RUNS}_head='$(grep '^pushes' <<<"$lat_out")' lat${RUNS}_client='$paced_out' lat${RUNS}_cpu='$(cpu_share "$cpu_a" "$cpu_b")'"
+done
 
 # ---------------------------------------------------------------- 7. added write latency
 say "write latency: $PAIR creates each through P (2 registered devices) and Q (none), alternating"
@@ -327,13 +351,16 @@ ratio=$(awk -v a="$drain_rate" -v b="$h2_rate" 'BEGIN {printf "%.2f", (b > 0 ? a
   echo "nimbus → stand-in drain ($DRAIN_RECORDS creates in one request × $DRAIN_DEVICES devices; outbox $outbox_after_write rows at the commit):"
   echo "  $drain_rate pushes/s at the stand-in ($drain_n pushes, $drain_ok answered 200; median payload $(field "$drain_out" payload_bytes) B;" \
        "up to $(field "$drain_out" max_streams) streams open; last push $drain_from_ack ms after the write's answer)"
+  echo "  CPU while draining (% of one core): $drain_cpu"
   echo "  ratio to the h2load ceiling: $ratio (target >= 0.5: $(verdict "$ratio >= 0.5"))"
-  echo "enqueue → stand-in latency at $RATE pushes/s offered ($write_rate creates/s × $RATE_DEVICES devices, $RATE_SECONDS s):"
-  echo "  $lat_head"
-  echo "  from the write's answer, ms: $lat_ack"
-  echo "  from the write's send,   ms: $lat_send"
-  echo "  p99 (from the answer) $(field "$lat_ack" p99) ms (target <= 250: $(verdict "$(field "$lat_ack" p99) <= 250"));" \
-       "client: $paced_out; CPU: nimbus ${nimbus_cpu}% of a core, machine ${machine_cpu}% (of $(( $(nproc) * 100 ))%)"
+  echo "enqueue → stand-in latency, ms (per push: stand-in arrival − the write's answer [ack], − the write's send [send]):"
+  for ((n = 1; n <= RUNS; n++)); do
+    eval "r=\$lat${n}_rate w=\$lat${n}_writes ack=\$lat${n}_ack send=\$lat${n}_send head=\$lat${n}_head client=\$lat${n}_client cpu=\$lat${n}_cpu"
+    echo "  offered $r pushes/s ($w creates/s × $RATE_DEVICES devices, $RATE_SECONDS s): $ack; $send"
+    echo "    stand-in: $head; client: $client; CPU: $cpu"
+  done
+  echo "  p99 at $lat1_rate pushes/s offered: $(field "$lat1_ack" p99) ms (target <= 250 at 1,000/s: $(verdict "$(field "$lat1_ack" p99) <= 250"));" \
+       "pushes/s reached at the stand-in: $(field "$lat1_head" rate)"
   echo "added write latency (records/modify, one create, one at a time, $PAIR each, alternating), ms:"
   echo "  queues pushes for 2 devices: $(cut -d' ' -f2- <<<"$pa")"
   echo "  no registered device:        $(cut -d' ' -f2- <<<"$pb")"
@@ -354,13 +381,17 @@ ratio=$(awk -v a="$drain_rate" -v b="$h2_rate" 'BEGIN {printf "%.2f", (b > 0 ? a
 # The pipeline checks (every run): the figures exist and every push arrived.
 fails=()
 [ "${drain_ok:-0}" -ge "$DRAIN_PUSHES" ] || fails+=("drain: $drain_ok of $DRAIN_PUSHES pushes answered 200")
-[ "$(field "$lat_head" unpushed)" = 0 ] || fails+=("latency: writes without a push: $lat_head")
-[ "$(field "$lat_head" pushes)" -gt 0 ] 2>/dev/null || fails+=("latency: no push matched a write")
+for ((n = 1; n <= RUNS; n++)); do
+  eval "head=\$lat${n}_head client=\$lat${n}_client"
+  [ "$(field "$head" unpushed)" = 0 ] || fails+=("latency: writes without a push: $head")
+  [ "$(field "$head" pushes)" -gt 0 ] 2>/dev/null || fails+=("latency: no push matched a write")
+  [ "$(field "$client" non200)" = 0 ] || fails+=("latency: some writes were not 200: $client")
+done
 [ "${pair_pushes:-0}" -ge $(( $(field "$pa" n) * 2 )) ] || fails+=("write latency: $pair_pushes pushes of $(( $(field "$pa" n) * 2 ))")
 for v in h2_rate drain_rate rss_none rss_bulk pair_ratio; do
   [ -n "${!v}" ] && [ "${!v}" != 0 ] && [ "${!v}" != 0.00 ] || fails+=("figure $v missing")
 done
-[ "$(field "$paced_out" non200)" = 0 ] && [ "$(field "$pair_out" non200)" = 0 ] || fails+=("some writes were not 200")
+[ "$(field "$pair_out" non200)" = 0 ] || fails+=("write latency: some writes were not 200")
 if ((${#fails[@]})); then
   printf '%s\n' "${fails[@]}" | while read -r f; do say "FAILED: $f"; done
   exit 1
