@@ -86,7 +86,10 @@ stop_own_processes() {
   stop_pid "$LOAD_PID" TERM 5
   stop_pid "$NIMBUS_PID" TERM 30
   stop_pid "$STANDIN_PID" TERM 10
-  stop_pid "$WATCHDOG_PID" TERM 2
+  if [ -n "$WATCHDOG_PID" ]; then  # its sleep first, then the watchdog itself
+    for p in $(cat "/proc/$WATCHDOG_PID/task/$WATCHDOG_PID/children" 2>/dev/null); do kill -TERM "$p" 2>/dev/null || true; done
+    stop_pid "$WATCHDOG_PID" TERM 2
+  fi
 }
 on_exit_stop stop_own_processes
 
