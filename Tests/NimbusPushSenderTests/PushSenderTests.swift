@@ -56,10 +56,10 @@ import Testing
 
     @Test func aWrittenNotificationIsSentAtOnceAsItsAlert() async throws {
         let transport = ScriptedTransport()
-        let start = Date()
+        // `run` gives the sender 10 s from the write (the fixture's set-up before it can take longer
+        // than that under a parallel suite, so the bound is not measured from here).
         try await Self.run(transport) { !transport.requests.isEmpty }
         let request = try #require(transport.requests.first)
-        #expect(Date().timeIntervalSince(start) < 10)
         #expect(transport.requests.count == 1)
         #expect(request.deviceToken == Self.phoneToken && request.topic == "com.test.App")
         #expect(request.pushType == .alert && request.priority == .immediate && request.environment == .production)
