@@ -15,12 +15,17 @@ let package = Package(
     platforms: [.macOS(.v13)],
     targets: [
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "NimbusSupport", swiftSettings: swiftSettings),
         .systemLibrary(name: "CLinux"),
         .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CLinux"], swiftSettings: swiftSettings),
         .target(name: "NimbusPostgres", dependencies: ["NimbusSupport", "CLibPQ", "CLinux"], swiftSettings: swiftSettings),
         .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
+        .target(name: "NimbusPush", dependencies: ["NimbusSupport", "CCurl", "CCrypto"], swiftSettings: swiftSettings),
+        .target(name: "NimbusRelay", dependencies: ["NimbusHTTP", "NimbusPush", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(name: "NimbusStore", dependencies: ["NimbusCore", "NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
+        .target(name: "NimbusPushSender", dependencies: ["NimbusPush", "NimbusStore", "NimbusCore", "NimbusSupport"], swiftSettings: swiftSettings),
         .target(name: "NimbusAPI", dependencies: ["NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
                 resources: [.embedInCode("Resources/openapi.json")], swiftSettings: swiftSettings),
         .target(name: "NimbusAdmin", dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport"],
@@ -28,7 +33,8 @@ let package = Package(
                             "pages-operations.js", "pages-push.js"].map { .embedInCode("Resources/" + $0) },  // as in ../Package.swift
                 swiftSettings: swiftSettings),
         .executableTarget(name: "nimbus",
-                          dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusStore", "NimbusPostgres", "NimbusCore", "NimbusSupport", "CLinux"],
+                          dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusPush", "NimbusPushSender", "NimbusStore", "NimbusPostgres",
+                                         "NimbusCore", "NimbusSupport", "CLinux", "NimbusRelay"],  // as in ../Package.swift
                           swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]

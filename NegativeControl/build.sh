@@ -13,12 +13,15 @@ root=$(dirname "$here")
 build_path=${1:-$root/.build-nc}
 rm -rf "$here/Sources"
 mkdir -p "$here/Sources/NimbusStore"
-for target in CLibPQ CLinux NimbusSupport NimbusHTTP NimbusPostgres NimbusCore NimbusAPI NimbusAdmin nimbus; do
+# Every server target (what Package.swift here declares); the client targets are not built.
+for target in CLibPQ CLinux CCurl CCrypto NimbusSupport NimbusHTTP NimbusPostgres NimbusCore NimbusPush NimbusRelay \
+    NimbusPushSender NimbusAPI NimbusAdmin nimbus; do
   ln -s "../../Sources/$target" "$here/Sources/$target"
 done
-for file in "$root"/Sources/NimbusStore/*.swift; do
-  [ "$(basename "$file")" = RecordWriteStrategies.swift ] && continue
-  ln -s "../../../Sources/NimbusStore/$(basename "$file")" "$here/Sources/NimbusStore/"
+# NimbusStore's files and folders (Push/…), all but the strategy list.
+for entry in "$root"/Sources/NimbusStore/*; do
+  [ "$(basename "$entry")" = RecordWriteStrategies.swift ] && continue
+  ln -s "../../../Sources/NimbusStore/$(basename "$entry")" "$here/Sources/NimbusStore/"
 done
 ln -s ../../NegativeControlWrite.swift ../../RecordWriteStrategies.swift "$here/Sources/NimbusStore/"
 swift build --package-path "$here" --product nimbus --build-path "$build_path" >&2

@@ -73,4 +73,22 @@ import NimbusSupport
         #expect(try JSONValue.parse(payload.bytes(maxBytes: whole)).objectValue?["nimbus"]?.objectValue?["fields"] != nil)
         #expect(try JSONValue.parse(payload.bytes(maxBytes: whole - 1)).objectValue?["nimbus"]?.objectValue?["fieldsOmitted"] == .bool(true))
     }
+
+    @Test func anAlertTooLongEvenWithoutFieldsHasItsTextsCutToFit() throws {
+        let title = String(repeating: "Ü", count: 1_500), body = String(repeating: "b", count: 900)
+        let fields: JSONObject = ["note": .object(["value": .string("n"), "type": .string("STRING")])]
+        let payload = PushPayload(kind: .alert, notification: notification(alert: ["title": .string(title), "body": .string(body)], fields: fields),
+                                  container: "c", environment: "production", cursor: "x", badge: false)
+        let bytes = payload.bytes(maxBytes: 4096)
+        #expect(bytes.count <= 4096)
+        #expect(bytes.count > 3_900, "cut to the limit, not far below it: \(bytes.count)")
+        let object = try #require(try JSONValue.parse(bytes).objectValue)
+        let shown = try #require(object["aps"]?.objectValue?["alert"]?.objectValue)
+        let cutTitle = try #require(shown["title"]?.stringValue)
+        #expect(cutTitle.hasSuffix("…") && title.hasPrefix(String(cutTitle.dropLast())))
+        #expect(shown["body"]?.stringValue.map { body.hasPrefix($0.replacingOccurrences(of: "…", with: "")) } == true)
+        let nimbus = try #require(object["nimbus"]?.objectValue)
+        #expect(nimbus["fieldsOmitted"] == .bool(true) && nimbus["cursor"] == .string("x"))
+        #expect(nimbus["alert"]?.objectValue?["title"] == .string(cutTitle), "the notification object carries the same cut text")
+    }
 }

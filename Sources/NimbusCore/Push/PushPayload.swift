@@ -22,13 +22,46 @@ package struct PushPayload: Sendable, Hashable {
         self.badge = badge
     }
 
-    /// The payload's bytes, at most `maxBytes` when it can be: a payload over it loses its `fields`
-    /// whole and says `"fieldsOmitted": true` (the app fetches). One still over it (a title of
-    /// kilobytes) is returned as it is, for APNs to refuse with 413 and the log to show.
+    /// The payload's bytes, at most `maxBytes`: a payload over it loses its `fields` whole and says
+    /// `"fieldsOmitted": true` (the app fetches); one still over it (a title of kilobytes) has its
+    /// alert's title and body cut, the longer first, each ending in "…", until it fits.
     package func bytes(maxBytes: Int) -> [UInt8] {
-        let whole = JSONValue.object(["aps": .object(aps), "nimbus": .object(nimbus(omittingFields: false))]).serialized()
-        guard whole.count > maxBytes, notification.objectValue?["fields"] != nil else { return whole }
-        return JSONValue.object(["aps": .object(aps), "nimbus": .object(nimbus(omittingFields: true))]).serialized()
+        var payload = self
+        var omitting = false
+        var bytes = payload.serialized(omittingFields: omitting)
+        if bytes.count > maxBytes, notification.objectValue?["fields"] != nil {
+            omitting = true
+            bytes = payload.serialized(omittingFields: omitting)
+        }
+        // The texts stand twice (in `aps` and in `nimbus`): each round cuts half the excess from one.
+        while bytes.count > maxBytes, let shortened = payload.cuttingAlertText(by: (bytes.count - maxBytes + 1) / 2) {
+            payload = shortened
+            bytes = payload.serialized(omittingFields: omitting)
+        }
+        return bytes
+    }
+
+    private func serialized(omittingFields: Bool) -> [UInt8] {
+        JSONValue.object(["aps": .object(aps), "nimbus": .object(nimbus(omittingFields: omittingFields))]).serialized()
+    }
+
+    /// This payload with the longer of the alert's title and body shorter by at least `excess`
+    /// UTF-8 bytes (whole characters, then "…"); nil when neither has anything left to cut.
+    private func cuttingAlertText(by excess: Int) -> PushPayload? {
+        guard var object = notification.objectValue, var alert = object["alert"]?.objectValue else { return nil }
+        let texts = ["title", "body"].compactMap { key in alert[key]?.stringValue.map { (key, $0) } }
+        guard let (key, text) = texts.max(by: { $0.1.utf8.count < $1.1.utf8.count }), text.utf8.count > 1 else { return nil }
+        var kept = Substring(text.hasSuffix("…") ? String(text.dropLast()) : text)
+        var removed = 0
+        while !kept.isEmpty, removed < excess {
+            removed += kept.last.map { String($0).utf8.count } ?? 0
+            kept = kept.dropLast()
+        }
+        alert[key] = .string(kept + "…")
+        object["alert"] = .object(alert)
+        var payload = self
+        payload.notification = .object(object)
+        return payload
     }
 
     /// `aps`: a background push holds only `content-available`; an alert its `alert` (title, body,
