@@ -19,9 +19,10 @@
 #   BENCH_IDLE_CONNECTIONS=5000 BENCH_HOLD_SECONDS=4 BENCH_EVENT_LOOPS= (nimbus default: cores)
 #   BENCH_NGINX_WORKERS=2 BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 set -euo pipefail
-# Servers started by the tests and benches put their admin console on a free port (several run at once).
-export NIMBUS_ADMIN_LISTEN=${NIMBUS_ADMIN_LISTEN:-127.0.0.1:0}
 cd "$(dirname "$0")/.."
+BENCH_NAME=bench
+# say, die, stop_pid, alive, machine_busy and the admin console's free port (NIMBUS_ADMIN_LISTEN).
+source bench/lib.sh
 source Tests/tools.sh  # find_tool: nginx is in /usr/sbin, off a normal user's PATH
 ROOT=$PWD
 
@@ -35,22 +36,8 @@ HOLD_SECONDS=${BENCH_HOLD_SECONDS:-4}
 EVENT_LOOPS=${BENCH_EVENT_LOOPS:-}
 NGINX_WORKERS=${BENCH_NGINX_WORKERS:-2}
 
-say() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
-
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" NIMBUS_PID="" NGINX_PID="" HOLD_PID="" DATA=""
-stop_pid() {  # stop_pid PID SIGNAL SECONDS: signal, wait, then SIGKILL
-  local pid=$1 sig=$2 secs=$3 i
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  kill "-$sig" "$pid" 2>/dev/null || true
-  for ((i = 0; i < secs * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "pid $pid did not stop after SIG$sig within ${secs}s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
 cluster_dir() {  # where nimbus put its embedded PostgreSQL cluster
   if [ -f "$DATA/postgres-location" ]; then printf '%s/postgres' "$(cat "$DATA/postgres-location")"
   else printf '%s/postgres' "$DATA"; fi
@@ -237,7 +224,6 @@ wrk_field() {  # wrk_field FILE rps|p50|p90|p99|requests|sockerr|non2xx
     non2xx) awk -F': *' '/Non-2xx or 3xx responses/ {print $2}' "$1" ;;
   esac
 }
-machine_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
 # CPU seconds of this shell's waited-for children (wrk): 'times' must run in this shell, not in $(...).
 children_cpu_s() {
   times >"$WORK/times"
