@@ -9,7 +9,7 @@ extension SyncEngine {
         while maxRequests.map({ requests < $0 }) ?? true {
             requests += 1
             if let retryAt, retryAt > Date() { return }
-            let batch = nextBatch()
+            let batch = await supplyRecords(for: nextBatch())  // the pull model's records (SyncEngine+Pull)
             guard !batch.isEmpty else { return }
             let done = await send(batch)
             if !done { return }
@@ -240,11 +240,11 @@ extension SyncEngine {
         sent.failed.append(failed)
     }
 
-    /// Saves the state after answers. It is replaced atomically but not fsync'd: answers need not
+    /// Saves the state after answers: appended to the journal but not fsync'd: answers need not
     /// survive a power cut, since entries sent again cannot duplicate. A failure to save is
     /// reported, and the answered entries are simply sent again later.
     func saveState() {
-        do { try stateFile.save(state, cache: encodingCache, durable: false) } catch { noteRequest(error as? NimbusError) }
+        do { try persist(durable: false) } catch { noteRequest(error as? NimbusError) }
     }
 
     private func report(_ sent: SentChanges) async {

@@ -1,8 +1,10 @@
 import Foundation
 
 /// Keeps a local store in sync with a Nimbus database, as CKSyncEngine does:
-/// - `enqueue` writes changes to a durable outbox (one state file, replaced atomically) before it
-///   returns; `sendChanges` delivers them with retries that cannot duplicate;
+/// - `enqueue` writes changes to a durable outbox (an append-only journal, one fsync per call)
+///   before it returns; `sendChanges` delivers them with retries that cannot duplicate. Changes
+///   are whole records (`.save(record)`) or, in the pull model, record IDs whose records the
+///   delegate supplies at send time (`enqueueSaves`);
 /// - `fetchChanges` brings the server's changes zone by zone, saving each zone's token only after
 ///   the delegate applied the batch;
 /// - `startLive` holds one long-poll for the device and fetches as soon as anything changes.
@@ -10,7 +12,7 @@ public actor SyncEngine {
     public let database: Database
     public nonisolated let conflictPolicy: ConflictPolicy
     weak var delegate: (any SyncEngineDelegate)?
-    let stateFile: SyncStateFile
+    let journal: SyncJournal
     var state: SyncState
     /// Outbox entries of a request in flight (by record), so that concurrent rounds never send one twice.
     var inFlight: Set<RecordID> = []
@@ -23,7 +25,6 @@ public actor SyncEngine {
     var fetchInProgress: Task<Void, any Error>?
     var automaticSending = false
     var statusContinuations: [UUID: AsyncStream<SyncStatus>.Continuation] = [:]
-    let encodingCache = OutboxEncodingCache()
     /// Positions of outbox entries by record (rebuilt when stale; see `outboxIndex`).
     var outboxPositions: [RecordID: Int]?
     /// Entries answered in the batch being applied, removed together at its end.
@@ -32,7 +33,8 @@ public actor SyncEngine {
     public var batchSize = 400
 
     /// Opens (or creates) the engine's state file. Changes left in it by an earlier run, even one
-    /// that was killed, are sent again; nothing accepted is lost and nothing is sent twice.
+    /// that was killed, are sent again; nothing accepted is lost and nothing is sent twice. A
+    /// state file of an earlier NimbusKit (one JSON document) is migrated to the journal.
     /// `retryBackoff` spaces retries after request-level failures (jittered, at least the
     /// server's `retryAfter`).
     public init(database: Database, stateURL: URL, delegate: any SyncEngineDelegate,
@@ -41,24 +43,33 @@ public actor SyncEngine {
         sendBackoff = retryBackoff
         self.conflictPolicy = conflictPolicy
         self.delegate = delegate
-        stateFile = SyncStateFile(url: stateURL)
-        state = try stateFile.load()
+        (journal, state) = try SyncJournal.open(stateURL)
     }
 
     // MARK: - Outbox
 
     /// Accepts local changes. When this returns they are on disk: a crash now loses none of
     /// them. A later change of a record replaces its pending one. With automatic sending
-    /// (`startLive`), sending starts at once.
+    /// (`startLive`), sending starts at once. Costs one journal append and one fsync, however
+    /// many changes are pending.
     public func enqueue(_ changes: [PendingChange]) throws {
         guard !changes.isEmpty else { return }
-        let before = state
-        var pending = Set(state.outbox.map(\.recordID))
-        for change in changes { merge(change, pending: &pending) }
+        // What to restore if the journal refuses the change (copying the state would copy the outbox).
+        var previous: [RecordID: OutboxEntry?] = [:]
+        let (failed, zones, sequence, answeredBefore) = (state.failed, state.zones, state.nextSequence, answered)
+        for change in changes {
+            if previous.index(forKey: change.recordID) == nil {
+                previous[change.recordID] = .some(state.outbox.entry(for: change.recordID))
+            }
+            merge(change)
+        }
         do {
             try persist()
         } catch {
-            state = before
+            for (id, entry) in previous {
+                if let entry { state.outbox.append(entry) } else { state.outbox.remove(id) }
+            }
+            (state.failed, state.zones, state.nextSequence, answered) = (failed, zones, sequence, answeredBefore)
             throw error
         }
         publishStatus()
@@ -68,9 +79,11 @@ public actor SyncEngine {
     /// Accepts one local change (see `enqueue(_:)`).
     public func enqueue(_ change: PendingChange) throws { try enqueue([change]) }
 
-    private func merge(_ change: PendingChange, pending: inout Set<RecordID>) {
-        if !state.failed.isEmpty { state.failed.removeAll { $0.recordID == change.recordID } }
-        if pending.contains(change.recordID), let index = outboxIndex(of: change.recordID) {
+    private func merge(_ change: PendingChange) {
+        if !state.failed.isEmpty && state.failed.contains(where: { $0.recordID == change.recordID }) {
+            state.failed.removeAll { $0.recordID == change.recordID }
+        }
+        if let index = state.outbox.index(of: change.recordID) {
             var entry = state.outbox[index]
             // An entry answered in a batch still being applied is done: the change starts anew.
             entry.change = answered.remove(change.recordID) != nil ? change : Self.combine(entry.change, with: change)
@@ -80,7 +93,6 @@ public actor SyncEngine {
         } else {
             state.outbox.append(OutboxEntry(change: change, sequence: state.nextSequence, revision: 1, enqueuedAt: Date(),
                                             attempts: 0, lastError: nil))
-            pending.insert(change.recordID)
             state.nextSequence += 1
         }
         let zone = change.recordID.zoneID.zoneName
@@ -104,8 +116,7 @@ public actor SyncEngine {
     public func retryFailed() throws {
         let failed = state.failed
         state.failed = []
-        var pending = Set(state.outbox.map(\.recordID))
-        for change in failed { merge(change.change, pending: &pending) }
+        for change in failed { merge(change.change) }
         try persist()
         publishStatus()
     }
@@ -147,7 +158,8 @@ public actor SyncEngine {
         for continuation in statusContinuations.values { continuation.yield(current) }
     }
 
-    func persist() throws { try stateFile.save(state, cache: encodingCache) }
+    /// Appends what changed to the journal; `durable` (enqueues, tokens) waits for the disk.
+    func persist(durable: Bool = true) throws { try journal.commit(&state, durable: durable) }
 
     /// Records a request's outcome for the status.
     func noteRequest(_ error: NimbusError?) {

@@ -45,6 +45,9 @@ public protocol SyncEngineDelegate: AnyObject, Sendable {
     func syncEngine(_ engine: SyncEngine, localRecordIDsIn zone: ZoneID) async -> Set<RecordID>
     /// Resolves a conflict; the default applies the engine's `conflictPolicy`.
     func syncEngine(_ engine: SyncEngine, resolve conflict: Conflict) async -> ConflictResolution
+    /// The pull model: the records to send for saves enqueued by ID (`enqueueSaves`), read from
+    /// local storage now. An ID left out is a record the app no longer has: its save is dropped.
+    func syncEngine(_ engine: SyncEngine, recordsToSave ids: [RecordID]) async -> [Record]
 }
 
 extension SyncEngineDelegate {
@@ -53,6 +56,7 @@ extension SyncEngineDelegate {
     public func syncEngine(_ engine: SyncEngine, resolve conflict: Conflict) async -> ConflictResolution {
         engine.conflictPolicy.resolve(conflict)
     }
+    public func syncEngine(_ engine: SyncEngine, recordsToSave ids: [RecordID]) async -> [Record] { [] }
 }
 
 /// What the app's UI needs to say honestly whether sync works.
