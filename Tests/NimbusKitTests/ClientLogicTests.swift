@@ -141,22 +141,6 @@ struct ClientLogicTests {
         #expect(split.finalizeBase64() == Checksum.of(long))
     }
 
-    @Test func theStateFileIsReplacedWholeAndReadBack() throws {
-        let url = temporaryDirectory("statefile").appendingPathComponent("sync.json")
-        let file = SyncStateFile(url: url)
-        #expect(try file.load() == SyncState())
-        var state = SyncState()
-        state.zoneTokens["Work"] = SyncToken("t")
-        state.outbox = [OutboxEntry(change: .delete(RecordID(recordName: "x")), sequence: 1, revision: 1,
-                                    enqueuedAt: Date(timeIntervalSince1970: 5), attempts: 0, lastError: nil)]
-        try file.save(state)
-        #expect(try file.load() == state)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)
-        #expect(leftovers == ["sync.json"])
-        try Data("{not json".utf8).write(to: url)
-        #expect(throws: NimbusError.self) { try file.load() }
-    }
-
     @Test func aLaterChangeOfAPendingRecordKeepsTheOldestBase() {
         let base = Record.fromServer(id: RecordID(recordName: "r"), recordType: "T", fields: ["a": .int64(1)], changeTag: "1",
                                      created: nil, modified: nil)

@@ -158,6 +158,9 @@ public actor SyncEngine {
         for continuation in statusContinuations.values { continuation.yield(current) }
     }
 
+    /// Bytes the engine wrote to its state file since it opened it (tests, bench/client.sh).
+    var stateBytesWritten: Int64 { journal.bytesWritten }
+
     /// Appends what changed to the journal; `durable` (enqueues, tokens) waits for the disk.
     func persist(durable: Bool = true) throws { try journal.commit(&state, durable: durable) }
 

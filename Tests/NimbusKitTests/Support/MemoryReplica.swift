@@ -51,6 +51,11 @@ final class MemoryReplica: SyncEngineDelegate, @unchecked Sendable {
         }
     }
 
+    /// The pull model: the records as they are here now.
+    func syncEngine(_ engine: SyncEngine, recordsToSave ids: [RecordID]) async -> [Record] {
+        lock.withLock { ids.compactMap { records[$0] } }
+    }
+
     func syncEngine(_ engine: SyncEngine, localRecordIDsIn zone: ZoneID) async -> Set<RecordID> {
         lock.withLock { Set(records.keys.filter { $0.zoneID == zone }) }
     }
