@@ -12,6 +12,9 @@ let usage = """
       status STATE                    print pending, failed, last sync
       fetch STATE                     fetch every change; print how many records were applied
       watch STATE SECONDS             live mode; print each applied record name with its apply time
+      churn STATE PREFIX              enqueue PREFIX-000000… one by one, sending 5 after every third, until killed
+      pending-names STATE             print the record names still pending
+      bench-enqueue STATE N PENDING…  N single enqueues at each outbox size, beside appends + fsync of the same bytes
       bench-raw-modify STATE N ZONE   bench/client.sh: raw records/modify of N records (400 per request)
       bench-raw-fetch STATE ZONE      raw records/changes reader of a zone (pages of 400)
       bench-fetch STATE ZONE          the engine's initial sync (fresh STATE)
@@ -106,6 +109,13 @@ func run() async -> Int32 {
             say("watching")
             try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
             await engine.stopLive()
+        case "churn":
+            guard let prefix = arguments.first else { fail(usage) }
+            try await Churn.churn(engine, prefix: prefix)
+        case "pending-names":
+            await Churn.pendingNames(engine)
+        case "bench-enqueue":
+            try await EnqueueBench.run(arguments, stateURL: stateURL, container: container)
         case _ where command.hasPrefix("bench-"):
             try await Bench.run(command, arguments, container: container, stateURL: stateURL)
         default:
