@@ -116,6 +116,7 @@ struct SyncJournalTests {
         }
         state.outbox.remove(state.outbox[0].recordID)
         try journal.commit(&state, durable: true)
+        journal.waitForCompaction()
         #expect(journal.compactions >= 3, "\(journal.compactions) compactions")
         let size = try Data(contentsOf: url).count
         #expect(size <= 4 * 16 * 1024 + 4096, "the journal is \(size) bytes")

@@ -9,8 +9,9 @@ import Darwin
 /// appends one entry holding only what changed since the last one (the outbox entries touched,
 /// the tokens if they moved) and, when durable, one `fdatasync`: an enqueue costs the same with
 /// 10 or 10,000 changes pending. When the file has grown to `compactionFactor` times the live
-/// state it is rewritten as one entry (temp file, fsync, rename, fsync of the folder), so at any
-/// instant the path holds a whole journal. A state file of the earlier format (one JSON
+/// state it is rewritten in the background (SyncJournal+Compaction): a snapshot goes to a temp
+/// file, and a later commit adds the entries appended meanwhile and renames it over the journal,
+/// so at any instant the path holds a whole journal. A state file of the earlier format (one JSON
 /// document) is migrated the same way on first open.
 ///
 /// Not thread-safe: the engine's actor owns it.
@@ -20,26 +21,32 @@ final class SyncJournal {
     var compactionFactor = 4
     var compactionFloor = 256 * 1024
     /// Bytes appended or rewritten since open (tests and bench/client.sh read it).
-    private(set) var bytesWritten: Int64 = 0
-    private(set) var compactions = 0
+    var bytesWritten: Int64 = 0
+    var compactions = 0
     /// Bytes of a torn or damaged tail dropped when the file was opened.
     private(set) var droppedTailBytes = 0
 
-    private var fd: Int32 = -1
-    private var size = 0
+    var fd: Int32 = -1
+    /// Bytes in the file (entries whole; a failed append is cut off).
+    var size = 0
     /// Bytes of each record's latest `put` item and of the latest other items: the live state.
-    private var putSizes: [RecordID: Int] = [:]
-    private var liveBytes = 0
-    private var partSizes: [JournalFormat.Kind: Int] = [:]
+    var putSizes: [RecordID: Int] = [:]
+    var liveBytes = 0
+    var partSizes: [JournalFormat.Kind: Int] = [:]
     /// What the file holds of the parts written whole (compared at commit to skip unchanged ones).
     /// Never the outbox: a copy held here would make the engine's next change copy it whole.
-    private var saved = SavedParts()
-    private var unsynced = false
-    private let encoder = JSONEncoder()
+    var saved = SavedParts()
+    var unsynced = false
+    let encoder = JSONEncoder()
+    /// The compaction running in the background, if any (SyncJournal+Compaction).
+    var compaction: CompactionJob?
 
     private init(url: URL) { self.url = url }
 
-    deinit { if fd >= 0 { close(fd) } }
+    deinit {
+        if fd >= 0 { close(fd) }
+        // A compaction still running finishes into a temp file the next open removes.
+    }
 
     /// Opens the journal at `url` (creating it, or migrating a state file of the earlier format)
     /// and returns the state it holds. A torn last entry is dropped (the file is cut before it).
@@ -50,6 +57,7 @@ final class SyncJournal {
     }
 
     private func load() throws -> SyncState {
+        removeAbandonedTemporaries()
         let data = FileManager.default.fileExists(atPath: url.path) ? try Data(contentsOf: url) : Data()
         if data.isEmpty {
             try rewrite(SyncState())
@@ -141,78 +149,33 @@ final class SyncJournal {
         try part(.notifications, state.notifications, saved.notifications)
         try part(.failed, state.failed, saved.failed)
 
-        if !payload.isEmpty {
-            try append(JournalFormat.entry(payload))
-            unsynced = true
-        }
-        if durable && unsynced {
-            try sync()
-            unsynced = false
+        let start = size
+        do {
+            if !payload.isEmpty {
+                try append(JournalFormat.entry(payload))
+                unsynced = true
+            }
+            if durable && unsynced {
+                try sync()
+                unsynced = false
+            }
+        } catch {
+            // Not accepted: the entry must not surface after a restart either.
+            if size != start && ftruncate(fd, off_t(start)) == 0 { size = start }
+            throw error
         }
         for (id, size) in puts { notePut(id, size: size) }
         for id in removes { noteRemove(id) }
         for (kind, size) in parts { notePart(kind, size: size) }
         state.outbox.markSaved()
         saved = SavedParts(state)
-        if size > compactionFloor && size > compactionFactor * liveBytes { try rewrite(state) }
-    }
-
-    /// Rewrites the file as one entry holding `state` (compaction, migration, creation).
-    func rewrite(_ state: SyncState) throws {
-        var payload = Data()
-        putSizes = [:]
-        partSizes = [:]
-        liveBytes = 0
-        for entry in state.outbox {
-            let json = try encoder.encode(entry)
-            JournalFormat.append(.put, json, to: &payload)
-            notePut(entry.recordID, size: JournalFormat.itemHeaderSize + json.count)
-        }
-        let parts: [(JournalFormat.Kind, Data)] = [
-            (.tokens, try encoder.encode(state.tokens)), (.notifications, try encoder.encode(state.notifications)),
-            (.failed, try encoder.encode(state.failed)), (.sequence, try encoder.encode(state.nextSequence)),
-        ]
-        for (kind, json) in parts {
-            JournalFormat.append(kind, json, to: &payload)
-            notePart(kind, size: JournalFormat.itemHeaderSize + json.count)
-        }
-        var file = Data(JournalFormat.magic)
-        file.append(JournalFormat.entry(payload))
-        let directory = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
-        let out = posixOpen(temporary.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard out >= 0 else { throw Self.failure("open \(temporary.path)", errno) }
-        do {
-            try Self.writeAll(file, to: out, path: temporary.path)
-            guard fsync(out) == 0 else { throw Self.failure("fsync \(temporary.path)", errno) }
-            close(out)
-        } catch {
-            close(out)
-            unlink(temporary.path)
-            throw error
-        }
-        guard rename(temporary.path, url.path) == 0 else {
-            let code = errno
-            unlink(temporary.path)
-            throw Self.failure("rename to \(url.path)", code)
-        }
-        // The rename is durable once the folder's entry is on disk.
-        let folder = posixOpen(directory.path, O_RDONLY, 0)
-        if folder >= 0 {
-            _ = fsync(folder)
-            close(folder)
-        }
-        bytesWritten += Int64(file.count)
-        compactions += 1
-        unsynced = false
-        saved = SavedParts(state)
-        try openForAppending(truncatingTo: file.count)
+        finishCompactionIfDone()
+        if compaction == nil && size > compactionFloor && size > compactionFactor * liveBytes { startCompaction(of: state) }
     }
 
     // MARK: - Files
 
-    private func openForAppending(truncatingTo length: Int) throws {
+    func openForAppending(truncatingTo length: Int) throws {
         if fd >= 0 { close(fd) }
         fd = posixOpen(url.path, O_WRONLY | O_APPEND, 0)
         guard fd >= 0 else { throw Self.failure("open \(url.path)", errno) }
@@ -244,15 +207,15 @@ final class SyncJournal {
         guard result == 0 else { throw Self.failure("fsync \(url.path)", errno) }
     }
 
-    private func notePut(_ id: RecordID, size: Int) {
+    func notePut(_ id: RecordID, size: Int) {
         liveBytes += size - (putSizes.updateValue(size, forKey: id) ?? 0)
     }
 
-    private func noteRemove(_ id: RecordID) {
+    func noteRemove(_ id: RecordID) {
         liveBytes -= putSizes.removeValue(forKey: id) ?? 0
     }
 
-    private func notePart(_ kind: JournalFormat.Kind, size: Int) {
+    func notePart(_ kind: JournalFormat.Kind, size: Int) {
         liveBytes += size - (partSizes.updateValue(size, forKey: kind) ?? 0)
     }
 
@@ -278,7 +241,7 @@ final class SyncJournal {
 }
 
 /// The parts of the state a commit writes whole when they changed.
-private struct SavedParts {
+struct SavedParts {
     var tokens = SyncState().tokens
     var notifications = SyncState().notifications
     var failed: [FailedChange] = []
@@ -294,7 +257,7 @@ private struct SavedParts {
 
 /// `open(2)` and `write(2)`, named so that they do not collide with the journal's `open` and `Data.write`.
 @inline(__always)
-private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
+func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
 
 @inline(__always)
-private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
+func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
