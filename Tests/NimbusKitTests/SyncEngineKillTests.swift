@@ -123,4 +123,29 @@ struct SyncEngineKillTests {
         #expect(try await serverContents(device.database)[again.id]?.fields["title"] == .string("second"))
         #expect(await device.engine.status.failed.isEmpty)
     }
+
+    /// An asset's file deleted by the app after the enqueue (a cache clean-up) still goes up with
+    /// the bytes it had: the engine linked it beside its state file, and drops the link once the
+    /// server acknowledged the change.
+    @Test func anAssetFileDeletedAfterTheEnqueueIsStillSentAndItsLinkReleasedOnceAcknowledged() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let device = try Device.make(server, token: try server.device(user: "pins", device: "mac"))
+        let file = temporaryDirectory("photo").appendingPathComponent("photo.bin")
+        let bytes = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try bytes.write(to: file)
+        var record = event("with photo", name: "pinned")
+        record.fields["photo"] = .asset(Asset(fileURL: file))
+        try await device.engine.enqueue(.save(record))
+        try FileManager.default.removeItem(at: file)
+        let pins = device.stateURL.appendingPathExtension("assets")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: pins.path).count == 1)
+        #expect(try await device.flush())
+        #expect(await device.engine.status.failed.isEmpty)
+        guard case .asset(let sent)? = try await serverContents(device.database)[record.id]?.fields["photo"] else {
+            throw TestFailure("the server's record has no photo")
+        }
+        #expect(try Data(contentsOf: try await device.database.downloadAsset(sent)) == bytes)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: pins.path).isEmpty, "the link outlived the acknowledgement")
+    }
 }

@@ -14,6 +14,8 @@ public actor SyncEngine {
     weak var delegate: (any SyncEngineDelegate)?
     let journal: SyncJournal
     var state: SyncState
+    /// Asset files of pending changes, kept until sent.
+    var assetPins: AssetPins
     /// Outbox entries of a request in flight (by record), so that concurrent rounds never send one twice.
     var inFlight: Set<RecordID> = []
     var sendBackoff = Backoff()
@@ -44,6 +46,8 @@ public actor SyncEngine {
         self.conflictPolicy = conflictPolicy
         self.delegate = delegate
         (journal, state) = try SyncJournal.open(stateURL)
+        assetPins = AssetPins(stateURL: stateURL)
+        assetPins.release(keeping: state)
     }
 
     // MARK: - Outbox
@@ -57,6 +61,13 @@ public actor SyncEngine {
         // What to restore if the journal refuses the change (copying the state would copy the outbox).
         var previous: [RecordID: OutboxEntry?] = [:]
         let (failed, zones, sequence, answeredBefore) = (state.failed, state.zones, state.nextSequence, answered)
+        var pinned = false
+        let changes = changes.map { change -> PendingChange in
+            let (kept, linked) = assetPins.pin(change)
+            pinned = pinned || linked
+            return kept
+        }
+        if pinned { assetPins.sync() }
         for change in changes {
             if previous.index(forKey: change.recordID) == nil {
                 previous[change.recordID] = .some(state.outbox.entry(for: change.recordID))
@@ -162,7 +173,10 @@ public actor SyncEngine {
     var stateBytesWritten: Int64 { journal.bytesWritten }
 
     /// Appends what changed to the journal; `durable` (enqueues, tokens) waits for the disk.
-    func persist(durable: Bool = true) throws { try journal.commit(&state, durable: durable) }
+    func persist(durable: Bool = true) throws {
+        try journal.commit(&state, durable: durable)
+        if journal.lastCommitDroppedChanges && assetPins.count > 0 { assetPins.release(keeping: state) }
+    }
 
     /// Records a request's outcome for the status.
     func noteRequest(_ error: NimbusError?) {

@@ -23,6 +23,8 @@ final class SyncJournal {
     /// Bytes appended or rewritten since open (tests and bench/client.sh read it).
     var bytesWritten: Int64 = 0
     var compactions = 0
+    /// The last commit removed outbox entries or changed the parked ones (asset links may be free).
+    private(set) var lastCommitDroppedChanges = false
     /// Bytes of a torn or damaged tail dropped when the file was opened.
     private(set) var droppedTailBytes = 0
 
@@ -164,6 +166,7 @@ final class SyncJournal {
             if size != start && ftruncate(fd, off_t(start)) == 0 { size = start }
             throw error
         }
+        lastCommitDroppedChanges = !removes.isEmpty || parts.contains { $0.0 == .failed }
         for (id, size) in puts { notePut(id, size: size) }
         for id in removes { noteRemove(id) }
         for (kind, size) in parts { notePart(kind, size: size) }
