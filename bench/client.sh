@@ -14,8 +14,15 @@
 # 4. Live: BENCH_CLIENT_LIVE (1,000) writes by one device, each delivered to a live engine of
 #    another: p50/p99 from the writer's acknowledgement to the engine's apply.
 #
-# Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_SKIP_INSTALL=1
-#   BENCH_SKIP_BUILD=1 BENCH_KEEP=1. Loopback only; every phase is bounded in time.
+# 5. Enqueue (issue 31, `enqueue_figures`): BENCH_CLIENT_ENQUEUES (1,000) single durable enqueues at
+#    100 and at 10,000 pending (offline, nothing sent): µs and bytes written per enqueue (write(2)
+#    bytes and the bytes the kernel sent to the disk), beside appending the same bytes to a file
+#    with one fdatasync each (the physical floor), in the same run.
+#    `bash bench/client.sh enqueue` runs only this part (no server); BENCH_SMOKE=1 (or --smoke
+#    after it) makes it tiny (20 enqueues at 100 and 1,000 pending).
+#
+# Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_CLIENT_ENQUEUES
+#   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1. Loopback only; every phase is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_NAME=client
@@ -37,6 +44,42 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# enqueue_figures: part 5 (NimbusKit's journal, issue 31). Prints the table's rows; needs SYNC and WORK.
+enqueue_figures() {
+  local count=${BENCH_CLIENT_ENQUEUES:-1000} sizes="100 10000" line
+  if [ -n "${BENCH_SMOKE:-}" ]; then count=20 sizes="100 1000"; fi
+  say "enqueue: $count single enqueues at $sizes pending (offline)"
+  # shellcheck disable=SC2086 # sizes are separate arguments
+  NIMBUS_URL=http://127.0.0.1:9 NIMBUS_TOKEN=offline timeout 900 "$SYNC" bench-enqueue "$WORK/enqueue.json" "$count" $sizes \
+    >"$WORK/enqueue.out" || die "nimbus-sync bench-enqueue failed: $(cat "$WORK/enqueue.out")"
+  while read -r line; do
+    say "$line"
+    echo "| one enqueue at $(field pending "$line") pending (µs / bytes written / bytes to disk) | $(field us "$line") / $(field bytes "$line") / $(field disk_bytes "$line") | $(field floor_us "$line") / $(field floor_bytes "$line") / $(field floor_disk_bytes "$line") (append + fdatasync of as many bytes) | $(ratio "$(field us "$line")" "$(field floor_us "$line")") | bytes independent of pending |"
+  done < <(grep '^result enqueue ' "$WORK/enqueue.out")
+}
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+if [ "${1:-}" = enqueue ]; then
+  [ "${2:-}" != --smoke ] || BENCH_SMOKE=1
+  if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
+    say "building nimbus-sync (release)"
+    swift build -c release --product nimbus-sync >&2 || die "release build failed"
+  fi
+  SYNC="$(swift build -c release --show-bin-path)/nimbus-sync"
+  [ -x "$SYNC" ] || die "no nimbus-sync at $SYNC"
+  WORK=$(mktemp -d /tmp/nimbus-bench.XXXXXX)
+  rows=$(enqueue_figures)
+  cat <<REPORT
+
+NimbusKit enqueue (bench/client.sh enqueue): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores$([ -z "${BENCH_SMOKE:-}" ] || echo ", smoke sizes")
+| measure | NimbusKit | floor | ratio | target |
+|---|---|---|---|---|
+$rows
+REPORT
+  exit 0
+fi
 
 [ -n "${BENCH_SKIP_INSTALL:-}" ] || bash deploy/install-deps.sh
 if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
@@ -61,8 +104,6 @@ export NIMBUS_WRITER_TOKEN; NIMBUS_WRITER_TOKEN=$(token mac)
 run_sync() {
   timeout 900 "$SYNC" "$@" | grep '^result ' || die "nimbus-sync $* failed"
 }
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
 say "loading $RECORDS records into zone big"
 load=$(run_sync bench-raw-modify "$WORK/none.json" "$RECORDS" big)
@@ -89,6 +130,8 @@ say "live: $LIVE writes"
 rm -f "$WORK/live.json"
 live=$(run_sync bench-live "$WORK/live.json" "$LIVE"); say "$live"
 
+enqueue_rows=$(enqueue_figures)
+
 cat <<REPORT
 
 NimbusKit (bench/client.sh): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedded PostgreSQL
@@ -98,4 +141,5 @@ NimbusKit (bench/client.sh): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedd
 | peak client memory during it (MB) | $engine_rss | $raw_rss | | ≤ 100 |
 | outbox, enqueue → acknowledged, $OUTBOX records (records/s) | $(field per_second "$outbox") | $(field per_second "$raw_modify") (records/modify, 400 per request) | $(ratio "$(field per_second "$outbox")" "$(field per_second "$raw_modify")") | ≥ 0.5 |
 | live delivery of $LIVE writes (ms) | p50 $(field p50_ms "$live") / p99 $(field p99_ms "$live") | | | p99 < 1000 |
+$enqueue_rows
 REPORT
