@@ -55,7 +55,7 @@ enqueue_figures() {
     >"$WORK/enqueue.out" || die "nimbus-sync bench-enqueue failed: $(cat "$WORK/enqueue.out")"
   while read -r line; do
     say "$line"
-    echo "| one enqueue at $(field pending "$line") pending (µs / bytes written / bytes to disk) | $(field us "$line") / $(field bytes "$line") / $(field disk_bytes "$line") | $(field floor_us "$line") / $(field floor_bytes "$line") / $(field floor_disk_bytes "$line") (append + fdatasync of as many bytes) | $(ratio "$(field us "$line")" "$(field floor_us "$line")") | bytes independent of pending |"
+    echo "| one enqueue at $(field pending "$line") pending (µs wall / µs CPU / bytes written / bytes to disk) | $(field us "$line") / $(field cpu_us "$line") / $(field bytes "$line") / $(field disk_bytes "$line") | $(field floor_us "$line") / $(field floor_cpu_us "$line") / $(field floor_bytes "$line") / $(field floor_disk_bytes "$line") (append + fdatasync of as many bytes) | $(ratio "$(field us "$line")" "$(field floor_us "$line")") | bytes independent of pending |"
   done < <(grep '^result enqueue ' "$WORK/enqueue.out")
 }
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }

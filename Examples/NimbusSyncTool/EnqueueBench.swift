@@ -30,8 +30,9 @@ enum EnqueueBench {
             try? FileManager.default.removeItem(at: floorURL)
             let pendingAfter = await engine.status.pendingCount
             say("result enqueue pending=\(pending) pending_after=\(pendingAfter) enqueues=\(count) "
-                + "us=\(Bench.format(engineSeconds / Double(count) * 1e6)) bytes=\(engineIO.logical / Int64(count)) "
+                + "us=\(Bench.format(engineSeconds / Double(count) * 1e6)) cpu_us=\(Bench.format(engineIO.cpu / Double(count) * 1e6)) bytes=\(engineIO.logical / Int64(count)) "
                 + "disk_bytes=\(engineIO.disk / Int64(count)) floor_us=\(Bench.format(floorSeconds / Double(count) * 1e6)) "
+                + "floor_cpu_us=\(Bench.format(floorIO.cpu / Double(count) * 1e6)) "
                 + "floor_bytes=\(floorIO.logical / Int64(count)) floor_disk_bytes=\(floorIO.disk / Int64(count))")
         }
     }
@@ -55,6 +56,8 @@ enum EnqueueBench {
     struct IO {
         var logical: Int64 = 0
         var disk: Int64 = 0
+        /// CPU seconds (user + system) of the process.
+        var cpu: Double = 0
     }
 
     static func measure(_ body: () async throws -> Void) async throws -> (Double, IO) {
@@ -63,13 +66,20 @@ enum EnqueueBench {
         try await body()
         let seconds = Date().timeIntervalSince(start)
         let after = counters()
-        return (seconds, IO(logical: after.logical - before.logical, disk: after.disk - before.disk))
+        return (seconds, IO(logical: after.logical - before.logical, disk: after.disk - before.disk, cpu: after.cpu - before.cpu))
     }
 
-    /// This process's write counters (zeros where /proc is missing).
+    /// This process's write counters (zeros where /proc is missing) and CPU time.
     static func counters() -> IO {
-        guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return IO() }
+        var usage = rusage()
+        #if canImport(Glibc)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        #endif
         var io = IO()
+        io.cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return io }
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: ":").map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, let value = Int64(parts[1]) else { continue }
