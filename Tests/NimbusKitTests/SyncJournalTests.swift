@@ -53,7 +53,10 @@ struct SyncJournalTests {
             + "last \(window): \(Int(lastBytes)) B and \(Int(lastTime * 1e6)) µs per enqueue")
         #expect(lastBytes <= firstBytes * 1.1 + 16, "bytes per enqueue grew from \(firstBytes) to \(lastBytes)")
         #expect(lastBytes < 1024, "\(lastBytes) bytes written per enqueue of a small record")
-        #expect(lastTime <= firstTime * 4 + 0.002, "an enqueue took \(firstTime) s at first and \(lastTime) s at the end")
+        // Each enqueue waits for one fdatasync (1–5 ms here, varying with the other jobs on the disk):
+        // the bound is loose, the bytes above are the exact check. A whole-file rewrite at 10,000
+        // pending takes tens of ms per enqueue.
+        #expect(lastTime <= firstTime * 5 + 0.010, "an enqueue took \(firstTime) s at first and \(lastTime) s at the end")
         let reopened = try Self.offlineEngine(url, delegate: replica)
         #expect(await reopened.status.pendingCount == count)
         #expect(await reopened.pendingChanges.last == Self.change(count - 1))
