@@ -62,6 +62,8 @@ export NIMBUS_PREVIOUS_BIN
 bash Tests/integration/run.sh || status=1
 # The push benchmark's smoke mode (< 60 s, tiny sizes, this build's binary): pushes reach the APNs stand-in, the figures print.
 BENCH_NIMBUS_BIN="$NIMBUS_BIN" BENCH_SKIP_INSTALL=1 bash bench/push.sh --smoke || status=1
+# NimbusKit's enqueue figures in smoke mode (seconds, offline, this build's nimbus-sync): the bench runs.
+BENCH_SYNC_BIN="$(dirname "$NIMBUS_BIN")/nimbus-sync" bash bench/client.sh enqueue --smoke || status=1
 # A few scenarios again as a normal user with a normal user's PATH (root only: it switches users).
 bash Tests/normal-user.sh || status=1
 bash Tests/fuzz-smoke.sh || status=1

@@ -18,8 +18,9 @@
 #    100 and at 10,000 pending (offline, nothing sent): µs and bytes written per enqueue (write(2)
 #    bytes and the bytes the kernel sent to the disk), beside appending the same bytes to a file
 #    with one fdatasync each (the physical floor), in the same run.
-#    `bash bench/client.sh enqueue` runs only this part (no server); BENCH_SMOKE=1 (or --smoke
-#    after it) makes it tiny (20 enqueues at 100 and 1,000 pending).
+#    `bash bench/client.sh enqueue` runs only this part (no server; BENCH_SYNC_BIN picks the
+#    nimbus-sync binary); BENCH_SMOKE=1 (or --smoke after it) makes it tiny (20 enqueues at 100
+#    and 1,000 pending; Tests/run.sh runs it so).
 #
 # Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_CLIENT_ENQUEUES
 #   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1. Loopback only; every phase is bounded in time.
@@ -63,11 +64,15 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 
 if [ "${1:-}" = enqueue ]; then
   [ "${2:-}" != --smoke ] || BENCH_SMOKE=1
-  if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-    say "building nimbus-sync (release)"
-    swift build -c release --product nimbus-sync >&2 || die "release build failed"
+  if [ -n "${BENCH_SYNC_BIN:-}" ]; then
+    SYNC=$BENCH_SYNC_BIN
+  else
+    if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
+      say "building nimbus-sync (release)"
+      swift build -c release --product nimbus-sync >&2 || die "release build failed"
+    fi
+    SYNC="$(swift build -c release --show-bin-path)/nimbus-sync"
   fi
-  SYNC="$(swift build -c release --show-bin-path)/nimbus-sync"
   [ -x "$SYNC" ] || die "no nimbus-sync at $SYNC"
   WORK=$(mktemp -d /tmp/nimbus-bench.XXXXXX)
   rows=$(enqueue_figures)
