@@ -124,6 +124,36 @@ struct SyncEngineKillTests {
         #expect(await device.engine.status.failed.isEmpty)
     }
 
+    /// A pulled save that meets a newer server copy is merged field by field like a whole-record
+    /// save: the merge is kept in the outbox and sent, not replaced by the app's stale copy.
+    @Test func aPulledSaveThatConflictsIsMergedAndSent() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let a = try Device.make(server, token: try server.device(user: "merge", device: "mac"))
+        let b = try Device.make(server, token: try server.device(user: "merge", device: "phone"))
+        var record = event("original", name: "shared")
+        record.set("count", 1)
+        try await a.save(record)
+        try await a.sync()
+        try await b.sync()
+        guard var onA = a.replica.record(record.id), var onB = b.replica.record(record.id) else {
+            throw TestFailure("the record did not reach both devices")
+        }
+        onA.set("title", "from the mac")
+        a.replica.edit(onA)
+        try await a.engine.enqueueSave(onA.id)
+        #expect(try await a.flush())
+        onB.set("count", 2)
+        b.replica.edit(onB)
+        try await b.engine.enqueueSave(onB.id)
+        #expect(try await b.flush())
+        #expect(await b.engine.status.failed.isEmpty)
+        let merged = try await serverContents(b.database)[record.id]
+        #expect(merged?.fields["title"] == .string("from the mac"))
+        #expect(merged?.fields["count"] == .int64(2))
+        #expect(b.replica.conflicts.count == 1)
+    }
+
     /// An asset's file deleted by the app after the enqueue (a cache clean-up) still goes up with
     /// the bytes it had: the engine linked it beside its state file, and drops the link once the
     /// server acknowledged the change.

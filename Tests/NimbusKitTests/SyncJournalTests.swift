@@ -62,6 +62,11 @@ struct SyncJournalTests {
         #expect(await reopened.pendingChanges.last == Self.change(count - 1))
     }
 
+    @Test func crc32MatchesTheCheckValue() {
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum([UInt8]()) == 0)
+    }
+
     /// A crash mid-append leaves part of the last entry: whatever length of it survives, opening
     /// drops it and keeps every entry before it, and appending goes on after them.
     @Test func aTornOrDamagedLastEntryIsDroppedAndEverythingBeforeItKept() throws {
