@@ -67,7 +67,7 @@ import Testing
             #expect(lookup.items("records").first?["fields"]?["photoKey"] == sent, "\(lookup)")
             let query = await api.database("records/query", token: phone, #"{"query":{"recordType":"Vault","sortBy":[{"fieldName":"label"}]}}"#)
             #expect(query.items("records").first?["fields"]?["photoKey"] == sent, "\(query)")
-            let changes = await api.database("records/changes", token: phone, "{}")
+            let changes = await api.database("records/changes", token: phone, #"{"zoneID":{"zoneName":"_defaultZone"}}"#)
             #expect(changes.items("records").first?["fields"]?["photoKey"] == sent, "\(changes)")
             let keys = await api.database("records/lookup", token: phone, #"{"records":[{"recordName":"v1"}],"desiredKeys":["photoKey"]}"#)
             #expect(keys.items("records").first?["fields"] == .object(["photoKey": sent]), "\(keys)")
