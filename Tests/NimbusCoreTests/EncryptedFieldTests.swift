@@ -85,6 +85,24 @@ import Testing
             .contains("not deployed to production") == true)
     }
 
+    /// The fast path's planner takes encrypted creates (they are common: every Maccy item) and
+    /// leaves to the full planner, which refuses them, what breaks the rules.
+    @Test func theLeanCreatePlannerTakesCiphertextAndLeavesEveryRefusalToTheFullPlanner() {
+        let schema = ["Item": Self.item]
+        func create(_ fields: String) -> Result<RecordOperation, ItemError> {
+            Fixture.operation(#"{"operationType":"create","record":{"recordName":"a","recordType":"Item","fields":\#(fields)}}"#)
+        }
+        let lean = CreatePlanner.plan([create(#"{"secret":{"value":"QUJD","type":"ENCRYPTED_BYTES"},"title":{"value":"t"}}"#)],
+                                      schema: schema, context: Fixture.context())
+        #expect(lean?.first?.record.fields == ["secret": .encrypted("QUJD"), "title": .string("t")])
+        for fields in [#"{"secret":{"value":"QUJD"}}"#, #"{"secret":{"value":"QUJD","type":"STRING"}}"#, #"{"secret":{"value":"QUJD","type":"BYTES"}}"#,
+                       #"{"title":{"value":"QUJD","type":"ENCRYPTED_BYTES"}}"#, #"{"secret":{"value":"","type":"ENCRYPTED_BYTES"}}"#] {
+            #expect(CreatePlanner.plan([create(fields)], schema: schema, context: Fixture.context()) == nil, "\(fields)")
+            let plan = ModifyPlanner(context: Fixture.context()).plan([create(fields)], existing: [:], schema: schema)
+            #expect(plan.writes.isEmpty, "\(fields)")
+        }
+    }
+
     // MARK: schema files
 
     func schema(_ fields: String, retention: String = "") throws(SyncError) -> ContainerSchema {
