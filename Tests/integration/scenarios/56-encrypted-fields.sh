@@ -132,6 +132,13 @@ cat $(find "$TEST_TMP/export" -type f) >"$TEST_TMP/export.all"
 checked "$TEST_TMP/export.all" "nimbus export"
 contains "$(find "$TEST_TMP/export" -name schema.json -path '*Maccy*' -exec cat {} \;)" -q '"value":{"encrypted":true,"type":"BYTES"}' \
   || fail "the export's schema lost the encrypted flag"
+target_db=$(fresh_database) || exit 1
+"$NIMBUS_BIN" migrate --database-url "$target_db" >/dev/null 2>&1 || fail "migrate of the import target failed"
+"$NIMBUS_BIN" user add alice --database-url "$target_db" >/dev/null || fail "user add on the import target failed"
+"$NIMBUS_BIN" import "$TEST_TMP/export" --user alice --database-url "$target_db" >"$TEST_TMP/import.out" 2>&1 \
+  || fail "nimbus import of the export failed: $(cat "$TEST_TMP/import.out")"
+imported=$("$NIMBUS_TEST_PG_BIN/psql" "$target_db" -X -q -At -c "SELECT fields::text FROM records WHERE record_name IN ('c1', 'h1') ORDER BY record_name")
+contains "$imported" -q -F "$VALUE_CT" && contains "$imported" -q -F "$TITLE_CT" || fail "the imported records lost the ciphertext: ${imported:0:300}"
 HTTP_STATUS=$(curl -sS --max-time 20 -o "$TEST_TMP/console.json" -w '%{http_code}' -H "Authorization: Bearer $ADMIN_TOKEN" \
   "$ADMIN/api/records?user=alice&container=iCloud.org.p0deje.Maccy&environment=development&zoneName=History") || fail "console records"
 [ "$HTTP_STATUS" = 200 ] || fail "console records: $HTTP_STATUS $(cat "$TEST_TMP/console.json")"
@@ -146,6 +153,6 @@ for secret in "$MARKER" "$TITLE_CT" "$VALUE_CT"; do
   grep -a -q -F "$secret" "$NIMBUS_LOG" && fail "the server's debug log holds ciphertext or plaintext"
 done
 [ "$(grep -a -c . "$NIMBUS_LOG")" -gt 10 ] || fail "the server's log is empty (the search would find nothing)"
-ok "marker in none of pg_dump, backup, export, console, log; ciphertext only as sent; the console shows $VALUE_SIZE bytes"
+ok "marker in none of pg_dump, backup, export, console, log; ciphertext only as sent (and as imported); the console shows $VALUE_SIZE bytes"
 
 expect_no_server_errors
