@@ -105,7 +105,9 @@ let package = Package(
         .testTarget(name: "NimbusStoreTests", dependencies: ["NimbusStore", "NimbusPostgres", "NimbusTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "NimbusAPITests",
-            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport", "NimbusTestSupport"],
+            dependencies: ["NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusPostgres", "NimbusSupport", "NimbusTestSupport",
+                           // The bodies our own clients write (ClientBodiesTests).
+                           "NimbusKit", "NimbusKitCK"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

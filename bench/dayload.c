@@ -309,7 +309,8 @@ static size_t events_body(int u, int count, char *first_name) {
         char name[64];
         snprintf(name, sizeof name, "ev-%d-%ld-%08llx", u, us->seq++, xrand() & 0xffffffffULL);
         if (i == 0) strcpy(first_name, name);
-        n = body_printf(n, "%s{\"operationType\":\"create\",\"record\":{\"recordName\":\"%s\",\"recordType\":\"BlockedAppEvent\",\"fields\":{"
+        n = body_printf(n, "%s{\"operationType\":\"create\",\"record\":{\"recordName\":\"%s\",\"zoneID\":{\"zoneName\":\"events\"},"
+                        "\"recordType\":\"BlockedAppEvent\",\"fields\":{"
                         "\"appName\":{\"value\":\"%s\"},\"bundleID\":{\"value\":\"%s\"},\"deviceName\":{\"value\":\"mac-%d\"},"
                         "\"timestamp\":{\"value\":%lld,\"type\":\"TIMESTAMP\"}}}}",
                         i ? "," : "", name, apps[a], bundles[a], u, ts - (count - 1 - i));
@@ -319,7 +320,7 @@ static size_t events_body(int u, int count, char *first_name) {
 static size_t command_body(int u, char *name) {
     snprintf(name, 64, "cmd-%d-%ld-%08llx", u, users[u].seq++, xrand() & 0xffffffffULL);
     return body_printf(0, "{\"zoneID\":{\"zoneName\":\"commands\"},\"operations\":[{\"operationType\":\"create\",\"record\":{"
-                       "\"recordName\":\"%s\",\"recordType\":\"RemoteCommand\",\"fields\":{\"action\":{\"value\":\"lockAll\"},"
+                       "\"recordName\":\"%s\",\"zoneID\":{\"zoneName\":\"commands\"},\"recordType\":\"RemoteCommand\",\"fields\":{\"action\":{\"value\":\"lockAll\"},"
                        "\"bundleID\":{\"value\":\"\"},\"sourceDevice\":{\"value\":\"iphone-%d\"},"
                        "\"hmac\":{\"value\":\"%016llx%016llx%016llx%016llx\"},\"timestamp\":{\"value\":%lld,\"type\":\"TIMESTAMP\"}}}}]}",
                        name, u, xrand(), xrand(), xrand(), xrand(), real_ms());

@@ -4,7 +4,9 @@
  *
  *   recload modify  HOST PORT PATH TOKEN CLIENTS SECONDS BATCH ZONES NAMEPREFIX [TOTAL]
  *       POST PATH (records/modify) with BATCH `create` operations of ~300-byte AppEvent records
- *       (record type from RECLOAD_RECORD_TYPE when set)
+ *       (record type from RECLOAD_RECORD_TYPE when set), in NimbusKit's shape: each record
+ *       carries its zoneID, as Sources/NimbusKit/Wire/JSONBytes.swift writes it
+ *       (RECLOAD_SHAPE=bare: without it, the shape these benches sent before issue #28)
  *       with unique names NAMEPREFIX-<client>-<n>-<i>. ZONES is a comma-separated list of zone
  *       names; each request picks one at random (as pgbench's `random(1, :nzones)`).
  *       With TOTAL > 0 the run ends when TOTAL records were sent (SECONDS is then a time limit).
@@ -81,14 +83,16 @@ static long count_occurrences(const char *hay, size_t n, const char *needle) {
 static size_t build_modify(client_t *c, long seqno, int nrec) {
     const char *z = zones[nzones > 1 ? xrand(c) % (unsigned)nzones : 0];
     const char *rtype = getenv("RECLOAD_RECORD_TYPE") ? getenv("RECLOAD_RECORD_TYPE") : "AppEvent";
-    size_t need = 256 + (size_t)nrec * 900 + strlen(z);
+    const char *shape = getenv("RECLOAD_SHAPE");
+    int bare = shape && strcmp(shape, "bare") == 0;
+    size_t need = 256 + (size_t)nrec * (900 + strlen(z));
     char *body = malloc(need);
     size_t n = (size_t)snprintf(body, need, "{\"zoneID\":{\"zoneName\":\"%s\"},\"operations\":[", z);
     for (int i = 0; i < nrec; i++) {
         unsigned long long r = xrand(c);
         long long ts = 1732185600000LL + (long long)(xrand(c) % 31536000000ULL);
         n += (size_t)snprintf(body + n, need - n,
-            "%s{\"operationType\":\"create\",\"record\":{\"recordName\":\"%s-%d-%ld-%d\",\"recordType\":\"%s\",\"fields\":{"
+            "%s{\"operationType\":\"create\",\"record\":{\"recordName\":\"%s-%d-%ld-%d\"%s%s%s\"recordType\":\"%s\",\"fields\":{"
             "\"appName\":{\"value\":\"Safari\",\"type\":\"STRING\"},"
             "\"bundleID\":{\"value\":\"com.apple.mobilesafari\",\"type\":\"STRING\"},"
             "\"deviceName\":{\"value\":\"Alice's iPhone 15 Pro\",\"type\":\"STRING\"},"
@@ -98,7 +102,8 @@ static size_t build_modify(client_t *c, long seqno, int nrec) {
             "\"osVersion\":{\"value\":\"17.5.1\",\"type\":\"STRING\"},"
             "\"sessionID\":{\"value\":\"%016llx%016llx\",\"type\":\"STRING\"},"
             "\"note\":{\"value\":\"opened from home screen; focus mode off; battery 81%%; network wifi\",\"type\":\"STRING\"}}}}",
-            i ? "," : "", prefix, c->id, seqno, i, rtype, ts, r, xrand(c));
+            i ? "," : "", prefix, c->id, seqno, i, bare ? "," : ",\"zoneID\":{\"zoneName\":\"", bare ? "" : z, bare ? "" : "\"},",
+            rtype, ts, r, xrand(c));
     }
     n += (size_t)snprintf(body + n, need - n, "]}");
     http_grow(&c->req, &c->reqcap, n + 1024);

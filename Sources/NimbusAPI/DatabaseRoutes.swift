@@ -96,15 +96,7 @@ enum Wire {
 
     /// `{"zoneID": {"zoneName": ...}}` of a request, `_defaultZone` when absent.
     static func zoneName(_ body: JSONValue, required: Bool = false) throws -> String {
-        guard let zone = body["zoneID"], !zone.isNull else {
-            if required { throw SyncError(.badRequest, "This operation needs zoneID.") }
-            return Names.defaultZone
-        }
-        guard case .string(let name)? = zone["zoneName"] else { throw SyncError(.badRequest, "zoneID must be {\"zoneName\": \"...\"}.") }
-        guard Names.isValidZoneName(name) else {
-            throw SyncError(.badRequest, "Zone name \(Names.quoted(name)) is invalid: use 1–255 letters, digits, '-', '_', '.', ':'.")
-        }
-        return name
+        try Names.zoneName(ofZoneID: body["zoneID"], required: required)
     }
 
     static func zoneID(_ name: String) -> JSONValue { .object(["zoneName": .string(name)]) }

@@ -39,7 +39,7 @@ struct PushHandlers: Sendable {
 }
 
 /// The body of `tokens/register`, checked once (request-level BAD_REQUEST saying which member).
-struct RegisterPushRequest: DatabaseRequest {
+struct RegisterPushRequest: JSONBodyRequest {
     var registration: PushRegistrationRequest
 
     init(body: JSONValue, limits: Limits) throws {

@@ -55,10 +55,23 @@ extension AdminRoutes {
         let page = try await store.admin.browse(browse)
         return .object(["moreComing": .bool(page.moreComing), "records": .array(page.records.map { record in
             .object(["recordName": .string(record.recordName), "recordType": .string(record.recordType),
-                     "fields": (try? JSONValue.parse(Array(record.fields.utf8))) ?? .object([:]),
+                     "fields": Self.consoleFields(record.fields),
                      "modifiedAt": Self.milliseconds(record.modifiedAt), "modifiedByDevice": .string(record.modifiedByDevice),
                      "deleted": .bool(record.deleted)])
         })])
+    }
+
+    /// A record's stored fields as the console shows them: an encrypted value by its size only
+    /// (`{"type": "ENCRYPTED_BYTES", "size": N}`, N its decoded bytes), never its ciphertext
+    /// (docs/api.md "Encrypted fields").
+    static func consoleFields(_ text: String) -> JSONValue {
+        guard case .object(var fields)? = try? JSONValue.parse(Array(text.utf8)) else { return .object([:]) }
+        for (name, entry) in fields {
+            guard case .string(FieldType.encryptedBytesName)? = entry["type"] else { continue }
+            let size = if case .string(let ciphertext)? = entry["value"] { Base64Text.decodedCount(ciphertext) } else { 0 }
+            fields[name] = .object(["type": .string(FieldType.encryptedBytesName), "size": .integer(Int64(size))])
+        }
+        return .object(fields)
     }
 
     /// `{"user", "container", "environment", "zoneName", "recordName", "confirm"}`: `confirm` must
@@ -117,7 +130,7 @@ extension AdminRoutes {
     static func describe(_ schema: ContainerSchema) -> JSONValue {
         .object(JSONObject(schema.recordTypes.keys.sorted().compactMap { name in
             schema.recordTypes[name].map { type in
-                (name, .object(["fields": .object(JSONObject(type.fields.keys.sorted().map { ($0, .string(type.fields[$0]?.name ?? "")) })),
+                (name, .object(["fields": .object(JSONObject(type.fields.keys.sorted().map { ($0, .string(type.fields[$0]?.schemaName ?? "")) })),
                                 "retentionDays": type.retention.map { .integer(Int64($0.days)) } ?? .null,
                                 "appendOnly": .bool(type.appendOnly)]))
             }

@@ -39,7 +39,7 @@ extension SchemaStore {
             var type = RecordTypeSchema(name: name, appendOnly: row[4].boolValue ?? false)
             if case .object(let fields) = row[1] {
                 for (field, value) in fields {
-                    if case .string(let typeName) = value, let fieldType = FieldType(name: typeName) { type.fields[field] = fieldType }
+                    if let fieldType = try? FieldType(schemaFileEntry: value, field: field) { type.fields[field] = fieldType }
                 }
             }
             if case .integer(let days) = row[2] { type.retention = RetentionPolicy(days: Int(days), field: row[3].stringValue) }
@@ -67,12 +67,12 @@ extension SchemaStore {
             let currentObject = (try? JSONValue.parse(current))?.objectValue ?? JSONObject()
             var merged = currentObject
             for (field, type) in fields {
-                if case .string(let existing)? = currentObject[field] {
-                    if existing != type.name, let existingType = FieldType(name: existing) {
+                if let existing = currentObject[field] {
+                    if let existingType = try? FieldType(schemaFileEntry: existing, field: field), existingType != type {
                         conflicts.append((typeName, field, existingType))
                     }
                 } else {
-                    merged[field] = .string(type.name)
+                    merged[field] = type.schemaFileJSON
                 }
             }
             if merged != currentObject {
@@ -114,15 +114,15 @@ extension SchemaStore {
         for (name, type) in schema.recordTypes {
             for (field, fieldType) in type.fields {
                 if let existing = current[name]?.fields[field], existing != fieldType {
-                    throw SyncError(.badRequest, "Field \(name).\(field) is \(existing.name) in \(environment.rawValue); it cannot become \(fieldType.name).")
+                    throw SyncError(.badRequest, "Field \(name).\(field) is \(existing.schemaName) in \(environment.rawValue); it cannot become \(fieldType.schemaName).")
                 }
             }
         }
         for name in schema.recordTypes.keys.sorted() {
             guard let type = schema.recordTypes[name] else { continue }
             var fields = JSONObject()
-            for (field, fieldType) in current[name]?.fields ?? [:] { fields[field] = .string(fieldType.name) }
-            for (field, fieldType) in type.fields { fields[field] = .string(fieldType.name) }
+            for (field, fieldType) in current[name]?.fields ?? [:] { fields[field] = fieldType.schemaFileJSON }
+            for (field, fieldType) in type.fields { fields[field] = fieldType.schemaFileJSON }
             let fieldsText = JSONValue.object(fields).serialized(sortedKeys: true)
             try connection.run("""
                 INSERT INTO schema_record_types (container, environment, record_type, fields, retention_days, retention_field, append_only)

@@ -17,7 +17,7 @@ extension UserImport {
             var mergedType = current[type] ?? RecordTypeSchema(name: type)
             for (field, fieldType) in definition.fields.sorted(by: { $0.key < $1.key }) {
                 if let existing = current[type]?.fields[field], existing != fieldType {
-                    throw refuse("field \(type).\(field) is \(existing.name) in \(place) on this server but \(fieldType.name) in the export")
+                    throw refuse("field \(type).\(field) is \(existing.schemaName) in \(place) on this server but \(fieldType.schemaName) in the export")
                 }
                 mergedType.fields[field] = fieldType
             }

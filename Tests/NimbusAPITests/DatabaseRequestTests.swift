@@ -12,7 +12,7 @@ import Testing
 
     private func refusal<R: DatabaseRequest>(_ type: R.Type, _ text: String, limits: Limits = Limits()) throws -> SyncError? {
         do {
-            _ = try R(body: try body(text), limits: limits)
+            _ = try R.decode(Array(text.utf8), limits: limits)
             return nil
         } catch let error as SyncError {
             return error
@@ -20,12 +20,12 @@ import Testing
     }
 
     @Test func modifyDecodesZoneAtomicAndOperationsSharingDesiredKeys() throws {
-        let request = try ModifyRecordsRequest(body: body("""
+        let request = try ModifyRecordsRequest.decode(Array("""
             {"zoneID":{"zoneName":"Work"},"atomic":true,"desiredKeys":["a"],"operations":[
              {"operationType":"create","record":{"recordName":"n1","recordType":"Note","fields":{"a":{"value":1}}}},
              {"operationType":"create","record":{"recordType":"Note","fields":{}}},
              {"operationType":"bogus","record":{"recordName":"n3"}}]}
-            """), limits: limits)
+            """.utf8), limits: limits)
         #expect(request.zoneName == "Work")
         #expect(request.atomic)
         #expect(request.operations.count == 3)
@@ -54,11 +54,11 @@ import Testing
     }
 
     @Test func aRecordZoneContradictingTheRequestsFailsAlone() throws {
-        let request = try ModifyRecordsRequest(body: body("""
+        let request = try ModifyRecordsRequest.decode(Array("""
             {"zoneID":{"zoneName":"Work"},"operations":[
              {"operationType":"create","record":{"recordName":"a","recordType":"T","zoneID":{"zoneName":"_defaultZone"}}},
              {"operationType":"create","record":{"recordName":"b","recordType":"T","zoneID":{"zoneName":"Work"}}}]}
-            """), limits: limits)
+            """.utf8), limits: limits)
         guard case .failure(let error) = request.operations[0] else { Issue.record("the contradiction passed"); return }
         #expect(error.reason.contains("names zone _defaultZone, but the request is for zone Work"))
         #expect((try? request.operations[1].get()) != nil)

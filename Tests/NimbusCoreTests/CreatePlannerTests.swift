@@ -28,11 +28,14 @@ import Testing
                       [#"{"recordName":"p","action":"DELETE_SELF"}"#, "{}", #"{"recordName":""}"#]),
         "REFERENCE_LIST": ([#"[{"recordName":"a"},{"recordName":"b"}]"#, "[]"],
                            [#"[{"recordName":"a","action":"DELETE_SELF"}]"#, #"["a"]"#]),
+        // An encrypted field's values (docs/api.md "Encrypted fields"): canonical padded base64 only.
+        "ENCRYPTED_BYTES": ([#""AAEC""#, #""c2VhbGVk""#, #""QQ==""#], [#""""#, #""AAE""#, #""QR==""#, "5", #""a b=""#]),
     ]
 
     static let schema: [String: RecordTypeSchema] = Fixture.schema.merging([
         "Sample": RecordTypeSchema(name: "Sample", fields: ["s": .string, "i": .int64, "d": .double, "at": .timestamp,
-                                                            "ref": .reference, "refs": FieldType(.reference, isList: true)],
+                                                            "ref": .reference, "refs": FieldType(.reference, isList: true),
+                                                            "sealed": FieldType(.string, isEncrypted: true)],
                                    retention: RetentionPolicy(days: 7, field: "at")),
     ]) { first, _ in first }
 
@@ -46,12 +49,14 @@ import Testing
         for (name, type) in known.sorted(by: { $0.key < $1.key }) where Bool.random(using: &generator) || valid {
             let pool = values[type.name] ?? (["1"], [])
             var value = pool.valid.randomElement(using: &generator) ?? "1"
-            var declared: String? = Bool.random(using: &generator) ? type.name : nil
+            // An encrypted field's value must say ENCRYPTED_BYTES.
+            var declared: String? = Bool.random(using: &generator) || type.isEncrypted ? type.name : nil
             if !valid {
                 switch Int.random(in: 0..<8, using: &generator) {
                 case 0: value = pool.other.randomElement(using: &generator) ?? value
                 case 1: declared = "NOPE"
                 case 2: declared = type.name == "STRING" ? "INT64" : "STRING"
+                case 3: declared = type.isEncrypted ? nil : "ENCRYPTED_BYTES"
                 default: break
                 }
             }

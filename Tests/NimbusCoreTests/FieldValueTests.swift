@@ -24,6 +24,13 @@ import Testing
         }
     }
 
+    @Test func encryptedBytesParsesByNameAndHasNoListForm() {
+        #expect(FieldType(name: "ENCRYPTED_BYTES") == .encryptedBytes)
+        #expect(FieldType.encryptedBytes.name == "ENCRYPTED_BYTES" && FieldType.encryptedBytes.schemaName == "BYTES (encrypted)")
+        #expect(FieldType(name: "ENCRYPTED_BYTES_LIST") == nil)
+        #expect(FieldType(.string, isList: true, isEncrypted: true).wireType == .encryptedBytes)
+    }
+
     @Test(arguments: ["", "string", "LIST", "_LIST", "STRING_LIST_LIST", "INT32", "STRING ", "REFERENCE_list"])
     func otherTypeNamesAreNotTypes(name: String) {
         #expect(FieldType(name: name) == nil)

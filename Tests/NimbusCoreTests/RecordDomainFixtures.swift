@@ -18,9 +18,17 @@ enum Fixture {
         }
     }
 
-    /// One `operations` element, parsed as the API does.
+    /// One `operations` element, read and checked as the API does (`ModifyBody`).
     static func operation(_ text: String) -> Result<RecordOperation, ItemError> {
-        RecordOperation.parse(json(text))
+        operation(text, zone: Names.defaultZone)
+    }
+
+    /// One `operations` element of a request for `zone`.
+    static func operation(_ text: String, zone: String) -> Result<RecordOperation, ItemError> {
+        guard let draft = JSONScanner.scan(Array(text.utf8), { try OperationDraft.read(&$0) }) else {
+            fatalError("test JSON does not parse: \(text)")
+        }
+        return draft.validated(zone: zone)
     }
 
     static func stamp(_ timestamp: Int64 = earlier, device: String = "iphone") -> RecordStamp {

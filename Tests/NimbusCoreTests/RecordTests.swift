@@ -71,8 +71,10 @@ import Testing
                 #expect(type.quotedName.description == "\"\(type.name)\"")
             }
         }
+        #expect(FieldType.encryptedBytes.quotedName.description == "\"ENCRYPTED_BYTES\"")
+        #expect(FieldType(.string, isList: true, isEncrypted: true).quotedName.description == "\"ENCRYPTED_BYTES\"")
         #expect(FieldType.spellings.map(\.description) == FieldType.names)
-        #expect(FieldType.all.map(\.name) == FieldType.names && Set(FieldType.all).count == 14)
+        #expect(FieldType.all.map(\.name) == FieldType.names && Set(FieldType.all).count == 15)
         #expect(FieldType.names.allSatisfy { FieldType(name: $0) != nil })
     }
 

@@ -69,7 +69,21 @@ import Testing
         #expect(schema.container == "iCloud.org.p0deje.Maccy")
         #expect(schema.recordTypes["HistoryItem"]?.fields["numberOfCopies"] == .int64)
         #expect(schema.recordTypes["HistoryItem"]?.fields["firstCopiedAt"] == .timestamp)
-        #expect(schema.recordTypes["HistoryItemContent"]?.fields == ["type": .string, "value": .bytes, "asset": .assetID, "item": .reference])
+        #expect(schema.recordTypes["HistoryItemContent"]?.fields == ["type": .string, "value": FieldType(.bytes, isEncrypted: true),
+                                                                    "asset": .assetID, "item": .reference])
+    }
+
+    /// The clipboard's contents and their titles are what Maccy must never show the server
+    /// (docs/api.md "Encrypted fields"); the rest is what the devices sort and merge on.
+    @Test func maccyEncryptsTheClipboardContentsAndTitles() throws {
+        let schema = try Self.shipped("maccy.json")
+        let encrypted = schema.recordTypes.values.flatMap { type in
+            type.fields.filter(\.value.isEncrypted).map { "\(type.name).\($0.key) \($0.value.schemaName)" }
+        }
+        #expect(encrypted.sorted() == ["HistoryItem.title STRING (encrypted)", "HistoryItemContent.value BYTES (encrypted)"])
+        for file in ["applocker.json", "mapplock.json"] {
+            #expect(try Self.shipped(file).recordTypes.values.allSatisfy { !$0.fields.values.contains(where: \.isEncrypted) })
+        }
     }
 
     @Test func mapplockSessionsHaveListsAndBytes() throws {

@@ -31,13 +31,26 @@ private let existing: [String: Record] = [
 ]
 
 /// libFuzzer entry for a `records/modify` body: the JSON parser (whatever it accepts must
-/// serialize and parse back to the same value), then operation parsing, field decoding and
-/// typing, and planning against a schema and existing rows, in both environments and both
-/// atomic modes, as the handler does it. Saved records must render to JSON that parses.
+/// serialize and parse back to the same value), then the one records/modify reader
+/// (`ModifyBody`: it must read every JSON object the parser accepts, and nothing else), its
+/// rules, field decoding and typing, and planning against a schema and existing rows, in both
+/// environments and both atomic modes, as the handler does it. Saved records must render to
+/// JSON that parses.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRecordJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
-    let bytes = UnsafeBufferPointer(start: data, count: size)
-    guard let body = try? JSONValue.parse(bytes, limits: parseLimits) else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    var limits = Limits()
+    limits.maxOperationsPerRequest = 200
+    let scanned = ModifyBody.scan(bytes, limits: limits, parseLimits: parseLimits)
+    guard let body = try? JSONValue.parse(bytes, limits: parseLimits) else {
+        check(scanned == nil, "the records/modify reader accepted what the JSON parser refuses")
+        return 0
+    }
+    if case .object = body {
+        check(scanned != nil, "the records/modify reader refused a JSON object the parser accepts")
+    } else {
+        check(scanned == nil, "the records/modify reader accepted a document that is not an object")
+    }
 
     let written = body.serialized()
     guard let reparsed = try? JSONValue.parse(written, limits: parseLimits) else {
@@ -45,24 +58,9 @@ public func fuzzRecordJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     }
     check(reparsed == body, "JSON does not survive a round trip: \(String(decoding: written, as: UTF8.self).prefix(200))")
 
-    // records/modify: {"operations": [...], "atomic": ..., "desiredKeys": ...}; a bare array is
-    // taken as the operations too, so array-shaped inputs are not wasted.
-    let entries: [JSONValue]
-    if case .array(let list)? = body["operations"] { entries = list } else if case .array(let list) = body { entries = list } else { return 0 }
-    let sharedKeys = body["desiredKeys"].flatMap(RecordOperation.parseDesiredKeys)
-    var operations: [Result<RecordOperation, ItemError>] = []
-    var seen = Set<String>()
-    for (index, entry) in entries.prefix(200).enumerated() {
-        var parsed = RecordOperation.parse(entry)
-        if case .success(var operation) = parsed {
-            if operation.recordName.isEmpty { operation.recordName = "generated-\(index)" }
-            if operation.desiredKeys == nil { operation.desiredKeys = sharedKeys }
-            // The handler refuses a request naming a record twice.
-            guard seen.insert(operation.recordName).inserted else { return 0 }
-            parsed = .success(operation)
-        }
-        operations.append(parsed)
-    }
+    var generated = 0
+    guard let request = try? scanned?.request(limits: limits, newName: { generated += 1; return "generated-\(generated)" }) else { return 0 }
+    let operations = request.operations
     for environment in Environment.allCases {
         for atomic in [false, true] {
             let context = ModifyPlanner.Context(zoneName: "_defaultZone", userRecordName: "_u1", deviceID: "mac", now: now,

@@ -3,7 +3,7 @@ import NimbusCore
 import NimbusSupport
 
 /// `assets/upload`: upload URLs to hand out, one per record field.
-struct AssetUploadsRequest: DatabaseRequest {
+struct AssetUploadsRequest: JSONBodyRequest {
     struct Upload: Equatable, Sendable {
         var recordType: String
         var fieldName: String

@@ -3,62 +3,43 @@ import NimbusCore
 import NimbusSupport
 
 /// `records/modify`: the zone, each operation parsed (or why not), and whether all must succeed.
+/// The body is read by `ModifyBody` (NimbusCore), straight from its bytes, whatever its shape.
 struct ModifyRecordsRequest: DatabaseRequest {
     var zoneName: String
     /// In request order; an operation that cannot be parsed fails alone (unless `atomic`).
     var operations: [Result<RecordOperation, ItemError>]
     var atomic: Bool
 
-    init(body: JSONValue, limits: Limits) throws {
-        zoneName = try Wire.zoneName(body)
-        let entries = try RequestFields.entries(body, "operations", verb: "has", missing: "records/modify needs an \"operations\" array.",
-                                                limits: limits)
-        atomic = false
-        if let value = body["atomic"], !value.isNull {
-            guard case .bool(let flag) = value else { throw SyncError(.badRequest, "atomic must be true or false.") }
-            atomic = flag
-        }
-        let sharedKeys = try RequestFields.desiredKeys(body)
-        operations = []
-        var seen = Set<String>()
-        for entry in entries {
-            var parsed = RecordOperation.parse(entry)
-            if case .success(let operation) = parsed, let problem = Self.zoneContradiction(entry, requestZone: zoneName) {
-                parsed = .failure(ItemError(.badRequest, problem, recordName: operation.recordName))
+    static func decode(_ bytes: [UInt8], limits: Limits) throws -> ModifyRecordsRequest {
+        try decode(bytes, limits: limits, newName: { UUID().uuidString })
+    }
+
+    /// `newName`: the name of a create sent without one.
+    static func decode(_ bytes: [UInt8], limits: Limits, newName: () -> String) throws -> ModifyRecordsRequest {
+        let body: ModifyBody
+        if let scanned = ModifyBody.scan(bytes, limits: limits) {
+            body = scanned
+        } else {
+            // Not one JSON object: the parser says why (as every endpoint words it); a body of
+            // whitespace is an empty object.
+            guard case .object(let object) = try RequestInput.parseBody(bytes), object.isEmpty else {
+                throw SyncError(.internalError, "records/modify could not read a body the JSON parser accepts.")
             }
-            if case .success(var operation) = parsed {
-                if operation.recordName.isEmpty { operation.recordName = UUID().uuidString }
-                if operation.desiredKeys == nil { operation.desiredKeys = sharedKeys }
-                guard seen.insert(operation.recordName).inserted else {
-                    throw SyncError(.badRequest, "Record \(operation.recordName) appears in more than one operation; send one operation per record.")
-                }
-                parsed = .success(operation)
-            }
-            operations.append(parsed)
+            body = ModifyBody()
         }
+        let request = try body.request(limits: limits, newName: newName)
+        return ModifyRecordsRequest(zoneName: request.zoneName, operations: request.operations, atomic: request.atomic)
     }
 
     /// The fields each record's answer carries (nil: all), by record name.
     var desiredKeysByName: [String: Set<String>?] {
         Dictionary(operations.compactMap { try? $0.get() }.map { ($0.recordName, $0.desiredKeys) }, uniquingKeysWith: { first, _ in first })
     }
-
-    /// A record's own `zoneID` must name the request's zone (docs/api.md: ambiguous input is refused).
-    static func zoneContradiction(_ entry: JSONValue, requestZone: String) -> String? {
-        guard let zone = entry["record"]?["zoneID"], !zone.isNull else { return nil }
-        guard case .string(let name)? = zone["zoneName"] else {
-            return "The record's zoneID must be {\"zoneName\": \"...\"}."
-        }
-        guard name == requestZone else {
-            return "The record names zone \(name), but the request is for zone \(requestZone); send it in a request whose zoneID is \(name)."
-        }
-        return nil
-    }
 }
 
 /// `records/lookup`: the zone and the names asked for, in order; an invalid name is answered
 /// with an error item in its place.
-struct LookupRecordsRequest: DatabaseRequest {
+struct LookupRecordsRequest: JSONBodyRequest {
     enum Name: Equatable, Sendable {
         case valid(String)
         case invalid(String)
@@ -88,7 +69,7 @@ struct LookupRecordsRequest: DatabaseRequest {
 }
 
 /// `records/query`: the zone, and the query once the schema that types its filters is known.
-struct QueryRecordsRequest: DatabaseRequest {
+struct QueryRecordsRequest: JSONBodyRequest {
     var zoneName: String
     private let body: JSONValue
     private let limits: Limits
@@ -106,7 +87,7 @@ struct QueryRecordsRequest: DatabaseRequest {
 }
 
 /// `records/changes`: a zone's changes after a sync token, optionally waiting for one.
-struct RecordChangesRequest: DatabaseRequest {
+struct RecordChangesRequest: JSONBodyRequest {
     var zoneName: String
     var syncToken: String?
     var resultsLimit: Int

@@ -3,7 +3,7 @@ import NimbusSupport
 import NimbusStore
 
 /// `subscriptions/lookup`: subscription ids, in order.
-struct LookupSubscriptionsRequest: DatabaseRequest {
+struct LookupSubscriptionsRequest: JSONBodyRequest {
     var ids: [String]
 
     init(body: JSONValue, limits: Limits) throws {
@@ -20,7 +20,7 @@ struct LookupSubscriptionsRequest: DatabaseRequest {
 
 /// `subscriptions/modify`: deletes are decoded at once; saves once the schema that checks their
 /// record types and fields is known.
-struct ModifySubscriptionsRequest: DatabaseRequest {
+struct ModifySubscriptionsRequest: JSONBodyRequest {
     enum Entry: Sendable {
         case run(SubscriptionOperation)
         case refused(subscriptionID: String, ItemError)

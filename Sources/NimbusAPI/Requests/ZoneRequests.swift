@@ -3,7 +3,7 @@ import NimbusSupport
 import NimbusStore
 
 /// `zones/lookup`: zone names, in order, as `{"zoneName"}` or `{"zoneID": {"zoneName"}}`.
-struct LookupZonesRequest: DatabaseRequest {
+struct LookupZonesRequest: JSONBodyRequest {
     var names: [String]
 
     init(body: JSONValue, limits: Limits) throws {
@@ -18,7 +18,7 @@ struct LookupZonesRequest: DatabaseRequest {
 }
 
 /// `zones/modify`: each operation to run, or the reason it is refused (answered in its place).
-struct ModifyZonesRequest: DatabaseRequest {
+struct ModifyZonesRequest: JSONBodyRequest {
     enum Entry: Sendable {
         case run(ZoneOperation)
         case refused(zoneName: String, ItemError)
@@ -57,7 +57,7 @@ struct ModifyZonesRequest: DatabaseRequest {
 }
 
 /// `zones/changes`: the zones changed after a sync token, optionally waiting for one.
-struct ZoneChangesRequest: DatabaseRequest {
+struct ZoneChangesRequest: JSONBodyRequest {
     var syncToken: String?
     var resultsLimit: Int
     var wait: Int

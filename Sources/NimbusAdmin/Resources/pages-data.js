@@ -4,6 +4,8 @@ import { api, el, table, time, form, query, tokenKey } from "/ui.js";
 
 function fieldText(field) {
   const value = field?.value;
+  // The server sends an encrypted field's size, never its ciphertext (docs/api.md "Encrypted fields").
+  if (field?.type === "ENCRYPTED_BYTES") return `encrypted, ${field.size ?? "?"} bytes`;
   if ((field?.type === "ASSET" || field?.type === "ASSETID") && value) return `asset, ${value.size ?? "?"} bytes, sha256 ${String(value.fileChecksum ?? "").slice(0, 12)}…`;
   if (field?.type === "TIMESTAMP") return time(value);
   if (field?.type === "REFERENCE" && value) return `→ ${value.recordName}`;

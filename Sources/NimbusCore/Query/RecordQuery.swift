@@ -107,6 +107,9 @@ package struct RecordQuery: Sendable, Hashable {
                 guard case .string(let name)? = sort["fieldName"], let field = QueryField(name: name) else {
                     throw fail("Each sortBy entry needs a valid fieldName.")
                 }
+                if case .field(let fieldName) = field, typeSchema?.fields[fieldName]?.isEncrypted == true {
+                    throw fail("sortBy names \(fieldName), an encrypted field of \(recordType): the server cannot read it to sort on it.")
+                }
                 var ascending = true
                 if let value = sort["ascending"], !value.isNull {
                     guard case .bool(let flag) = value else { throw fail("sortBy.ascending must be true or false.") }
@@ -155,6 +158,9 @@ package struct RecordQuery: Sendable, Hashable {
                 throw fail("filterBy on \(name) has an unknown fieldValue.type.")
             }
             declared = parsed
+        }
+        if case .field(let fieldName) = field, schema?.fields[fieldName]?.isEncrypted == true || declared?.isEncrypted == true {
+            throw fail("filterBy names \(fieldName), an encrypted field: the server cannot read it to filter on it.")
         }
         // The type the field holds.
         let fieldType: FieldType?

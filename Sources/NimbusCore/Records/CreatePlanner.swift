@@ -62,7 +62,11 @@ package enum CreatePlanner {
         fields.reserveCapacity(raw.count)
         for field in raw {
             guard !field.value.isNull, let known = type.fields[field.name], known.base != .assetID else { return nil }
-            if let declared = field.declaredType, FieldType(name: declared) != known { return nil }
+            if let declared = field.declaredType {
+                guard FieldType(name: declared) == known.wireType else { return nil }
+            } else if known.isEncrypted {
+                return nil      // refused by FieldTyper: an encrypted value must say ENCRYPTED_BYTES
+            }
             guard let value = try? FieldValue.decode(field.value, as: known), !value.hasDeleteSelfReference,
                   FieldTyper.retentionProblem(value, field: field.name, recordName: "", schema: type) == nil,
                   fields.updateValue(value, forKey: field.name) == nil else { return nil }

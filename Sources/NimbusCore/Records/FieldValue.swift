@@ -47,6 +47,9 @@ package enum FieldValue: Sendable, Hashable {
     case asset(AssetValue)
     /// A `_LIST` value: elements all of `elementType`.
     case list(elementType: FieldType.Base, [FieldValue])
+    /// An encrypted field's value (`ENCRYPTED_BYTES`): ciphertext in standard padded base64,
+    /// kept as sent (it is checked canonical, so the text is the bytes) and never looked into.
+    case encrypted(String)
 
     package var type: FieldType {
         switch self {
@@ -58,6 +61,7 @@ package enum FieldValue: Sendable, Hashable {
         case .reference: .reference
         case .asset: .assetID
         case .list(let element, _): FieldType(element, isList: true)
+        case .encrypted: .encryptedBytes
         }
     }
 
@@ -121,6 +125,12 @@ package struct FieldValueError: Error, Sendable, Hashable {
 extension FieldValue {
     /// Reads a wire `value` of the given type. Throws with a description of what was given.
     package static func decode(_ json: JSONValue, as type: FieldType) throws(FieldValueError) -> FieldValue {
+        if type.isEncrypted {
+            guard case .string(let text) = json else { throw FieldValueError(given: json.kindDescription) }
+            guard !text.isEmpty else { throw FieldValueError(given: "an empty string (ciphertext cannot be empty)") }
+            guard Base64Text.isStandardPadded(text) else { throw FieldValueError(given: "a string that is not standard padded base64") }
+            return .encrypted(text)
+        }
         if type.isList {
             guard case .array(let elements) = json else { throw FieldValueError(given: json.kindDescription) }
             var values: [FieldValue] = []
@@ -229,13 +239,14 @@ extension FieldValue {
         case .asset(let asset):
             .object(asset.json)
         case .list(_, let values): .array(values.map(\.json))
+        case .encrypted(let text): .string(text)
         }
     }
 
     /// Writes `json`'s bytes without building it (records are written a hundred at a time).
     func writeJSON(to writer: inout JSONPageWriter) {
         switch self {
-        case .string(let text): writer.write(text)
+        case .string(let text), .encrypted(let text): writer.write(text)
         case .int64(let number), .timestamp(let number): writer.write(number)
         case .double(let number): writer.write(number)
         case .list(_, let values):

@@ -235,6 +235,7 @@ private enum JSONBound {
         case .int64, .timestamp: 20
         case .double: 32
         case .bytes(let bytes): (bytes.count + 2) / 3 * 4 + 2
+        case .encrypted(let text): text.utf8.count + 2       // base64: nothing to escape
         // Rare in bulk: measured by writing them.
         case .reference, .asset: Record.storedSize(["": value])
         case .list(_, let elements): elements.reduce(2) { $0 + 1 + Self.value($1) }

@@ -49,10 +49,13 @@ package struct FieldTyper: Sendable {
                 guard let declared = FieldType(name: declaredName) else {
                     return fail("Field \(field.name) of record \(recordName) has unknown type \(Names.quoted(declaredName)).")
                 }
-                if let known, known != declared {
-                    return fail("Field \(field.name) of record \(recordName) is \(known.name) in the schema of \(recordType), but the value was sent as \(declared.name).")
+                if let known, known.wireType != declared {
+                    return fail(Self.mismatch(field.name, recordName: recordName, recordType: recordType, known: known, sent: declared.name))
                 }
                 fieldType = declared
+            } else if let known, known.isEncrypted {
+                // The type must be given: a value sent without it is not known to be ciphertext.
+                return fail(Self.mismatch(field.name, recordName: recordName, recordType: recordType, known: known, sent: nil))
             } else if let known {
                 fieldType = known
             } else {
@@ -96,6 +99,21 @@ package struct FieldTyper: Sendable {
             }
         }
         return .success(typed)
+    }
+
+    /// Why a value does not fit its field's type; encrypted fields and the `ENCRYPTED_BYTES` values
+    /// of plain ones get their own words (docs/api.md "Encrypted fields"). `sent`: nil for no type.
+    static func mismatch(_ field: String, recordName: String, recordType: String, known: FieldType, sent: String?) -> String {
+        let prefix = "Field \(field) of record \(recordName)"
+        if known.isEncrypted {
+            return "\(prefix) is encrypted in the schema of \(recordType) (\(known.schemaName)), but the value was sent "
+                + (sent.map { "as \($0)" } ?? "without a type") + "; send the ciphertext as {\"value\": \"<base64>\", \"type\": \"ENCRYPTED_BYTES\"}."
+        }
+        if sent == FieldType.encryptedBytesName {
+            return "\(prefix) is \(known.name) in the schema of \(recordType), not encrypted, but the value was sent as ENCRYPTED_BYTES; "
+                + "a field cannot change between plain and encrypted."
+        }
+        return "\(prefix) is \(known.name) in the schema of \(recordType), but the value was sent as \(sent ?? "no type")."
     }
 
     /// An untyped number written as an integer too large for `Int64` (a `UInt64` id, say) reaches

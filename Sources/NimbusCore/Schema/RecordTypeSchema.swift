@@ -46,7 +46,8 @@ package struct ContainerSchema: Sendable, Hashable {
 
 extension ContainerSchema {
     /// Reads a schema file (docs/api.md "Schema files"):
-    /// `{"container": "...", "recordTypes": {"T": {"fields": {"f": "STRING"}, "retention": {"days": 30, "field": "f"}, "appendOnly": true}}}`.
+    /// `{"container": "...", "recordTypes": {"T": {"fields": {"f": "STRING", "g": {"type": "BYTES", "encrypted": true}},
+    /// "retention": {"days": 30, "field": "f"}, "appendOnly": true}}}`.
     package static func parseFile(_ json: JSONValue) throws(SyncError) -> ContainerSchema {
         func fail(_ reason: String) -> SyncError { SyncError(.badRequest, "Invalid schema file: \(reason)") }
         guard case .string(let container)? = json["container"], Names.isValidContainer(container) else {
@@ -62,12 +63,7 @@ extension ContainerSchema {
             var recordType = RecordTypeSchema(name: typeName)
             for (fieldName, typeValue) in fieldsObject {
                 guard Names.isValidFieldName(fieldName) else { throw fail("\(Names.quoted(fieldName)) in record type \(typeName) is not a valid field name (a letter, then letters, digits or _)") }
-                guard case .string(let typeText) = typeValue, let fieldType = FieldType(name: typeText) else {
-                    let given = if case .string(let text) = typeValue { Names.quoted(text) } else { "not a string" }
-                    throw fail("field \(typeName).\(fieldName) has the unknown type \(given); the field types are "
-                        + FieldType.Base.allCases.map(\.rawValue).joined(separator: ", ") + " and their _LIST forms (STRING_LIST, …)")
-                }
-                recordType.fields[fieldName] = fieldType
+                recordType.fields[fieldName] = try FieldType(schemaFileEntry: typeValue, field: "\(typeName).\(fieldName)")
             }
             if let retention = definition["retention"], !retention.isNull {
                 guard case .integer(let days)? = retention["days"], days >= 0, days <= 36500 else {
@@ -75,6 +71,10 @@ extension ContainerSchema {
                 }
                 var policy = RetentionPolicy(days: Int(days))
                 if let field = retention["field"], !field.isNull {
+                    if case .string(let fieldName) = field, let type = recordType.fields[fieldName], type.isEncrypted {
+                        throw fail("the retention field of \(typeName) is \(fieldName), which is encrypted: the server cannot read its time; "
+                            + "name a plain TIMESTAMP field")
+                    }
                     guard case .string(let fieldName) = field, recordType.fields[fieldName] == .timestamp else {
                         let given = if case .string(let text) = field { Names.quoted(text) } else { "not a string" }
                         let timestamps = recordType.fields.filter { $0.value == .timestamp }.keys.sorted()
@@ -101,7 +101,7 @@ extension ContainerSchema {
             guard let type = recordTypes[name] else { continue }
             var fields = JSONObject()
             for field in type.fields.keys.sorted() {
-                if let fieldType = type.fields[field] { fields[field] = .string(fieldType.name) }
+                if let fieldType = type.fields[field] { fields[field] = fieldType.schemaFileJSON }
             }
             var definition: JSONObject = ["fields": .object(fields)]
             if let retention = type.retention {
@@ -113,5 +113,48 @@ extension ContainerSchema {
             types[name] = .object(definition)
         }
         return .object(["container": .string(container), "recordTypes": .object(types)])
+    }
+}
+
+extension FieldType {
+    /// A field of a schema file: `"STRING"`, or `{"type": "STRING", "encrypted": true}` (docs/api.md
+    /// "Encrypted fields"). `field` ("Type.field") names it in errors.
+    package init(schemaFileEntry entry: JSONValue, field: String) throws(SyncError) {
+        func fail(_ reason: String) -> SyncError { SyncError(.badRequest, "Invalid schema file: field \(field) \(reason)") }
+        var typeValue = entry
+        var encrypted = false
+        if case .object(let object) = entry {
+            for key in object.keys where key != "type" && key != "encrypted" {
+                throw fail("has the unknown member \(Names.quoted(key)); a field is \"STRING\" or {\"type\": \"STRING\", \"encrypted\": true}")
+            }
+            typeValue = object["type"] ?? .null
+            if let flag = object["encrypted"], !flag.isNull {
+                guard case .bool(let value) = flag else { throw fail("has \"encrypted\" that is not true or false") }
+                encrypted = value
+            }
+        }
+        guard case .string(let typeText) = typeValue, let type = FieldType(name: typeText), !type.isEncrypted else {
+            if case .string(FieldType.encryptedBytesName) = typeValue {
+                throw fail("is ENCRYPTED_BYTES, the type of encrypted values on the wire; declare the plaintext's type encrypted: "
+                    + "{\"type\": \"BYTES\", \"encrypted\": true}")
+            }
+            let given = if case .string(let text) = typeValue { Names.quoted(text) } else { "not a string" }
+            throw fail("has the unknown type \(given); the field types are "
+                + FieldType.Base.allCases.map(\.rawValue).joined(separator: ", ") + " and their _LIST forms (STRING_LIST, …)")
+        }
+        if encrypted {
+            guard type.canBeEncrypted else {
+                throw fail("is \(type.name), which cannot be encrypted (the server follows references and keeps assets; "
+                    + "encrypt an asset's bytes before uploading them)")
+            }
+            self = FieldType(type.base, isList: type.isList, isEncrypted: true)
+        } else {
+            self = type
+        }
+    }
+
+    /// The schema file form: the name, or `{"type": "STRING", "encrypted": true}`.
+    package var schemaFileJSON: JSONValue {
+        isEncrypted ? .object(["type": .string(declaredName), "encrypted": .bool(true)]) : .string(name)
     }
 }

@@ -54,11 +54,11 @@ package struct SchemaDifference: Sendable, Hashable {
             let name = developed.name
             switch (developed.fields[field], deployed.fields[field]) {
             case (let type?, nil):
-                return SchemaDifference(kind: .fieldOnlyInDevelopment, recordType: name, field: field, development: type.name)
+                return SchemaDifference(kind: .fieldOnlyInDevelopment, recordType: name, field: field, development: type.schemaName)
             case (nil, let type?):
-                return SchemaDifference(kind: .fieldOnlyInProduction, recordType: name, field: field, production: type.name)
+                return SchemaDifference(kind: .fieldOnlyInProduction, recordType: name, field: field, production: type.schemaName)
             case (let a?, let b?) where a != b:
-                return SchemaDifference(kind: .fieldTypeDiffers, recordType: name, field: field, development: a.name, production: b.name)
+                return SchemaDifference(kind: .fieldTypeDiffers, recordType: name, field: field, development: a.schemaName, production: b.schemaName)
             default:
                 return nil
             }
@@ -66,7 +66,7 @@ package struct SchemaDifference: Sendable, Hashable {
     }
 
     private static func describe(_ type: RecordTypeSchema) -> String {
-        let fields = type.fields.keys.sorted().map { "\($0): \(type.fields[$0]?.name ?? "")" }.joined(separator: ", ")
+        let fields = type.fields.keys.sorted().map { "\($0): \(type.fields[$0]?.schemaName ?? "")" }.joined(separator: ", ")
         return "{\(fields)}" + (describeSettings(type).isEmpty ? "" : "; " + describeSettings(type))
     }
 

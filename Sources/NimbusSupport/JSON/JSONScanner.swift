@@ -69,6 +69,38 @@ package struct JSONScanner {
         return index
     }
 
+    /// An object key: its index among the keys a reader knows, or the key itself.
+    package enum Key: Equatable {
+        case known(Int)
+        case other(String)
+    }
+
+    /// The object's next key (its `:` read), or nil at its `}`: `.known` with its index in
+    /// `keys`, else `.other` with the key. For readers that take any document and skip what
+    /// they do not know (they refuse duplicates themselves, as the parser does).
+    package mutating func nextMember(first: inout Bool, among keys: [StaticString]) throws(JSONValue.ParseError) -> Key? {
+        guard try atKey(first: &first) else { return nil }
+        let found: Key
+        if let plain = plainMatch(among: keys) {
+            found = .known(plain)
+        } else {
+            let key = try parser.parseString()
+            if let index = keys.firstIndex(where: { candidate in candidate.withUTF8Buffer { $0.elementsEqual(key.utf8) } }) {
+                found = .known(index)
+            } else {
+                found = .other(key)
+            }
+        }
+        try takeColon()
+        return found
+    }
+
+    /// The first byte of the next value (after whitespace), reading nothing; nil at the end.
+    package mutating func peek() -> UInt8? {
+        parser.skipWhitespace()
+        return parser.offset < parser.input.count ? parser.input[parser.offset] : nil
+    }
+
     /// A string value that is one of `candidates`, as its index; nil, reading nothing, when the
     /// next value is not a string spelled exactly as one of them without escapes (then read it
     /// with `string()`). For values of a few known spellings (field types): no `String` made.

@@ -130,9 +130,9 @@ api_ok "$MAC" zones/modify '{"operations":[{"operationType":"create","zone":{"zo
 ops=""
 now=$(now_ms)
 for i in 1 2 3 4 5; do
-  ops+="${ops:+,}{\"operationType\":\"create\",\"record\":{\"recordName\":\"h$i\",\"recordType\":\"HistoryItem\",\"fields\":{\"application\":{\"value\":\"com.apple.Safari\"},\"title\":{\"value\":\"copied text $i\"},\"firstCopiedAt\":{\"value\":$((now - i * 1000))},\"lastCopiedAt\":{\"value\":$((now - i * 1000))},\"numberOfCopies\":{\"value\":1}}}}"
+  ops+="${ops:+,}{\"operationType\":\"create\",\"record\":{\"recordName\":\"h$i\",\"recordType\":\"HistoryItem\",\"fields\":{\"application\":{\"value\":\"com.apple.Safari\"},\"title\":{\"value\":\"$(printf 'sealed title %s' "$i" | base64)\",\"type\":\"ENCRYPTED_BYTES\"},\"firstCopiedAt\":{\"value\":$((now - i * 1000))},\"lastCopiedAt\":{\"value\":$((now - i * 1000))},\"numberOfCopies\":{\"value\":1}}}}"
   for part in a b; do
-    ops+=",{\"operationType\":\"create\",\"record\":{\"recordName\":\"c$i-$part\",\"recordType\":\"HistoryItemContent\",\"fields\":{\"type\":{\"value\":\"public.utf8-plain-text\"},\"value\":{\"value\":\"$(printf 'copied text %s%s' "$i" "$part" | base64)\"},\"item\":{\"value\":{\"recordName\":\"h$i\",\"action\":\"DELETE_SELF\"}}}}}"
+    ops+=",{\"operationType\":\"create\",\"record\":{\"recordName\":\"c$i-$part\",\"recordType\":\"HistoryItemContent\",\"fields\":{\"type\":{\"value\":\"public.utf8-plain-text\"},\"value\":{\"value\":\"$(printf 'copied text %s%s' "$i" "$part" | base64)\",\"type\":\"ENCRYPTED_BYTES\"},\"item\":{\"value\":{\"recordName\":\"h$i\",\"action\":\"DELETE_SELF\"}}}}}"
   done
 done
 api_ok "$MAC" records/modify "{\"zoneID\":{\"zoneName\":\"History\"},\"operations\":[$ops]}"
@@ -144,7 +144,10 @@ api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"History"}}'
   || fail "the phone's first fetch: $(record_summary | tr '\n' ' ')"
 contains "$HTTP_BODY" -a -q '"item":{"value":{"recordName":"h3","action":"DELETE_SELF"},"type":"REFERENCE"}' \
   || fail "c3 contents do not carry their REFERENCE: ${HTTP_BODY:0:600}"
-contains "$HTTP_BODY" -a -q "\"value\":{\"value\":\"$(printf 'copied text 2b' | base64)\",\"type\":\"BYTES\"}" || fail "BYTES value did not round-trip"
+# The shipped schema declares HistoryItemContent.value and HistoryItem.title encrypted: the
+# devices send ciphertext (here stand-in bytes) and get it back as sent.
+contains "$HTTP_BODY" -a -q "\"value\":{\"value\":\"$(printf 'copied text 2b' | base64)\",\"type\":\"ENCRYPTED_BYTES\"}" || fail "ENCRYPTED_BYTES value did not round-trip"
+contains "$HTTP_BODY" -a -q "\"title\":{\"value\":\"$(printf 'sealed title 4' | base64)\",\"type\":\"ENCRYPTED_BYTES\"}" || fail "encrypted title did not round-trip"
 phone_token=$(json_last_field syncToken)
 ok "the phone received 5 items and 10 contents with their references and bytes"
 
