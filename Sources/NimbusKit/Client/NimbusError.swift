@@ -19,7 +19,7 @@ public struct NimbusError: Error, Sendable, Hashable, CustomStringConvertible {
         case referenceViolation         // VALIDATING_REFERENCE_ERROR
         case batchRequestFailed         // ATOMIC_ERROR: another operation of an atomic request failed
         case internalError              // INTERNAL_ERROR or another 5xx
-        case networkFailure             // no answer: unreachable, reset, timed out
+        case networkFailure             // no answer (unreachable, reset, timed out), or a 408: the body stalled
         case serverResponseBad          // an answer that is not the protocol (garbage, wrong shape)
         case assetCorrupted             // downloaded bytes do not match the asset's checksum
         case assetFileNotFound          // an asset's local file is missing
@@ -54,6 +54,17 @@ public struct NimbusError: Error, Sendable, Hashable, CustomStringConvertible {
     public var isRetryable: Bool {
         switch code {
         case .networkFailure, .serviceUnavailable, .requestRateLimited, .internalError, .serverResponseBad:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// True when the error is about one change's own input (its asset file, its size, a field
+    /// the server refuses), not the request: that change fails, the rest of its batch is sent.
+    public var isChangeFailure: Bool {
+        switch code {
+        case .assetFileNotFound, .limitExceeded, .invalidArguments:
             return true
         default:
             return false

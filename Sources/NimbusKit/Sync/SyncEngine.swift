@@ -3,8 +3,11 @@ import Foundation
 /// Keeps a local store in sync with a Nimbus database, as CKSyncEngine does:
 /// - `enqueue` writes changes to a durable outbox (one state file, replaced atomically) before it
 ///   returns; `sendChanges` delivers them with retries that cannot duplicate;
-/// - `fetchChanges` brings the server's changes zone by zone, saving each zone's token only after
-///   the delegate applied the batch;
+/// - `fetchChanges` brings the server's changes zone by zone (assets downloaded), saving each
+///   zone's token only after the delegate applied the batch;
+///
+/// The engine does not retain its delegate (as CKSyncEngine): the app keeps it alive. A fetch
+/// without a delegate throws and moves no token.
 /// - `startLive` holds one long-poll for the device and fetches as soon as anything changes.
 public actor SyncEngine {
     public let database: Database
@@ -148,6 +151,17 @@ public actor SyncEngine {
     }
 
     func persist() throws { try stateFile.save(state, cache: encodingCache) }
+
+    /// Carries on with a new device token (after a revoke and a new pairing): the container's
+    /// requests use it from now on, a send waiting on a backoff goes now.
+    public func replaceCredential(_ token: String) {
+        database.container.replaceCredential(token)
+        sendBackoff.reset()
+        retryAt = nil
+        lastError = nil
+        publishStatus()
+        if automaticSending && !state.outbox.isEmpty { scheduleSend(after: 0) }
+    }
 
     /// Records a request's outcome for the status.
     func noteRequest(_ error: NimbusError?) {
