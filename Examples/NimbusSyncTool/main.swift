@@ -17,6 +17,8 @@ let usage = """
       bench-fetch STATE ZONE          the engine's initial sync (fresh STATE)
       bench-outbox STATE N ZONE       enqueue N records (100 per call) and send until acknowledged
       bench-live STATE N              live delivery of N writes by NIMBUS_WRITER_TOKEN's device
+      bench-assets-upload STATE N SIZE ZONE   N records with an asset of SIZE random bytes each
+      bench-assets-download STATE ZONE        download them: NimbusKit, its prefetch, plain URLSession
     CONTAINER: NIMBUS_CONTAINER (default iCloud.com.nimbus.SyncTool)
     """
 
@@ -106,6 +108,8 @@ func run() async -> Int32 {
             say("watching")
             try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
             await engine.stopLive()
+        case _ where command.hasPrefix("bench-assets-"):
+            try await AssetBench.run(command, arguments, container: container)
         case _ where command.hasPrefix("bench-"):
             try await Bench.run(command, arguments, container: container, stateURL: stateURL)
         default:
