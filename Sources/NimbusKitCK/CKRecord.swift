@@ -148,6 +148,7 @@ public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
             case .asset: return values.compactMap { ckValue($0, database: database) as? CKAsset }
             default: return nil
             }
+        case .encrypted(let v): return v.plaintext.flatMap { ckValue($0, database: database) }
         }
     }
 }

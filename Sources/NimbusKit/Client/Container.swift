@@ -11,6 +11,8 @@ public final class Container: Sendable {
     let transport: Transport
     private let cachedLimits = Locked<ServerLimits?>(nil)
     let assetCache: AssetCache
+    /// Where the account keys of end-to-end encryption are (Container+Encryption.swift).
+    let keyStoreBox = Locked<(any KeyStore)?>(nil)
 
     public init(identifier: String, configuration: NimbusConfiguration) {
         self.identifier = identifier

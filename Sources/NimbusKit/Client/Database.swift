@@ -42,7 +42,7 @@ public struct Database: Sendable {
         async throws -> [Result<RecordResult, NimbusError>] {
         guard !operations.isEmpty else { return [] }
         let limits = try await container.limits()
-        let prepared = try await uploadAssets(of: operations, limits: limits)
+        let prepared = try await uploadAssets(sealing: operations, limits: limits)
         if atomic, let refused = prepared.refused.sorted(by: { $0.key < $1.key }).first {
             throw refused.value  // all or nothing: one refused change refuses the request
         }
@@ -78,7 +78,7 @@ public struct Database: Sendable {
         for (wireIndex, position) in positions.enumerated() {
             if let answer = answers[wireIndex] { results[position] = answer }
         }
-        return results
+        return results.map(container.openResult)
     }
 
     /// One `records/modify` request; a request-level LIMIT_EXCEEDED splits it in two.
@@ -197,7 +197,7 @@ public struct Database: Sendable {
                 throw JSON.bad("records/lookup answered another number of records than asked for")
             }
             for (item, id) in zip(items, slice) {
-                results.append(Database.recordResult(item, id: id).flatMap { result in
+                results.append(container.openResult(Database.recordResult(item, id: id)).flatMap { result in
                     if case .saved(let record) = result { return .success(record) }
                     return .failure(NimbusError(.unknownItem, reason: "Record \(id) is deleted.", itemName: id.recordName))
                 })
@@ -223,7 +223,7 @@ public struct Database: Sendable {
                                               limit: await pageLimit(resultsLimit, "a records/query page"))
         let records = try (JSON.array(answer["records"]) ?? []).compactMap { item -> Record? in
             guard let object = JSON.object(item) else { throw JSON.bad("A query result is not an object") }
-            return try Record.fromWire(object, zoneID: zone)
+            return try Record.fromWire(object, zoneID: zone).map(container.open)
         }
         let cursor = JSON.string(answer["continuationMarker"]).map { QueryCursor(marker: $0, query: query, zoneID: zone) }
         return QueryPage(records: records, continuation: cursor)

@@ -23,6 +23,8 @@ public struct NimbusError: Error, Sendable, Hashable, CustomStringConvertible {
         case serverResponseBad          // an answer that is not the protocol (garbage, wrong shape)
         case assetCorrupted             // downloaded bytes do not match the asset's checksum
         case assetFileNotFound          // an asset's local file is missing
+        case encryptionKeyMissing       // no account key (of that key id) on this device: pair with the key or import the phrase
+        case decryptionFailed           // a sealed value or asset did not open: changed, moved, or another account's key
     }
 
     public var code: Code
@@ -38,6 +40,8 @@ public struct NimbusError: Error, Sendable, Hashable, CustomStringConvertible {
     public var itemName: String?
     /// The HTTP status, when there was an answer.
     public var httpStatus: Int?
+    /// For `decryptionFailed`: the field that did not open.
+    public var fieldName: String?
 
     public init(_ code: Code, reason: String, serverErrorCode: String? = nil, retryAfter: TimeInterval? = nil,
                 serverRecord: Record? = nil, itemName: String? = nil, httpStatus: Int? = nil) {

@@ -100,11 +100,11 @@ extension SyncEngine {
                 seen?.formUnion(page.modified.map(\.id))
                 seen?.subtract(page.deleted.map(\.id))
             }
-            if !page.modified.isEmpty || !page.deleted.isEmpty {
+            if !page.modified.isEmpty || !page.deleted.isEmpty || !page.unreadable.isEmpty {
                 // The app gets records whose assets are local files already (CloudKit's contract).
                 let modified = try await database.downloadingAssets(of: page.modified)
                 try await delegate.syncEngine(self, apply: FetchedChanges(
-                    zoneID: zone, modified: modified, deleted: page.deleted.map(\.id), reason: .changes))
+                    zoneID: zone, modified: modified, deleted: page.deleted.map(\.id), reason: .changes, unreadable: page.unreadable))
             }
             token = page.syncToken
             if !page.moreComing { break }
