@@ -15,6 +15,7 @@ public final class CKContainer: @unchecked Sendable {
     public init(identifier: String) {
         containerIdentifier = identifier
         container = NimbusCK.configuration.map { Container(identifier: identifier, configuration: $0) }
+        container?.keyStore = NimbusCK.keyStore
     }
 
     public var privateCloudDatabase: CKDatabase { CKDatabase(container: container) }
