@@ -9,8 +9,13 @@ public struct UnreadableRecord: Sendable, Hashable {
 
 extension Container {
     /// A modify answer item with its encrypted values opened (a failure to open fails the item).
+    /// A conflict's `serverRecord` is opened too, so a merge compares plaintexts.
     func openResult(_ result: Result<RecordResult, NimbusError>) -> Result<RecordResult, NimbusError> {
-        result.flatMap { item in
+        result.mapError { error in
+            var opened = error
+            if let server = error.serverRecord, let readable = try? open(server) { opened.serverRecord = readable }
+            return opened
+        }.flatMap { item in
             guard case .saved(let record) = item else { return .success(item) }
             return Result { .saved(try open(record)) }.mapError { $0 as? NimbusError ?? NimbusError(.decryptionFailed, reason: "\($0)") }
         }
