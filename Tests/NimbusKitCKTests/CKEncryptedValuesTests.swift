@@ -21,7 +21,7 @@ struct CKEncryptedValuesTests {
         #expect(record.encryptedValues["appName"] == nil)  // a plain field is not an encrypted value
 
         let wire = try container.seal(record.record).wireRecord()
-        let text = String(decoding: try JSONSerialization.data(withJSONObject: wire), encoding: UTF8.self)
+        let text = String(decoding: try JSONSerialization.data(withJSONObject: wire), as: UTF8.self)
         #expect(!text.contains("mac-mini") && text.contains("Safari"))
         let fields = try #require(wire["fields"] as? JSONObject)
         #expect((fields["deviceName"] as? JSONObject)?["type"] as? String == "ENCRYPTED_BYTES")

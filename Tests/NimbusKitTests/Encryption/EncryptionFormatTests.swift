@@ -35,7 +35,8 @@ struct EncryptionFormatTests {
     @Test func aSealedRecordTravelsAsEncryptedBytesAndOpensToItsPlaintext() throws {
         let device = container(KeyRing([AccountKey.generate()]))
         let record = clipboard()
-        let wire = try device.seal(record).wireRecord()
+        let sealedRecord = try device.seal(record)
+        let wire = sealedRecord.wireRecord()
         let fields = try #require(wire["fields"] as? JSONObject)
         let value = try #require(fields["value"] as? JSONObject)
         #expect(value["type"] as? String == "ENCRYPTED_BYTES")
@@ -50,7 +51,6 @@ struct EncryptionFormatTests {
         #expect(back.changedKeys.isEmpty)
         // The fast writer (JSONBytes) sends the same ciphertext.
         var json = JSONBytes(capacity: 256)
-        let sealedRecord = try device.seal(record)
         try sealedRecord.fields["value"]?.write(to: &json)
         #expect(String(decoding: json.bytes, as: UTF8.self).contains(sealed.base64EncodedString()))
         // Sealed once, kept: sealing again (a retried create) gives the same bytes.
