@@ -116,7 +116,7 @@ struct EncryptionLiveTests {
             container.keyStore = MemoryKeyStore(ring)
             return container
         }
-        _ = try await devices[0].privateDatabase.modify((0..<30).map { .save(clip("r\($0)", "text \($0)")) })
+        for result in try await devices[0].privateDatabase.modify((0..<30).map { .save(clip("r\($0)", "text \($0)")) }) { _ = try result.get() }
         // The mac rotates and hands the new ring to the others (as a pairing or phrase would).
         try devices[0].rotateKey()
         let rotated = try devices[0].keyRing()
