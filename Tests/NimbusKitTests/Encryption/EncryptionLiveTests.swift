@@ -91,15 +91,17 @@ struct EncryptionLiveTests {
         flipped[flipped.count - 3] ^= 1
         let writes: [(String, JSONObject)] = [
             ("b", ["value": sealedA]),                                                                   // another record
-            ("c", ["value": ["type": "ENCRYPTED_BYTES", "value": flipped.base64EncodedString()] as JSONObject]),  // a flipped byte
+            ("c", ["value": ["type": sealedA["type"] ?? "ENCRYPTED_BYTES", "value": flipped.base64EncodedString()] as JSONObject]),  // a flipped byte
             ("d", ["other": sealedA]),                                                                   // another field
         ]
         for (name, fields) in writes {
-            _ = try await database.transport.post(database.url("records/modify"), body: [
+            let answer = try await database.transport.post(database.url("records/modify"), body: [
                 "zoneID": ["zoneName": "_defaultZone"],
                 "operations": [["operationType": "forceReplace",
                                 "record": ["recordName": name, "recordType": "HistoryItemContent", "fields": fields] as JSONObject] as JSONObject],
             ])
+            let item = try #require(JSON.array(answer["records"])?.first as? JSONObject)
+            #expect(item["serverErrorCode"] == nil, "the raw write of \(name): \(item)")
             await #expect { try await database.record(for: RecordID(recordName: name)) } throws: {
                 ($0 as? NimbusError)?.code == .decryptionFailed
             }
