@@ -88,3 +88,51 @@ struct EncryptedAssetTests {
         }
     }
 }
+
+/// Peak memory of sealing and opening stays bounded by the segment size, not the file's.
+@Suite("End-to-end encryption: sealed assets stream")
+struct EncryptedAssetStreamTests {
+    /// Resident memory in bytes (Linux: /proc/self/statm); nil elsewhere.
+    static func residentBytes() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let parts = text.split(separator: " ")
+        guard parts.count > 1, let pages = Int(parts[1]) else { return nil }
+        return pages * 4096
+    }
+
+    @Test func fiftyMebibytesSealAndOpenWithResidentMemoryGrowingUnder16MiB() async throws {
+        guard let baseline = Self.residentBytes() else { return }  // Linux measures; other platforms skip the bound
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("e2e-stream-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let plain = directory.appendingPathComponent("plain"), sealed = directory.appendingPathComponent("sealed")
+        let back = directory.appendingPathComponent("back")
+        FileManager.default.createFile(atPath: plain.path, contents: nil)
+        let writer = try FileHandle(forWritingTo: plain)
+        let block = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        for _ in 0..<50 { writer.write(block) }
+        try writer.close()
+        let key = AccountKey.generate()
+        let context = SealContext(container: "c", zone: "z", recordType: "T", recordName: "r", field: "f")
+        let peak = Locked(0)
+        let sampling = Locked(true)
+        let sampler = Thread {
+            while sampling.withLock({ $0 }) {
+                if let now = Self.residentBytes() { peak.withLock { $0 = max($0, now - baseline) } }
+                usleep(2_000)
+            }
+        }
+        sampler.start()
+        let start = Date()
+        try AssetSeal.seal(plain, to: sealed, key: key, context: context)
+        let sealSeconds = Date().timeIntervalSince(start)
+        try AssetSeal.open(sealed, to: back, keys: KeyRing([key]), context: context)
+        let openSeconds = Date().timeIntervalSince(start) - sealSeconds
+        sampling.withLock { $0 = false }
+        let growth = peak.withLock { $0 }
+        print("figure: 50 MiB asset seal \(String(format: "%.2f", sealSeconds)) s, open \(String(format: "%.2f", openSeconds)) s, "
+            + "resident growth \(growth >> 20) MiB (debug build)")
+        #expect(growth < 16 << 20, "resident memory grew \(growth >> 20) MiB")
+        #expect(try FileManager.default.attributesOfItem(atPath: back.path)[.size] as? Int == 50 << 20)
+    }
+}
