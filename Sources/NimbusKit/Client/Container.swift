@@ -12,7 +12,7 @@ public final class Container: Sendable {
     private let cachedLimits = Locked<ServerLimits?>(nil)
     let assetCache: AssetCache
     /// Where the account keys of end-to-end encryption are (Container+Encryption.swift).
-    let keyStoreBox = Locked<(any KeyStore)?>(nil)
+    let keyStoreBox = Locked<KeySetup>(KeySetup())
 
     public init(identifier: String, configuration: NimbusConfiguration) {
         self.identifier = identifier

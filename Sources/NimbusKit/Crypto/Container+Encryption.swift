@@ -4,15 +4,23 @@ extension Container {
     /// Where this device keeps the account keys; nil (the default) until the app sets one. Without
     /// it, saving an encrypted value and reading one are `encryptionKeyMissing`.
     public var keyStore: (any KeyStore)? {
-        get { keyStoreBox.withLock { $0 } }
-        set { keyStoreBox.withLock { $0 = newValue } }
+        get { keyStoreBox.withLock { $0.store } }
+        set { keyStoreBox.withLock { $0 = KeySetup(store: newValue) } }
     }
 
-    /// The keys of the key store (an empty ring without one).
+    /// The keys of the key store (an empty ring without one), read once and kept until
+    /// `reloadKeys` (called after this container changes them, and when a key id is missing).
     func keyRing() throws -> KeyRing {
+        if let ring = keyStoreBox.withLock({ $0.ring }) { return ring }
         guard let store = keyStore else { return KeyRing() }
-        return try store.load()
+        let ring = try store.load()
+        keyStoreBox.withLock { $0.ring = ring }
+        return ring
     }
+
+    /// Forgets the kept key ring: the next use reads the key store again (another process, such
+    /// as the app beside its extension, may have added a key).
+    public func reloadKeys() { keyStoreBox.withLock { $0.ring = nil } }
 
     /// Seals the record's encrypted values that have no ciphertext yet with the newest key (assets
     /// are sealed at upload). A record sealed once keeps its bytes, so a retried create is identical.
@@ -41,6 +49,10 @@ extension Container {
             if ring == nil { ring = try keyRing() }
             let context = sealContext(record, field: key)
             do {
+                if let id = SealFormat.keyID(of: sealed), ring?.key(id: id) == nil, keyStore != nil {
+                    reloadKeys()
+                    ring = try keyRing()
+                }
                 let bytes = try SealFormat.openField(sealed, keys: ring ?? KeyRing(), context: context)
                 let plaintext = try FieldPlaintext.decode(bytes, context: context, zoneID: record.zoneID)
                 opened.fields[key] = .encrypted(EncryptedValue(plaintext: plaintext, ciphertext: sealed))
@@ -84,9 +96,16 @@ extension Container {
         guard let store = keyStore else { throw EncryptionError.keyMissing(nil, keyID: nil).nimbusError }
         let ring = try store.loadOrCreate().rotated()
         try store.save(ring)
+        reloadKeys()
         guard let newest = ring.newest else { throw EncryptionError.keyMissing(nil, keyID: nil).nimbusError }
         return newest
     }
+}
+
+/// A container's key store and the ring read from it.
+struct KeySetup: Sendable {
+    var store: (any KeyStore)?
+    var ring: KeyRing?
 }
 
 /// A field's plaintext bytes: the UTF-8 JSON of its wire form `{"type":"…","value":…}` with sorted

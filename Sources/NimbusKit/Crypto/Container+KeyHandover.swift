@@ -69,6 +69,7 @@ extension Container {
             throw NimbusError(.invalidArguments, reason: "Set the container's keyStore before importing a recovery phrase.")
         }
         try store.adopt(try RecoveryPhrase.import(phrase))
+        reloadKeys()
     }
 
     /// The recovery phrase of this device's account keys (every version).

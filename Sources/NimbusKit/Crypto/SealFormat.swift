@@ -57,6 +57,25 @@ enum SealFormat {
 
     /// The key of one container and zone, derived from an account key.
     static func zoneKey(_ accountKey: Data, container: String, zone: String) -> Data {
+        let name = ZoneKeyName(accountKey: accountKey, container: container, zone: zone)
+        if let key = zoneKeys.withLock({ $0[name] }) { return key }
+        let key = deriveZoneKey(accountKey, container: container, zone: zone)
+        zoneKeys.withLock { cache in
+            if cache.count >= 256 { cache.removeAll() }
+            cache[name] = key
+        }
+        return key
+    }
+
+    /// Derived zone keys, so a page of records derives each zone's key once (bounded).
+    private static let zoneKeys = Locked<[ZoneKeyName: Data]>([:])
+    private struct ZoneKeyName: Hashable {
+        var accountKey: Data
+        var container: String
+        var zone: String
+    }
+
+    static func deriveZoneKey(_ accountKey: Data, container: String, zone: String) -> Data {
         let info = Data("zone".utf8) + Data([0]) + lengthPrefixed(container) + lengthPrefixed(zone)
         return Primitives.hkdf(ikm: accountKey, salt: salt, info: info, length: Primitives.keySize)
     }

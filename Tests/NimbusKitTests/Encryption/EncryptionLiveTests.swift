@@ -122,7 +122,10 @@ struct EncryptionLiveTests {
         // The mac rotates and hands the new ring to the others (as a pairing or phrase would).
         try devices[0].rotateKey()
         let rotated = try devices[0].keyRing()
-        for device in devices.dropFirst() { try device.keyStore?.save(rotated) }
+        for device in devices.dropFirst() {
+            try device.keyStore?.save(rotated)
+            device.reloadKeys()
+        }
         // All three re-encrypt at once; passes repeat until no conflicts.
         var passes = 0
         var done = false
