@@ -114,7 +114,8 @@ let package = Package(
             dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport", "NimbusTestSupport"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
+        // NimbusKitCK for the CloudKit-shaped encryptedValues test against the real server.
+        .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusKitCK"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusKitCKTests", dependencies: ["NimbusKitCK", "NimbusKit"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusRelayTests", dependencies: ["NimbusRelay", "NimbusPush", "NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
     ],
