@@ -76,7 +76,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The client side: Foundation only, imports no server target (and no server target imports it).
-        .target(name: "NimbusKit", swiftSettings: swiftSettings),
+        // SHA-256 of assets through libcrypto on Linux only (CryptoKit on Apple platforms).
+        .target(name: "NimbusKit", dependencies: [.target(name: "CCrypto", condition: .when(platforms: [.linux]))], swiftSettings: swiftSettings),
         .target(name: "NimbusKitCK", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
         // The apps' code as they wrote it: Swift 5 language mode, the seed kept beside it as text.
         .executableTarget(
@@ -115,7 +116,8 @@ let package = Package(
             dependencies: ["NimbusAdmin", "NimbusAPI", "NimbusHTTP", "NimbusCore", "NimbusStore", "NimbusSupport", "NimbusTestSupport"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
+        // NimbusKitCK for the CloudKit-shaped encryptedValues test against the real server.
+        .testTarget(name: "NimbusKitTests", dependencies: ["NimbusKit", "NimbusKitCK"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusKitCKTests", dependencies: ["NimbusKitCK", "NimbusKit"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusRelayTests", dependencies: ["NimbusRelay", "NimbusPush", "NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
     ],

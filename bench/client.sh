@@ -13,8 +13,10 @@
 #    until acknowledged, beside raw records/modify of the same batches (target ≥ 0.5×).
 # 4. Live: BENCH_CLIENT_LIVE (1,000) writes by one device, each delivered to a live engine of
 #    another: p50/p99 from the writer's acknowledgement to the engine's apply.
+# 5. Assets: 10 × 1 MiB downloaded by a debug and a release nimbus-sync (asset_downloads) beside
+#    plain URLSession.
 #
-# 5. Enqueue (issue 31, `enqueue_figures`): BENCH_CLIENT_ENQUEUES (1,000) single durable enqueues at
+# 6. Enqueue (issue 31, `enqueue_figures`): BENCH_CLIENT_ENQUEUES (1,000) single durable enqueues at
 #    100 and at 10,000 pending (offline, nothing sent): µs and bytes written per enqueue (write(2)
 #    bytes and the bytes the kernel sent to the disk), beside appending the same bytes to a file
 #    with one fdatasync each (the physical floor), in the same run.
@@ -23,6 +25,7 @@
 #    and 1,000 pending; Tests/run.sh runs it so).
 #
 # Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_CLIENT_ENQUEUES
+#   BENCH_CLIENT_ASSETS BENCH_CLIENT_ASSET_BYTES
 #   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1. Loopback only; every phase is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -135,6 +138,23 @@ say "live: $LIVE writes"
 rm -f "$WORK/live.json"
 live=$(run_sync bench-live "$WORK/live.json" "$LIVE"); say "$live"
 
+# asset_downloads: BENCH_CLIENT_ASSETS (10) assets of BENCH_CLIENT_ASSET_BYTES (1 MiB) uploaded once,
+# then downloaded into a fresh cache by nimbus-sync from a debug and a release build (one after
+# another, verified; and the fetch prefetch, four at a time) beside plain URLSession GETs of the same
+# URLs (issue 31: the checksum runs at platform speed in both builds). Sets ASSET_ROWS.
+asset_downloads() {
+  local count=${BENCH_CLIENT_ASSETS:-10} bytes=${BENCH_CLIENT_ASSET_BYTES:-1048576} debug release debug_sync
+  [ -n "${BENCH_SKIP_BUILD:-}" ] || swift build --product nimbus-sync >&2 || die "debug build failed"
+  debug_sync="$(swift build --show-bin-path)/nimbus-sync"
+  run_sync bench-assets-upload "$WORK/none.json" "$count" "$bytes" assets >/dev/null
+  debug=$(timeout 900 "$debug_sync" bench-assets-download "$WORK/none.json" assets | grep '^result ') || die "debug download failed"
+  release=$(run_sync bench-assets-download "$WORK/none.json" assets)
+  say "debug: $debug"; say "release: $release"
+  ASSET_ROWS="| asset download, $count × $bytes bytes, one at a time, verified (s) | debug $(field nimbuskit_s "$debug") / release $(field nimbuskit_s "$release") | $(field urlsession_s "$release") (plain URLSession, release) | $(ratio "$(field urlsession_s "$release")" "$(field nimbuskit_s "$debug")") (debug) | debug ≈ release |
+| the same as a fetch's prefetch, 4 at a time (s) | debug $(field prefetch_s "$debug") / release $(field prefetch_s "$release") | | | |"
+}
+say "assets: downloads in debug and release"
+asset_downloads
 enqueue_rows=$(enqueue_figures)
 
 cat <<REPORT
@@ -146,5 +166,6 @@ NimbusKit (bench/client.sh): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedd
 | peak client memory during it (MB) | $engine_rss | $raw_rss | | ≤ 100 |
 | outbox, enqueue → acknowledged, $OUTBOX records (records/s) | $(field per_second "$outbox") | $(field per_second "$raw_modify") (records/modify, 400 per request) | $(ratio "$(field per_second "$outbox")" "$(field per_second "$raw_modify")") | ≥ 0.5 |
 | live delivery of $LIVE writes (ms) | p50 $(field p50_ms "$live") / p99 $(field p99_ms "$live") | | | p99 < 1000 |
+$ASSET_ROWS
 $enqueue_rows
 REPORT

@@ -20,6 +20,8 @@ let usage = """
       bench-fetch STATE ZONE          the engine's initial sync (fresh STATE)
       bench-outbox STATE N ZONE       enqueue N records (100 per call) and send until acknowledged
       bench-live STATE N              live delivery of N writes by NIMBUS_WRITER_TOKEN's device
+      bench-assets-upload STATE N SIZE ZONE   N records with an asset of SIZE random bytes each
+      bench-assets-download STATE ZONE        download them: NimbusKit, its prefetch, plain URLSession
     CONTAINER: NIMBUS_CONTAINER (default iCloud.com.nimbus.SyncTool)
     """
 
@@ -116,6 +118,8 @@ func run() async -> Int32 {
             await Churn.pendingNames(engine)
         case "bench-enqueue":
             try await EnqueueBench.run(arguments, stateURL: stateURL, container: container)
+        case _ where command.hasPrefix("bench-assets-"):
+            try await AssetBench.run(command, arguments, container: container)
         case _ where command.hasPrefix("bench-"):
             try await Bench.run(command, arguments, container: container, stateURL: stateURL)
         default:

@@ -10,8 +10,14 @@
 #include <openssl/evp.h>
 #include <openssl/obj_mac.h>
 #include <openssl/pem.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 // Macros Swift does not import.
 static const int nimbus_EVP_PKEY_EC = EVP_PKEY_EC;
+// AES-256-GCM through EVP (NimbusKit's end-to-end encryption on Linux).
+static const int nimbus_EVP_CTRL_GCM_SET_IVLEN = EVP_CTRL_GCM_SET_IVLEN;
+static const int nimbus_EVP_CTRL_GCM_GET_TAG = EVP_CTRL_GCM_GET_TAG;
+static const int nimbus_EVP_CTRL_GCM_SET_TAG = EVP_CTRL_GCM_SET_TAG;
 
 #endif

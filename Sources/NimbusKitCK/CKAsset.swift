@@ -1,8 +1,8 @@
 import Foundation
 
 /// An asset field. Made from a local file, it is uploaded when its record is saved; fetched from
-/// the server, its `fileURL` downloads the bytes on first access (verified against the checksum,
-/// then cached).
+/// the server (`record(for:)`, queries, zone changes), its bytes are downloaded, verified against
+/// the checksum and cached before the fetch returns, so `fileURL` is a local file.
 public final class CKAsset: NSObject, CKRecordValueProtocol, @unchecked Sendable {
     // Safe: `state` is only touched under its lock.
     private let state: Locked<Asset>
@@ -22,6 +22,8 @@ public final class CKAsset: NSObject, CKRecordValueProtocol, @unchecked Sendable
     var asset: Asset { state.withLock { $0 } }
 
     /// The local file: the file it was made from, or the downloaded copy (nil if the download failed).
+    /// A fetched record's assets are downloaded before the fetch returns; only an asset of a record
+    /// the app built from fetched values downloads here, blocking, on first access.
     public var fileURL: URL? {
         let current = asset
         if let file = current.fileURL, current.downloadURL == nil || FileManager.default.fileExists(atPath: file.path) {

@@ -15,12 +15,14 @@ public final class CKContainer: @unchecked Sendable {
     public init(identifier: String) {
         containerIdentifier = identifier
         container = NimbusCK.configuration.map { Container(identifier: identifier, configuration: $0) }
+        container?.keyStore = NimbusCK.keyStore
     }
 
     public var privateCloudDatabase: CKDatabase { CKDatabase(container: container) }
 
     /// `.available` when the server answers with this device's user, `.noAccount` when the token
-    /// is refused or missing, `.couldNotDetermine` when the server cannot be reached.
+    /// is refused or no server is configured, `.temporarilyUnavailable` when the server cannot be
+    /// reached or is unavailable (a retryable error), `.couldNotDetermine` for any other answer.
     public func accountStatus() async throws -> CKAccountStatus {
         guard let container else { return .noAccount }
         do {

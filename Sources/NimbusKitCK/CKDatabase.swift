@@ -36,7 +36,12 @@ public final class CKDatabase: @unchecked Sendable {
 
     public func record(for recordID: CKRecord.ID) async throws -> CKRecord {
         let database = try nimbusDatabase()
-        do { return wrap(try await database.record(for: recordID.nimbus), database) } catch { throw CKError(error) }
+        do {
+            let record = try await database.record(for: recordID.nimbus)
+            return wrap(try await database.downloadingAssets(of: [record])[0], database)
+        } catch {
+            throw CKError(error)
+        }
     }
 
     public func fetch(withRecordID recordID: CKRecord.ID, completionHandler: @escaping (CKRecord?, (any Error)?) -> Void) {
@@ -96,7 +101,8 @@ public final class CKDatabase: @unchecked Sendable {
         do {
             let page = try await database.query(try query.nimbusQuery(), in: zoneID?.nimbus ?? .default,
                                                 resultsLimit: try await limit(resultsLimit), desiredKeys: desiredKeys)
-            return (page.records.map { (CKRecord.ID($0.id), .success(wrap($0, database))) }, page.continuation.map(CKQueryOperation.Cursor.init))
+            let records = try await database.downloadingAssets(of: page.records)
+            return (records.map { (CKRecord.ID($0.id), .success(wrap($0, database))) }, page.continuation.map(CKQueryOperation.Cursor.init))
         } catch {
             throw CKError(error)
         }
@@ -110,7 +116,8 @@ public final class CKDatabase: @unchecked Sendable {
         do {
             let page = try await database.query(cursor.query, in: cursor.zoneID, resultsLimit: try await limit(resultsLimit),
                                                 desiredKeys: desiredKeys, continuation: cursor)
-            return (page.records.map { (CKRecord.ID($0.id), .success(wrap($0, database))) }, page.continuation.map(CKQueryOperation.Cursor.init))
+            let records = try await database.downloadingAssets(of: page.records)
+            return (records.map { (CKRecord.ID($0.id), .success(wrap($0, database))) }, page.continuation.map(CKQueryOperation.Cursor.init))
         } catch {
             throw CKError(error)
         }
@@ -144,7 +151,7 @@ public final class CKDatabase: @unchecked Sendable {
             let page = try await database.changes(in: zoneID.nimbus, since: changeToken?.token, resultsLimit: resultsLimit,
                                                   desiredKeys: desiredKeys)
             var modifications: [CKRecord.ID: Result<RecordZoneChange.Modification, any Error>] = [:]
-            for record in page.modified {
+            for record in try await database.downloadingAssets(of: page.modified) {
                 modifications[CKRecord.ID(record.id)] = .success(RecordZoneChange.Modification(record: wrap(record, database)))
             }
             let deletions = page.deleted.map { RecordZoneChange.Deletion(recordID: CKRecord.ID($0.id), recordType: $0.recordType ?? "") }

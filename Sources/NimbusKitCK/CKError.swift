@@ -50,6 +50,9 @@ public struct CKError: Error, Sendable, CustomStringConvertible, LocalizedError 
         case .serverResponseBad: code = .serverRejectedRequest
         case .assetCorrupted: code = .assetNotAvailable
         case .assetFileNotFound: code = .assetFileNotFound
+        // CloudKit's code when encrypted data cannot be read on this device yet; `underlying.code` says which.
+        case .encryptionKeyMissing: code = .accountTemporarilyUnavailable
+        case .decryptionFailed: code = .internalError
         }
     }
 }

@@ -20,7 +20,7 @@ extension Array: CKRecordValueProtocol where Element: CKRecordValueProtocol {}
 /// A record, as CloudKit's class: fields by subscript, system fields read-only.
 public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
     // Safe as CloudKit's CKRecord is: one owner mutates it at a time; the lock guards the storage.
-    private let storage: Locked<Record>
+    let storage: Locked<Record>
     /// Where a fetched record's assets download from.
     let database: Database?
 
@@ -148,6 +148,7 @@ public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
             case .asset: return values.compactMap { ckValue($0, database: database) as? CKAsset }
             default: return nil
             }
+        case .encrypted(let v): return v.plaintext.flatMap { ckValue($0, database: database) }
         }
     }
 }

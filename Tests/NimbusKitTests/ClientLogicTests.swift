@@ -91,7 +91,7 @@ struct ClientLogicTests {
         var limits = ServerLimits.defaults
         limits.maxOperationsPerRequest = 3
         let small = (0..<7).map { RecordOperation.delete(RecordID(recordName: "r\($0)")) }
-        let bySize = try Database.modifyBodies(small, 0..<7, zone: .default, atomic: false, desiredKeys: nil, limits: limits)
+        let bySize = try Database.modifyBodies(small, 0..<7, zone: .default, atomic: false, desiredKeys: nil, limits: limits).bodies
         #expect(bySize.map(\.range) == [0..<3, 3..<6, 6..<7])
         limits.maxOperationsPerRequest = 400
         limits.maxRequestBytes = 4096
@@ -100,10 +100,18 @@ struct ClientLogicTests {
             record.set("blob", String(repeating: "x", count: 1500))
             return .create(record)
         }
-        let bodies = try Database.modifyBodies(large, 0..<5, zone: .default, atomic: false, desiredKeys: nil, limits: limits)
+        let bodies = try Database.modifyBodies(large, 0..<5, zone: .default, atomic: false, desiredKeys: nil, limits: limits).bodies
         #expect(bodies.count > 1)
         #expect(bodies.flatMap { Array($0.range) } == Array(0..<5))
         #expect(bodies.allSatisfy { $0.body.count <= 4096 })
+        // One record larger than a request may be is not sent: it fails alone, the rest go.
+        var mixed = large
+        var huge = Record(recordType: "T", id: RecordID(recordName: "huge"))
+        huge.set("blob", String(repeating: "x", count: 9000))
+        mixed[2] = .create(huge)
+        let split = try Database.modifyBodies(mixed, 0..<5, zone: .default, atomic: false, desiredKeys: nil, limits: limits)
+        #expect(split.bodies.flatMap { Array($0.range) } == [0, 1, 3, 4])
+        #expect(split.oversized.map(\.0) == [2] && split.oversized.first?.1.code == .limitExceeded)
     }
 
     @Test func operationsWrittenAsBytesEqualTheirJSONSerializationForm() throws {

@@ -11,6 +11,8 @@ public final class Container: Sendable {
     let transport: Transport
     private let cachedLimits = Locked<ServerLimits?>(nil)
     let assetCache: AssetCache
+    /// Where the account keys of end-to-end encryption are (Container+Encryption.swift).
+    let keyStoreBox = Locked<KeySetup>(KeySetup())
 
     public init(identifier: String, configuration: NimbusConfiguration) {
         self.identifier = identifier
@@ -27,6 +29,11 @@ public final class Container: Sendable {
         }
         self.init(identifier: identifier, configuration: configuration)
     }
+
+    /// Gives this container (and every database, engine and channel made from it) a new device
+    /// token, e.g. after the old one was revoked (`notAuthenticated`) and the device paired again.
+    /// Requests started from now on carry it; `configuration.token` keeps the first one.
+    public func replaceCredential(_ token: String) { transport.replaceToken(token) }
 
     /// The user's private database.
     public var privateDatabase: Database { Database(container: self) }

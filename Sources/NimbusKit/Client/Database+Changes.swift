@@ -17,6 +17,9 @@ public struct ZoneChanges: Sendable {
     /// The token to ask from next time; it advances past what was returned.
     public var syncToken: SyncToken
     public var moreComing: Bool
+    /// Changed records whose encrypted values did not open on this device (`encryptionKeyMissing`,
+    /// `decryptionFailed`): never in `modified`, never as garbage.
+    public var unreadable: [UnreadableRecord] = []
 }
 
 /// One answer of `zones/changes`.
@@ -40,7 +43,7 @@ extension Database {
         if wait > 0 { body["wait"] = wait }
         let answer = try await transport.post(url("records/changes"), body: body, waitSeconds: wait, zoneID: zone,
                                               limit: await pageLimit(resultsLimit, "a records/changes page"))
-        return try Database.zoneChanges(answer, zone: zone)
+        return container.openChanges(try Database.zoneChanges(answer, zone: zone))
     }
 
     /// The answer limit of a page of records: `resultsLimit` capped at the server's

@@ -35,33 +35,50 @@ public struct Database: Sendable {
 
     /// `records/modify`. Assets with a local file are uploaded first. Non-atomic requests larger
     /// than the server's limits are sent in several requests; an atomic one must fit in one.
+    /// An operation whose own input fails (a missing asset file, a record larger than a request
+    /// may be) is answered as an item failure and the others are sent; a failure of a request
+    /// itself (no answer, 5xx, 408, 429) throws.
     public func modify(_ operations: [RecordOperation], atomic: Bool = false, desiredKeys: [String]? = nil)
         async throws -> [Result<RecordResult, NimbusError>] {
         guard !operations.isEmpty else { return [] }
-        let prepared = try await uploadAssets(of: operations)
         let limits = try await container.limits()
-        let wire = prepared
+        let prepared = try await uploadAssets(sealing: operations, limits: limits)
+        if atomic, let refused = prepared.refused.sorted(by: { $0.key < $1.key }).first {
+            throw refused.value  // all or nothing: one refused change refuses the request
+        }
+        // What goes on the wire: the operations not refused, in order (`positions` maps back).
+        let positions = operations.indices.filter { prepared.refused[$0] == nil }
+        let wire = positions.map { prepared.operations[$0] }
+        var answers = [Result<RecordResult, NimbusError>?](repeating: nil, count: wire.count)
         // A request addresses one zone: runs of operations on one zone, each split at the limits.
         var requests: [(range: Range<Int>, body: Data)] = []
         var start = 0
-        while start < prepared.count {
-            let zone = prepared[start].recordID.zoneID
+        while start < wire.count {
+            let zone = wire[start].recordID.zoneID
             var end = start
-            while end < prepared.count && prepared[end].recordID.zoneID == zone { end += 1 }
-            requests += try Database.modifyBodies(wire, start..<end, zone: zone, atomic: atomic, desiredKeys: desiredKeys, limits: limits)
+            while end < wire.count && wire[end].recordID.zoneID == zone { end += 1 }
+            let split = try Database.modifyBodies(wire, start..<end, zone: zone, atomic: atomic, desiredKeys: desiredKeys, limits: limits)
+            requests += split.bodies
+            for (index, error) in split.oversized { answers[index] = .failure(error) }
             start = end
         }
-        if atomic && requests.count > 1 {
+        if atomic && (requests.count > 1 || answers.contains(where: { $0 != nil })) {
             throw NimbusError(.limitExceeded, reason: "An atomic request of \(operations.count) operations must address one zone and fit "
                 + "the server's limits (\(limits.maxOperationsPerRequest) operations, \(limits.maxRequestBytes) bytes): send fewer.")
         }
-        var results: [Result<RecordResult, NimbusError>] = []
-        results.reserveCapacity(operations.count)
+        let ids = wire.map(\.recordID)
         for request in requests {
-            results += try await sendModify(request.body, wire: wire, request.range, ids: prepared.map(\.recordID), atomic: atomic,
-                                            desiredKeys: desiredKeys, limits: limits)
+            let results = try await sendModify(request.body, wire: wire, request.range, ids: ids, atomic: atomic,
+                                               desiredKeys: desiredKeys, limits: limits)
+            for (index, result) in zip(request.range, results) { answers[index] = result }
         }
-        return results
+        var results = operations.indices.map { index -> Result<RecordResult, NimbusError> in
+            .failure(prepared.refused[index] ?? JSON.bad("No answer for operation \(index)"))
+        }
+        for (wireIndex, position) in positions.enumerated() {
+            if let answer = answers[wireIndex] { results[position] = answer }
+        }
+        return results.map(container.openResult)
     }
 
     /// One `records/modify` request; a request-level LIMIT_EXCEEDED splits it in two.
@@ -112,23 +129,30 @@ public struct Database: Sendable {
 
     /// The request bodies for the operations in `range`: at most the server's operation count
     /// each, halved until a body fits its byte limit (each body encoded once in the common case).
+    /// One operation whose body alone is over the limit is not sent: it is `oversized`, with the
+    /// error it fails with.
     static func modifyBodies(_ wire: [RecordOperation], _ range: Range<Int>, zone: ZoneID, atomic: Bool, desiredKeys: [String]?,
-                             limits: ServerLimits) throws -> [(range: Range<Int>, body: Data)] {
+                             limits: ServerLimits) throws -> (bodies: [(range: Range<Int>, body: Data)], oversized: [(Int, NimbusError)]) {
         var bodies: [(range: Range<Int>, body: Data)] = []
+        var oversized: [(Int, NimbusError)] = []
         var pending = stride(from: range.lowerBound, to: range.upperBound, by: limits.maxOperationsPerRequest).map {
             $0..<min(range.upperBound, $0 + limits.maxOperationsPerRequest)
         }.reversed() as [Range<Int>]
         while let next = pending.popLast() {
             let body = try modifyBody(wire[next], zone: zone, atomic: atomic, desiredKeys: desiredKeys)
-            if body.count <= limits.maxRequestBytes || next.count == 1 {
+            if body.count <= limits.maxRequestBytes {
                 bodies.append((next, body))
+            } else if next.count == 1 {
+                let name = wire[next.lowerBound].recordID.recordName
+                oversized.append((next.lowerBound, NimbusError(.limitExceeded, reason: "Record \(name) encodes to \(body.count) bytes; a request "
+                    + "may have at most \(limits.maxRequestBytes) (maxRequestBytes): move large values into assets.", itemName: name)))
             } else {
                 let middle = next.lowerBound + next.count / 2
                 pending.append(middle..<next.upperBound)
                 pending.append(next.lowerBound..<middle)
             }
         }
-        return bodies
+        return (bodies, oversized)
     }
 
     static func recordResult(_ item: Any, id: RecordID) -> Result<RecordResult, NimbusError> {
@@ -173,7 +197,7 @@ public struct Database: Sendable {
                 throw JSON.bad("records/lookup answered another number of records than asked for")
             }
             for (item, id) in zip(items, slice) {
-                results.append(Database.recordResult(item, id: id).flatMap { result in
+                results.append(container.openResult(Database.recordResult(item, id: id)).flatMap { result in
                     if case .saved(let record) = result { return .success(record) }
                     return .failure(NimbusError(.unknownItem, reason: "Record \(id) is deleted.", itemName: id.recordName))
                 })
@@ -199,7 +223,7 @@ public struct Database: Sendable {
                                               limit: await pageLimit(resultsLimit, "a records/query page"))
         let records = try (JSON.array(answer["records"]) ?? []).compactMap { item -> Record? in
             guard let object = JSON.object(item) else { throw JSON.bad("A query result is not an object") }
-            return try Record.fromWire(object, zoneID: zone)
+            return try Record.fromWire(object, zoneID: zone).map(container.open)
         }
         let cursor = JSON.string(answer["continuationMarker"]).map { QueryCursor(marker: $0, query: query, zoneID: zone) }
         return QueryPage(records: records, continuation: cursor)

@@ -19,10 +19,12 @@ public struct NimbusError: Error, Sendable, Hashable, CustomStringConvertible {
         case referenceViolation         // VALIDATING_REFERENCE_ERROR
         case batchRequestFailed         // ATOMIC_ERROR: another operation of an atomic request failed
         case internalError              // INTERNAL_ERROR or another 5xx
-        case networkFailure             // no answer: unreachable, reset, timed out
+        case networkFailure             // no answer (unreachable, reset, timed out), or a 408: the body stalled
         case serverResponseBad          // an answer that is not the protocol (garbage, wrong shape)
         case assetCorrupted             // downloaded bytes do not match the asset's checksum
         case assetFileNotFound          // an asset's local file is missing
+        case encryptionKeyMissing       // no account key (of that key id) on this device: pair with the key or import the phrase
+        case decryptionFailed           // a sealed value or asset did not open: changed, moved, or another account's key
     }
 
     public var code: Code
@@ -38,6 +40,8 @@ public struct NimbusError: Error, Sendable, Hashable, CustomStringConvertible {
     public var itemName: String?
     /// The HTTP status, when there was an answer.
     public var httpStatus: Int?
+    /// For `decryptionFailed`: the field that did not open.
+    public var fieldName: String?
 
     public init(_ code: Code, reason: String, serverErrorCode: String? = nil, retryAfter: TimeInterval? = nil,
                 serverRecord: Record? = nil, itemName: String? = nil, httpStatus: Int? = nil) {
@@ -54,6 +58,17 @@ public struct NimbusError: Error, Sendable, Hashable, CustomStringConvertible {
     public var isRetryable: Bool {
         switch code {
         case .networkFailure, .serviceUnavailable, .requestRateLimited, .internalError, .serverResponseBad:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// True when the error is about one change's own input (its asset file, its size, a field
+    /// the server refuses), not the request: that change fails, the rest of its batch is sent.
+    public var isChangeFailure: Bool {
+        switch code {
+        case .assetFileNotFound, .limitExceeded, .invalidArguments:
             return true
         default:
             return false

@@ -7,9 +7,12 @@ import FoundationNetworking
 final class Transport: Sendable {
     let configuration: NimbusConfiguration
     let session: URLSession
+    /// The device token requests carry: the configuration's, until `replaceToken`.
+    private let token: Locked<String>
 
     init(configuration: NimbusConfiguration) {
         self.configuration = configuration
+        token = Locked(configuration.token)
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.httpMaximumConnectionsPerHost = 8
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -18,6 +21,11 @@ final class Transport: Sendable {
     }
 
     deinit { session.finishTasksAndInvalidate() }
+
+    var currentToken: String { token.withLock { $0 } }
+
+    /// Requests started from now on carry `newToken` (requests under way keep the old one).
+    func replaceToken(_ newToken: String) { token.withLock { $0 = newToken } }
 
     /// `serverURL` + path (the path starts with `/`).
     func url(_ path: String) -> URL {
@@ -30,7 +38,7 @@ final class Transport: Sendable {
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.timeoutInterval = configuration.requestTimeout + TimeInterval(waitSeconds)
-        if authorized { request.setValue("Bearer \(configuration.token)", forHTTPHeaderField: "Authorization") }
+        if authorized { request.setValue("Bearer \(currentToken)", forHTTPHeaderField: "Authorization") }
         return request
     }
 
@@ -67,7 +75,7 @@ final class Transport: Sendable {
         do {
             (data, response) = try await CancellableRequest.data(session, for: request, limit: limit)
         } catch {
-            throw Transport.networkError(error, url: request.url)
+            throw Transport.networkError(error, url: request.url, timeout: request.timeoutInterval)
         }
         guard let http = response as? HTTPURLResponse else {
             throw NimbusError(.serverResponseBad, reason: "The answer from \(request.url?.absoluteString ?? "?") is not HTTP.")
@@ -91,9 +99,11 @@ final class Transport: Sendable {
         task.resume()
     }
 
-    static func networkError(_ error: any Error, url: URL?) -> NimbusError {
+    /// A request that got no answer, saying what happened in words (what timed out and after
+    /// how long, which host refused the connection), never only "NSURLErrorDomain error -1001".
+    static func networkError(_ error: any Error, url: URL?, timeout: TimeInterval? = nil) -> NimbusError {
         if let nimbus = error as? NimbusError { return nimbus }
-        return NimbusError(.networkFailure, reason: "No answer from \(url?.host ?? "the server"): \(error.localizedDescription)")
+        return NetworkFailureText.error(error, url: url, timeout: timeout)
     }
 
     /// Throws the answer's error when its status is not 2xx.
@@ -111,6 +121,7 @@ final class Transport: Sendable {
         switch status {
         case 502, 503, 504: code = .serviceUnavailable
         case 429: code = .requestRateLimited
+        case 408: code = .networkFailure
         case 401: code = .notAuthenticated
         case 500...: code = .internalError
         default: code = .serverResponseBad

@@ -1,80 +1,42 @@
 import Foundation
+#if canImport(CryptoKit)
+import CryptoKit
+#elseif canImport(CCrypto)
+import CCrypto
+#endif
 
-/// SHA-256 (FIPS 180-4) of files and bytes, to verify downloaded assets against their
-/// `fileChecksum`. NimbusKit imports no server target, so it carries its own small implementation.
+/// SHA-256 of files and bytes, to verify downloaded assets against their `fileChecksum`: CryptoKit
+/// on Apple platforms, OpenSSL's libcrypto on Linux (the CCrypto system library; no package), both
+/// as fast in a debug build as in a release one. Elsewhere, `SoftwareSHA256`.
 struct Checksum {
-    private var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
-    private var pending: [UInt8] = []
-    private var length: UInt64 = 0
+#if canImport(CryptoKit)
+    private var hasher = SHA256()
 
-    private static let k: [UInt32] = [
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-    ]
+    mutating func update(_ data: Data) { hasher.update(data: data) }
+
+    /// The digest as standard base64, the form of `fileChecksum`.
+    mutating func finalizeBase64() -> String { Data(hasher.finalize()).base64EncodedString() }
+#elseif canImport(CCrypto)
+    private var context = LibcryptoSHA256()
 
     mutating func update(_ data: Data) {
-        length &+= UInt64(data.count)
-        pending.append(contentsOf: data)
-        let whole = pending.count - pending.count % 64
-        guard whole > 0 else { return }
-        pending.withUnsafeBufferPointer { buffer in
-            var offset = 0
-            while offset < whole {
-                compress(UnsafeBufferPointer(rebasing: buffer[offset..<offset + 64]))
-                offset += 64
-            }
-        }
-        pending.removeFirst(whole)
+        if !isKnownUniquelyReferenced(&context) { context = context.copy() }
+        context.update(data)
     }
 
     /// The digest as standard base64, the form of `fileChecksum`.
     mutating func finalizeBase64() -> String {
-        let bitLength = length &* 8
-        var tail = pending
-        tail.append(0x80)
-        while tail.count % 64 != 56 { tail.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        tail.withUnsafeBufferPointer { buffer in
-            for offset in stride(from: 0, to: tail.count, by: 64) {
-                compress(UnsafeBufferPointer(rebasing: buffer[offset..<offset + 64]))
-            }
-        }
-        pending = []
-        var digest = Data(capacity: 32)
-        for word in h { for shift in [24, 16, 8, 0] { digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) } }
-        return digest.base64EncodedString()
+        if !isKnownUniquelyReferenced(&context) { context = context.copy() }
+        return context.finalize().base64EncodedString()
     }
+#else
+    private var hasher = SoftwareSHA256()
 
-    private mutating func compress(_ block: UnsafeBufferPointer<UInt8>) {
-        var w = [UInt32](repeating: 0, count: 64)
-        for i in 0..<16 {
-            w[i] = UInt32(block[i * 4]) << 24 | UInt32(block[i * 4 + 1]) << 16 | UInt32(block[i * 4 + 2]) << 8 | UInt32(block[i * 4 + 3])
-        }
-        for i in 16..<64 {
-            let s0 = rotate(w[i - 15], 7) ^ rotate(w[i - 15], 18) ^ (w[i - 15] >> 3)
-            let s1 = rotate(w[i - 2], 17) ^ rotate(w[i - 2], 19) ^ (w[i - 2] >> 10)
-            w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-        }
-        var (a, b, c, d, e, f, g, hh) = (h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7])
-        for i in 0..<64 {
-            let s1 = rotate(e, 6) ^ rotate(e, 11) ^ rotate(e, 25)
-            let choice = (e & f) ^ (~e & g)
-            let t1 = hh &+ s1 &+ choice &+ Checksum.k[i] &+ w[i]
-            let s0 = rotate(a, 2) ^ rotate(a, 13) ^ rotate(a, 22)
-            let majority = (a & b) ^ (a & c) ^ (b & c)
-            let t2 = s0 &+ majority
-            (hh, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-        }
-        h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d; h[4] &+= e; h[5] &+= f; h[6] &+= g; h[7] &+= hh
-    }
+    mutating func update(_ data: Data) { hasher.update(data) }
 
-    private func rotate(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
+    /// The digest as standard base64, the form of `fileChecksum`.
+    mutating func finalizeBase64() -> String { hasher.finalizeBase64() }
+#endif
 
     /// The base64 SHA-256 of a file, read in 1 MiB pieces.
     static func ofFile(_ url: URL) throws -> (checksum: String, size: Int64) {
@@ -95,3 +57,40 @@ struct Checksum {
         return hasher.finalizeBase64()
     }
 }
+
+#if !canImport(CryptoKit) && canImport(CCrypto)
+/// libcrypto's SHA-256 through its EVP interface (one context, freed with the object).
+final class LibcryptoSHA256 {
+    private let context: OpaquePointer?
+
+    init() {
+        context = EVP_MD_CTX_new()
+        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+    }
+
+    private init(copying other: LibcryptoSHA256) {
+        context = EVP_MD_CTX_new()
+        EVP_MD_CTX_copy_ex(context, other.context)
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    func copy() -> LibcryptoSHA256 { LibcryptoSHA256(copying: self) }
+
+    func update(_ data: Data) {
+        data.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+            _ = EVP_DigestUpdate(context, base, buffer.count)
+        }
+    }
+
+    /// The digest; the context starts over afterwards.
+    func finalize() -> Data {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &digest, &length)
+        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+        return Data(digest.prefix(Int(length)))
+    }
+}
+#endif

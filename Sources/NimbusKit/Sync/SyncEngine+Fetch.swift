@@ -1,26 +1,47 @@
 import Foundation
 
 extension SyncEngine {
-    /// Fetches every change since the saved tokens: which zones changed (`zones/changes`), then
-    /// each changed zone's records page by page. Each page goes to the delegate, and the zone's
-    /// token is saved (durably) only after the delegate applied it. `CHANGE_TOKEN_EXPIRED` resets
+    /// Fetches every change since the saved tokens (or those of `zones` only): which zones changed
+    /// (`zones/changes`), then each changed zone's records page by page. The assets of each page's
+    /// records are downloaded into the asset cache first (their `fileURL` is a local file), then
+    /// the page goes to the delegate, and the zone's token is saved (durably) only after the
+    /// delegate applied it. No delegate (the engine does not retain it: the app must) or a
+    /// delegate that throws: the fetch throws and no token moves. `CHANGE_TOKEN_EXPIRED` resets
     /// the zone: it is fetched again from the start and the delegate learns which local records
     /// the server no longer has. Concurrent calls run one after another (a call made while a
     /// fetch runs starts a new one after it, so it sees everything committed before the call).
-    public func fetchChanges() async throws {
+    public func fetchChanges(in zones: Set<ZoneID>? = nil) async throws {
         while let running = fetchInProgress { _ = try? await running.value }
-        let task = Task { try await self.fetchOnce() }
+        let task = Task { try await self.fetchOnce(zones) }
         fetchInProgress = task
         defer { if fetchInProgress == task { fetchInProgress = nil } }
         try await task.value
     }
 
-    private func fetchOnce() async throws {
+    /// The delegate for one fetch, held strongly until the fetch ends; none is an error.
+    private func requireDelegate() throws -> any SyncEngineDelegate {
+        guard let delegate else {
+            throw NimbusError(.invalidArguments, reason: "The sync engine has no delegate: it does not retain its delegate, and the "
+                + "one it was given was released. Keep a strong reference to it for the engine's life; nothing was fetched and no "
+                + "token moved.")
+        }
+        return delegate
+    }
+
+    private func fetchOnce(_ only: Set<ZoneID>?) async throws {
         do {
-            let (changed, deleted, databaseToken) = try await changedZones()
-            for zone in deleted { try await zoneWasDeleted(zone) }
-            for zone in changed { try await fetchZone(zone) }
-            state.databaseToken = databaseToken
+            let delegate = try requireDelegate()
+            if let only {
+                for zone in only.sorted(by: { $0.zoneName < $1.zoneName }) {
+                    if !state.zones.contains(zone.zoneName) { state.zones.append(zone.zoneName) }
+                    try await fetchZone(zone, delegate: delegate)
+                }
+            } else {
+                let (changed, deleted, databaseToken) = try await changedZones()
+                for zone in deleted { try await zoneWasDeleted(zone, delegate: delegate) }
+                for zone in changed { try await fetchZone(zone, delegate: delegate) }
+                state.databaseToken = databaseToken
+            }
             state.lastSync = Date()
             try persist()
             noteRequest(nil)
@@ -56,7 +77,7 @@ extension SyncEngine {
         return (changed, deleted, token)
     }
 
-    private func fetchZone(_ zone: ZoneID) async throws {
+    private func fetchZone(_ zone: ZoneID, delegate: any SyncEngineDelegate) async throws {
         var token = state.zoneTokens[zone.zoneName]
         // After a reset: every record the server has, to tell which local ones are gone.
         var seen: Set<RecordID>? = nil
@@ -67,21 +88,23 @@ extension SyncEngine {
             do {
                 page = try await database.changes(in: zone, since: token, resultsLimit: limits.maxResultsLimit)
             } catch let error as NimbusError where error.code == .changeTokenExpired {
-                local = await delegate?.syncEngine(self, localRecordIDsIn: zone) ?? []
+                local = await delegate.syncEngine(self, localRecordIDsIn: zone)
                 seen = []
                 token = nil
                 continue
             } catch let error as NimbusError where error.code == .zoneNotFound {
-                try await zoneWasDeleted(zone)
+                try await zoneWasDeleted(zone, delegate: delegate)
                 return
             }
             if seen != nil {
                 seen?.formUnion(page.modified.map(\.id))
                 seen?.subtract(page.deleted.map(\.id))
             }
-            if !page.modified.isEmpty || !page.deleted.isEmpty {
-                try await delegate?.syncEngine(self, apply: FetchedChanges(
-                    zoneID: zone, modified: page.modified, deleted: page.deleted.map(\.id), reason: .changes))
+            if !page.modified.isEmpty || !page.deleted.isEmpty || !page.unreadable.isEmpty {
+                // The app gets records whose assets are local files already (CloudKit's contract).
+                let modified = try await database.downloadingAssets(of: page.modified)
+                try await delegate.syncEngine(self, apply: FetchedChanges(
+                    zoneID: zone, modified: modified, deleted: page.deleted.map(\.id), reason: .changes, unreadable: page.unreadable))
             }
             token = page.syncToken
             if !page.moreComing { break }
@@ -90,7 +113,7 @@ extension SyncEngine {
         }
         if let seen {
             let gone = local.subtracting(seen)
-            try await delegate?.syncEngine(self, apply: FetchedChanges(
+            try await delegate.syncEngine(self, apply: FetchedChanges(
                 zoneID: zone, modified: [], deleted: gone.sorted { $0.recordName < $1.recordName }, reason: .tokenReset))
         }
         if let token { try saveZoneToken(token, for: zone) }
@@ -101,9 +124,9 @@ extension SyncEngine {
         try persist()
     }
 
-    private func zoneWasDeleted(_ zone: ZoneID) async throws {
-        let local = await delegate?.syncEngine(self, localRecordIDsIn: zone) ?? []
-        try await delegate?.syncEngine(self, apply: FetchedChanges(
+    private func zoneWasDeleted(_ zone: ZoneID, delegate: any SyncEngineDelegate) async throws {
+        let local = await delegate.syncEngine(self, localRecordIDsIn: zone)
+        try await delegate.syncEngine(self, apply: FetchedChanges(
             zoneID: zone, modified: [], deleted: local.sorted { $0.recordName < $1.recordName }, reason: .zoneDeleted))
         state.zoneTokens[zone.zoneName] = nil
         // Pending changes of the zone recreate it when they are sent (ZONE_NOT_FOUND recovery).

@@ -1,27 +1,40 @@
 import Foundation
 
 extension SyncEngine {
-    /// Sends the outbox until it is empty, everything left waits for a retry, or the server
-    /// cannot be reached. Request-level failures back off (with jitter, at least `retryAfter`);
-    /// with automatic sending a retry is scheduled. `maxRequests` bounds the round.
-    public func sendChanges(maxRequests: Int? = nil) async {
+    /// Sends the outbox (or the changes of `zones` only) until it is empty, everything left waits
+    /// for a retry, or the server cannot be reached, and says what happened: what the server
+    /// acknowledged, what it parked, what is left. A change whose own input fails (a missing asset
+    /// file, a record over a limit, a field the server refuses) is parked with its code and the
+    /// rest of its batch is sent; a failure of a request itself (no answer, 5xx, 408, 429) backs
+    /// off (with jitter, at least `retryAfter`) and, with automatic sending, is retried.
+    /// `maxRequests` bounds the round.
+    @discardableResult
+    public func sendChanges(in zones: Set<ZoneID>? = nil, maxRequests: Int? = nil) async -> SendReport {
+        var report = SendReport()
         var requests = 0
         while maxRequests.map({ requests < $0 }) ?? true {
             requests += 1
-            if let retryAt, retryAt > Date() { return }
-            let batch = await supplyRecords(for: nextBatch())  // the pull model's records (SyncEngine+Pull)
-            guard !batch.isEmpty else { return }
-            let done = await send(batch)
-            if !done { return }
+            if let retryAt, retryAt > Date() { break }
+            let batch = await supplyRecords(for: nextBatch(in: zones), in: zones)  // the pull model's records (SyncEngine+Pull)
+            guard !batch.isEmpty else { break }
+            let (done, sent) = await send(batch)
+            report.add(sent)
+            if !done {
+                report.stoppedBy = lastError
+                break
+            }
         }
+        report.left = state.outbox.lazy.filter { zones?.contains($0.recordID.zoneID) ?? true }.count
+        return report
     }
 
     /// Sets how many records one round puts in a request (the server's limits split it further).
     public func setBatchSize(_ size: Int) { batchSize = max(1, size) }
 
-    /// The oldest entries not in flight (the outbox is kept in enqueue order).
-    private func nextBatch() -> [OutboxEntry] {
-        Array(state.outbox.lazy.filter { !self.inFlight.contains($0.recordID) }.prefix(batchSize))
+    /// The oldest entries not in flight, of `zones` when given (the outbox is kept in enqueue order).
+    private func nextBatch(in zones: Set<ZoneID>?) -> [OutboxEntry] {
+        Array(state.outbox.lazy.filter { !self.inFlight.contains($0.recordID) && (zones?.contains($0.recordID.zoneID) ?? true) }
+            .prefix(batchSize))
     }
 
     /// Where an entry is in the outbox. Answers of one batch are applied against one map of
@@ -43,8 +56,9 @@ extension SyncEngine {
         outboxPositions = nil
     }
 
-    /// Sends one batch; false when a request-level failure stopped the round.
-    private func send(_ batch: [OutboxEntry]) async -> Bool {
+    /// Sends one batch; false when a request-level failure stopped the round. Returns what the
+    /// server answered for it.
+    private func send(_ batch: [OutboxEntry]) async -> (Bool, SentChanges) {
         for entry in batch { inFlight.insert(entry.recordID) }
         defer { for entry in batch { inFlight.remove(entry.recordID) } }
         let operations = batch.map(Self.operation)
@@ -53,8 +67,7 @@ extension SyncEngine {
             sendBackoff.reset()
             retryAt = nil
             noteRequest(nil)
-            await handle(results, of: batch)
-            return true
+            return (true, await handle(results, of: batch))
         } catch {
             let failure = error as? NimbusError ?? NimbusError(.internalError, reason: "\(error)")
             return await handleRequestFailure(failure, batch: batch)
@@ -71,33 +84,36 @@ extension SyncEngine {
         }
     }
 
-    private func handleRequestFailure(_ error: NimbusError, batch: [OutboxEntry]) async -> Bool {
+    private func handleRequestFailure(_ error: NimbusError, batch: [OutboxEntry]) async -> (Bool, SentChanges) {
         noteRequest(error)
         switch error.code {
-        case .limitExceeded where batch.count == 1, .invalidArguments where batch.count == 1:
+        case .limitExceeded where batch.count == 1, .invalidArguments where batch.count == 1,
+             .assetFileNotFound where batch.count == 1:
             // The one change is what the server refuses.
             var sent = SentChanges()
             park(batch[0], error, into: &sent)
             removeAnswered()
             saveState()
             await report(sent)
-            return true
-        case .limitExceeded, .invalidArguments:
+            return (true, sent)
+        case .limitExceeded, .invalidArguments, .assetFileNotFound:
             // Find the refused change by halves; the rest goes through.
             let half = batch.count / 2
-            let first = await send(Array(batch[..<half]))
-            let second = await send(Array(batch[half...]))
-            return first && second
+            let (first, firstSent) = await send(Array(batch[..<half]))
+            let (second, secondSent) = await send(Array(batch[half...]))
+            var sent = firstSent
+            sent.add(secondSent)
+            return (first && second, sent)
         case .zoneNotFound:
             await recreateZones(of: batch)
-            return true
+            return (true, SentChanges())
         default:
-            // Retryable (network, 5xx, throttled, garbage) or an authentication problem: the
+            // Retryable (network, 5xx, 408, throttled, garbage) or an authentication problem: the
             // entries stay; try again after a backoff.
             let delay = sendBackoff.nextDelay(retryAfter: error.retryAfter)
             retryAt = Date().addingTimeInterval(delay)
             if automaticSending && error.code != .notAuthenticated { scheduleSend(after: delay) }
-            return false
+            return (false, SentChanges())
         }
     }
 
@@ -107,7 +123,7 @@ extension SyncEngine {
     }
 
     /// Applies per-record answers to the outbox.
-    private func handle(_ results: [Result<RecordResult, NimbusError>], of batch: [OutboxEntry]) async {
+    private func handle(_ results: [Result<RecordResult, NimbusError>], of batch: [OutboxEntry]) async -> SentChanges {
         var sent = SentChanges()
         var zonesToCreate: Set<ZoneID> = []
         for (entry, result) in zip(batch, results) {
@@ -127,6 +143,7 @@ extension SyncEngine {
         saveState()
         publishStatus()
         await report(sent)
+        return sent
     }
 
     private func handleItemError(_ error: NimbusError, entry: OutboxEntry, sent: inout SentChanges,

@@ -5,9 +5,12 @@ import Foundation
 ///   before it returns; `sendChanges` delivers them with retries that cannot duplicate. Changes
 ///   are whole records (`.save(record)`) or, in the pull model, record IDs whose records the
 ///   delegate supplies at send time (`enqueueSaves`);
-/// - `fetchChanges` brings the server's changes zone by zone, saving each zone's token only after
-///   the delegate applied the batch;
+/// - `fetchChanges` brings the server's changes zone by zone (assets downloaded), saving each
+///   zone's token only after the delegate applied the batch;
 /// - `startLive` holds one long-poll for the device and fetches as soon as anything changes.
+///
+/// The engine does not retain its delegate (as CKSyncEngine): the app keeps it alive. A fetch
+/// without a delegate throws and moves no token.
 public actor SyncEngine {
     public let database: Database
     public nonisolated let conflictPolicy: ConflictPolicy
@@ -176,6 +179,17 @@ public actor SyncEngine {
     func persist(durable: Bool = true) throws {
         try journal.commit(&state, durable: durable)
         if journal.lastCommitDroppedChanges && assetPins.count > 0 { assetPins.release(keeping: state) }
+    }
+
+    /// Carries on with a new device token (after a revoke and a new pairing): the container's
+    /// requests use it from now on, a send waiting on a backoff goes now.
+    public func replaceCredential(_ token: String) {
+        database.container.replaceCredential(token)
+        sendBackoff.reset()
+        retryAt = nil
+        lastError = nil
+        publishStatus()
+        if automaticSending && !state.outbox.isEmpty { scheduleSend(after: 0) }
     }
 
     /// Records a request's outcome for the status.

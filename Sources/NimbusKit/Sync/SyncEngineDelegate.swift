@@ -16,6 +16,9 @@ public struct FetchedChanges: Sendable {
     public var modified: [Record]
     public var deleted: [RecordID]
     public var reason: Reason
+    /// Changed records this device could not open (no key, or a ciphertext that does not open):
+    /// the app shows them as such; they come again after a new key and a token reset.
+    public var unreadable: [UnreadableRecord] = []
 }
 
 /// The outcome of a round of sending.

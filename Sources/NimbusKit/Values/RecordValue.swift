@@ -12,6 +12,8 @@ public enum RecordValue: Hashable, Sendable, Codable {
     case asset(Asset)
     /// A list; `elementType` is the wire type of its elements (needed for an empty list).
     indirect case list([RecordValue], elementType: FieldType)
+    /// A value stored end-to-end encrypted (`ENCRYPTED_BYTES` on the wire; docs/encryption.md).
+    indirect case encrypted(EncryptedValue)
 
     /// The wire type name of this value (`STRING`, `INT64_LIST`, …).
     public var fieldType: FieldType {
@@ -24,6 +26,7 @@ public enum RecordValue: Hashable, Sendable, Codable {
         case .reference: return .reference
         case .asset: return .asset
         case .list(_, let elementType): return elementType.listType
+        case .encrypted(let v): return v.plaintext?.assetValue != nil ? .asset : .encryptedBytes
         }
     }
 
@@ -64,6 +67,8 @@ public struct FieldType: Hashable, Sendable, Codable, RawRepresentable, CustomSt
     public static let bytes = FieldType(rawValue: "BYTES")
     public static let reference = FieldType(rawValue: "REFERENCE")
     public static let asset = FieldType(rawValue: "ASSETID")
+    /// A sealed value (API.md § Encrypted fields).
+    public static let encryptedBytes = FieldType(rawValue: "ENCRYPTED_BYTES")
 
     public var isList: Bool { rawValue.hasSuffix("_LIST") }
     public var listType: FieldType { isList ? self : FieldType(rawValue: rawValue + "_LIST") }

@@ -97,6 +97,7 @@ extension RecordValue {
                 try value.writeValue(to: &json)
             }
             json.byte(UInt8(ascii: "]"))
+        case .encrypted(let v): json.string((v.ciphertext ?? Data()).base64EncodedString())
         }
     }
 }

@@ -49,7 +49,10 @@ extension NimbusError {
     static func fromWire(_ object: JSONObject, status: Int, zoneID: ZoneID) -> NimbusError {
         let serverCode = JSON.string(object["serverErrorCode"]) ?? "UNKNOWN"
         let reason = JSON.string(object["reason"]) ?? "The server answered \(serverCode) without a reason."
-        var error = NimbusError(code(forServerCode: serverCode, status: status), reason: reason,
+        // A 408 is about the request's transport (its body stalled or was cut), not its content:
+        // the same request sent again can succeed.
+        let code = status == 408 ? NimbusError.Code.networkFailure : code(forServerCode: serverCode, status: status)
+        var error = NimbusError(code, reason: status == 408 ? "The server stopped waiting for the request: \(reason)" : reason,
                                 serverErrorCode: serverCode, retryAfter: JSON.double(object["retryAfter"]),
                                 itemName: JSON.string(object["recordName"]) ?? JSON.string(object["subscriptionID"]),
                                 httpStatus: status)

@@ -23,6 +23,7 @@ extension RecordValue {
             if let r = v.receipt { object["receipt"] = r }
             return object
         case .list(let values, _): return values.map { $0.wireValue() }
+        case .encrypted(let v): return (v.ciphertext ?? Data()).base64EncodedString()
         }
     }
 
@@ -33,6 +34,10 @@ extension RecordValue {
         if value == nil || value is NSNull { return nil }
         guard let typeName = JSON.string(object["type"]) else { throw JSON.bad("A field has no type") }
         let type = FieldType(rawValue: typeName)
+        if type == .encryptedBytes {
+            guard let text = JSON.string(value), let sealed = Data(base64Encoded: text) else { throw JSON.bad("An ENCRYPTED_BYTES field is not base64") }
+            return .encrypted(EncryptedValue(sealed: sealed))
+        }
         if type.isList {
             guard let items = JSON.array(value) else { throw JSON.bad("A \(typeName) field is not a list") }
             let element = type.elementType

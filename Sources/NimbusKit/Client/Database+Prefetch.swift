@@ -1,0 +1,80 @@
+import Foundation
+
+extension Database {
+    /// Downloads one prefetch runs at a time.
+    public static let assetPrefetchConcurrency = 4
+
+    /// The records with their assets (lists of assets included) downloaded into the asset cache
+    /// and each asset's `fileURL` set to its cached file, so that reading an asset of a fetched
+    /// record never waits for the network. Each distinct checksum is downloaded once, at most
+    /// `assetPrefetchConcurrency` at a time, verified against the checksum. A download that got no
+    /// answer (or a 5xx, 408, 429) throws: the caller fetches again later. An asset the server
+    /// no longer has, or whose bytes do not match their checksum, keeps no file; its error shows
+    /// when it is read (`downloadAsset`).
+    public func downloadingAssets(of records: [Record]) async throws -> [Record] {
+        var wanted: [String: Asset] = [:]
+        for record in records {
+            for value in record.fields.values { Database.collectAssets(value) { asset in
+                if let checksum = asset.fileChecksum, asset.downloadURL != nil, wanted[checksum] == nil { wanted[checksum] = asset }
+            } }
+        }
+        guard !wanted.isEmpty else { return records }
+        let files = try await downloadAll(Array(wanted.values))
+        return records.map { record in
+            var record = record
+            for (key, value) in record.fields { record.fields[key] = Database.localize(value, files) }
+            // The base copy's assets too: they are the same bytes, and a local edit compares by content.
+            if let base = record.serverFields {
+                record.serverFields = base.mapValues { Database.localize($0, files) }
+            }
+            return record
+        }
+    }
+
+    /// Files by checksum for the assets, downloaded with bounded concurrency.
+    private func downloadAll(_ assets: [Asset]) async throws -> [String: URL] {
+        try await withThrowingTaskGroup(of: (String, URL?).self) { group in
+            var files: [String: URL] = [:]
+            var next = 0
+            func startNext() {
+                guard next < assets.count else { return }
+                let asset = assets[next]
+                next += 1
+                group.addTask {
+                    guard let checksum = asset.fileChecksum else { return ("", nil) }
+                    do {
+                        return (checksum, try await self.downloadAsset(asset))
+                    } catch let error as NimbusError where !error.isRetryable && error.code != .notAuthenticated {
+                        return (checksum, nil)  // corrupted or gone: read lazily, where the error can be seen
+                    }
+                }
+            }
+            for _ in 0..<min(Database.assetPrefetchConcurrency, assets.count) { startNext() }
+            while let (checksum, file) = try await group.next() {
+                if let file { files[checksum] = file }
+                startNext()
+            }
+            return files
+        }
+    }
+
+    static func collectAssets(_ value: RecordValue, _ found: (Asset) -> Void) {
+        switch value {
+        case .asset(let asset): found(asset)
+        case .list(let values, _): for element in values { collectAssets(element, found) }
+        default: break
+        }
+    }
+
+    static func localize(_ value: RecordValue, _ files: [String: URL]) -> RecordValue {
+        switch value {
+        case .asset(var asset):
+            if let checksum = asset.fileChecksum, let file = files[checksum] { asset.fileURL = file }
+            return .asset(asset)
+        case .list(let values, let type):
+            return .list(values.map { localize($0, files) }, elementType: type)
+        default:
+            return value
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// Sealed assets, streamed file to file one 64 KiB segment at a time (never the whole file in
+/// memory). The sealed file:
+///
+///     01 | key id (4) | salt (16) | segment 0 | segment 1 | … | last segment
+///
+/// Every segment but the last holds exactly 65,536 plaintext bytes; the last holds fewer (possibly
+/// none). Segment i is AES-256-GCM (ciphertext + 16-byte tag) under the file key
+/// `HKDF-SHA256(zone key, salt, info "asset", 32)` with nonce `00×7 | i (4, big-endian) | last (00/01)`
+/// and associated data `header (21) | 'A' | lp(container) lp(zone) lp(type) lp(record) lp(field)`:
+/// a truncated, reordered, spliced or moved segment fails to open.
+enum AssetSeal {
+    static let segmentSize = 65_536
+    static let headerSize = 5 + 16
+    static let sealedSegmentSize = segmentSize + Primitives.tagSize
+
+    /// Seals `source` into `destination` with `key`.
+    static func seal(_ source: URL, to destination: URL, key: AccountKey, context: SealContext,
+                     salt: Data = Primitives.random(16)) throws {
+        guard let input = try? FileHandle(forReadingFrom: source) else {
+            throw NimbusError(.assetFileNotFound, reason: "The asset file \(source.path) cannot be read.")
+        }
+        defer { try? input.close() }
+        let output = try create(destination)
+        defer { try? output.close() }
+        let header = SealFormat.header(keyID: key.id) + salt
+        let fileKey = fileKey(key, salt: salt, context: context)
+        let aad = header + context.associatedData(kind: UInt8(ascii: "A"))
+        output.write(header)
+        var index: UInt32 = 0
+        while true {
+            let chunk = try input.read(upToCount: segmentSize) ?? Data()
+            let last = chunk.count < segmentSize
+            output.write(try Primitives.seal(key: fileKey, nonce: nonce(index, last: last), plaintext: chunk, aad: aad))
+            if last { break }
+            index += 1
+        }
+    }
+
+    /// Opens `source` (a sealed file) into `destination`; `decryptionFailed` (and no destination
+    /// file) when a segment was changed, moved, dropped or reordered, or the file ends early.
+    static func open(_ source: URL, to destination: URL, keys: KeyRing, context: SealContext) throws {
+        guard let input = try? FileHandle(forReadingFrom: source) else {
+            throw NimbusError(.assetFileNotFound, reason: "The sealed asset \(source.path) cannot be read.")
+        }
+        defer { try? input.close() }
+        do {
+            try openSegments(input, to: destination, keys: keys, context: context)
+        } catch {
+            try? FileManager.default.removeItem(at: destination)
+            throw (error as? EncryptionError)?.nimbusError ?? error
+        }
+    }
+
+    private static func openSegments(_ input: FileHandle, to destination: URL, keys: KeyRing, context: SealContext) throws {
+        let header = try input.read(upToCount: headerSize) ?? Data()
+        guard header.count == headerSize, let id = SealFormat.keyID(of: header) else {
+            throw EncryptionError.decryptionFailed(context, "the asset is not a version-1 sealed file")
+        }
+        guard let key = keys.key(id: id) else { throw EncryptionError.keyMissing(context, keyID: id) }
+        let fileKey = fileKey(key, salt: header.suffix(16), context: context)
+        let aad = header + context.associatedData(kind: UInt8(ascii: "A"))
+        let output = try create(destination)
+        defer { try? output.close() }
+        var index: UInt32 = 0
+        while true {
+            let segment = try input.read(upToCount: sealedSegmentSize) ?? Data()
+            let last = segment.count < sealedSegmentSize
+            do {
+                output.write(try Primitives.open(key: fileKey, nonce: nonce(index, last: last), sealed: segment, aad: aad))
+            } catch {
+                throw EncryptionError.decryptionFailed(context, "segment \(index) of the asset does not open (changed, reordered or cut)")
+            }
+            if last {
+                guard (try input.read(upToCount: 1) ?? Data()).isEmpty else {
+                    throw EncryptionError.decryptionFailed(context, "the asset has bytes after its last segment")
+                }
+                return
+            }
+            index += 1
+        }
+    }
+
+    static func fileKey(_ key: AccountKey, salt: Data, context: SealContext) -> Data {
+        let zoneKey = SealFormat.zoneKey(key.bytes, container: context.container, zone: context.zone)
+        return Primitives.hkdf(ikm: zoneKey, salt: salt, info: Data("asset".utf8), length: Primitives.keySize)
+    }
+
+    static func nonce(_ index: UInt32, last: Bool) -> Data {
+        Data(count: 7) + Data([UInt8(index >> 24), UInt8((index >> 16) & 0xff), UInt8((index >> 8) & 0xff), UInt8(index & 0xff), last ? 1 : 0])
+    }
+
+    private static func create(_ url: URL) throws -> FileHandle {
+        try? FileManager.default.removeItem(at: url)
+        guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+              let handle = try? FileHandle(forWritingTo: url) else {
+            throw NimbusError(.invalidArguments, reason: "Cannot write \(url.path).")
+        }
+        return handle
+    }
+}

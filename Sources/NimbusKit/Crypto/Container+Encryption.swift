@@ -1,0 +1,125 @@
+import Foundation
+
+extension Container {
+    /// Where this device keeps the account keys; nil (the default) until the app sets one. Without
+    /// it, saving an encrypted value and reading one are `encryptionKeyMissing`.
+    public var keyStore: (any KeyStore)? {
+        get { keyStoreBox.withLock { $0.store } }
+        set { keyStoreBox.withLock { $0 = KeySetup(store: newValue) } }
+    }
+
+    /// The keys of the key store (an empty ring without one), read once and kept until
+    /// `reloadKeys` (called after this container changes them, and when a key id is missing).
+    func keyRing() throws -> KeyRing {
+        if let ring = keyStoreBox.withLock({ $0.ring }) { return ring }
+        guard let store = keyStore else { return KeyRing() }
+        let ring = try store.load()
+        keyStoreBox.withLock { $0.ring = ring }
+        return ring
+    }
+
+    /// Forgets the kept key ring: the next use reads the key store again (another process, such
+    /// as the app beside its extension, may have added a key).
+    public func reloadKeys() { keyStoreBox.withLock { $0.ring = nil } }
+
+    /// Seals the record's encrypted values that have no ciphertext yet with the newest key (assets
+    /// are sealed at upload). A record sealed once keeps its bytes, so a retried create is identical.
+    public func seal(_ record: Record) throws -> Record {
+        var sealed = record
+        var ring: KeyRing?
+        for (key, value) in record.fields {
+            guard case .encrypted(var encrypted) = value, encrypted.ciphertext == nil, let plaintext = encrypted.plaintext,
+                  plaintext.assetValue == nil else { continue }
+            if ring == nil { ring = try keyRing() }
+            let context = sealContext(record, field: key)
+            guard let newest = ring?.newest else { throw EncryptionError.keyMissing(context, keyID: nil).nimbusError }
+            encrypted.ciphertext = try SealFormat.sealField(try FieldPlaintext.encode(plaintext), key: newest, context: context)
+            sealed.fields[key] = .encrypted(encrypted)
+        }
+        return sealed
+    }
+
+    /// Opens the record's sealed values with the device's keys: `encryptionKeyMissing` without the
+    /// key, `decryptionFailed` (naming the field) when a value does not open. Never partial data.
+    public func open(_ record: Record) throws -> Record {
+        var opened = record
+        var ring: KeyRing?
+        for (key, value) in record.fields {
+            guard case .encrypted(let encrypted) = value, encrypted.plaintext == nil, let sealed = encrypted.ciphertext else { continue }
+            if ring == nil { ring = try keyRing() }
+            let context = sealContext(record, field: key)
+            do {
+                if let id = SealFormat.keyID(of: sealed), ring?.key(id: id) == nil, keyStore != nil {
+                    reloadKeys()
+                    ring = try keyRing()
+                }
+                let bytes = try SealFormat.openField(sealed, keys: ring ?? KeyRing(), context: context)
+                let plaintext = try FieldPlaintext.decode(bytes, context: context, zoneID: record.zoneID)
+                opened.fields[key] = .encrypted(EncryptedValue(plaintext: plaintext, ciphertext: sealed))
+            } catch let error as EncryptionError {
+                throw error.nimbusError
+            }
+        }
+        if opened.serverFields != nil { opened.serverFields = opened.fields }
+        return opened
+    }
+
+    func sealContext(_ record: Record, field: String) -> SealContext {
+        SealContext(container: identifier, zone: record.zoneID.zoneName, recordType: record.recordType,
+                    recordName: record.recordName, field: field)
+    }
+
+    // MARK: - Assets
+
+    /// Seals an asset file for a record's field into a new file (64 KiB segments, streamed).
+    public func sealAsset(_ file: URL, for record: Record, field: String) throws -> URL {
+        guard let newest = try keyRing().newest else {
+            throw EncryptionError.keyMissing(sealContext(record, field: field), keyID: nil).nimbusError
+        }
+        let sealed = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sealed-\(UUID().uuidString)")
+        try AssetSeal.seal(file, to: sealed, key: newest, context: sealContext(record, field: field))
+        return sealed
+    }
+
+    /// Opens a sealed asset file of a record's field into `destination` (streamed; no file on failure).
+    public func openAsset(_ sealed: URL, for record: Record, field: String, to destination: URL) throws {
+        try AssetSeal.open(sealed, to: destination, keys: try keyRing(), context: sealContext(record, field: field))
+    }
+
+    // MARK: - Rotation
+
+    /// Adds a new key version to the key store: new writes use it, older versions still open old
+    /// data. Other devices learn it by pairing or a recovery phrase; `reencrypt(zone:)` moves a
+    /// zone's records onto it.
+    @discardableResult
+    public func rotateKey() throws -> AccountKey {
+        guard let store = keyStore else { throw EncryptionError.keyMissing(nil, keyID: nil).nimbusError }
+        let ring = try store.loadOrCreate().rotated()
+        try store.save(ring)
+        reloadKeys()
+        guard let newest = ring.newest else { throw EncryptionError.keyMissing(nil, keyID: nil).nimbusError }
+        return newest
+    }
+}
+
+/// A container's key store and the ring read from it.
+struct KeySetup: Sendable {
+    var store: (any KeyStore)?
+    var ring: KeyRing?
+}
+
+/// A field's plaintext bytes: the UTF-8 JSON of its wire form `{"type":"…","value":…}` with sorted
+/// keys, so the declared type travels sealed with the value.
+enum FieldPlaintext {
+    static func encode(_ value: RecordValue) throws -> Data {
+        try JSONSerialization.data(withJSONObject: value.wireField(), options: [.sortedKeys])
+    }
+
+    static func decode(_ bytes: Data, context: SealContext, zoneID: ZoneID) throws -> RecordValue {
+        guard let object = try? JSONSerialization.jsonObject(with: bytes), let value = try? RecordValue.fromWire(object, zoneID: zoneID),
+              !value.isEncrypted else {
+            throw EncryptionError.decryptionFailed(context, "the plaintext is not a typed value")
+        }
+        return value
+    }
+}

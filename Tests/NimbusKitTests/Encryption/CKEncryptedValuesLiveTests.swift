@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+@testable import NimbusKit
+import NimbusKitCK
+
+/// CloudKit code using `record.encryptedValues` against the real server: the server holds
+/// `ENCRYPTED_BYTES`, the app reads its plaintext back. NimbusCK's configuration is process-wide:
+/// this is the only test that sets it.
+@Suite("NimbusKitCK encryptedValues against the real server")
+struct CKEncryptedValuesLiveTests {
+    @Test func cloudKitCodeSavesCiphertextAndReadsPlaintextBack() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let token = try server.device(user: "ada", device: "mac")
+        let keyFile = temporaryDirectory("ck-live").appendingPathComponent("account.key")
+        defer { try? FileManager.default.removeItem(at: keyFile.deletingLastPathComponent()) }
+        NimbusCK.configure(server.configuration(token: token))
+        NimbusCK.configure(keyStore: FileKeyStore(fileURL: keyFile))
+        try FileKeyStore(fileURL: keyFile).save(KeyRing([AccountKey.generate()]))
+
+        let database = CKContainer(identifier: TestServer.container).privateCloudDatabase
+        let record = CKRecord(recordType: "FailedAuthEvent", recordID: CKRecord.ID(recordName: "event-1"))
+        record["appName"] = "Safari"
+        record.encryptedValues["deviceName"] = "mac-mini"
+        _ = try await database.save(record)
+
+        let plain = server.container(token: token)  // no key store: what the server holds, unopened
+        let answer = try await plain.transport.post(plain.privateDatabase.url("records/lookup"),
+                                                    body: ["zoneID": ["zoneName": "_defaultZone"], "records": [["recordName": "event-1"]]])
+        let text = String(decoding: try JSONSerialization.data(withJSONObject: answer), as: UTF8.self)
+        #expect(text.contains("ENCRYPTED_BYTES"))
+        #expect(!text.contains("mac-mini"))
+        #expect(text.contains("Safari"))
+
+        let fetched = try await database.record(for: CKRecord.ID(recordName: "event-1"))
+        #expect(fetched.encryptedValues["deviceName"] as? String == "mac-mini")
+        #expect(fetched["appName"] as? String == "Safari")
+        NimbusCK.configure(keyStore: nil)
+    }
+}
