@@ -226,9 +226,11 @@ final class UploadRelay: @unchecked Sendable {
         return (fields[0], fields[1], fields[2])
     }
 
+    /// SIGKILL: a child of the test process inherits its blocked signals (SIGTERM among them), so
+    /// `terminate()` would wait for ever.
     func stop() {
         guard process.isRunning else { return }
-        process.terminate()
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
