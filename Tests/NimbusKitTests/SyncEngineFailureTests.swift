@@ -70,6 +70,7 @@ struct SyncEngineFailureTests {
         let engine = try SyncEngine(database: database, stateURL: temporaryDirectory("state").appendingPathComponent("sync.json"),
                                     delegate: replica, retryBackoff: Backoff(base: 0.05, cap: 1))
         let file = temporaryDirectory("video").appendingPathComponent("clip.mov")
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         var bytes = Data(count: 20 << 20)
         bytes.withUnsafeMutableBytes { buffer in
             for i in stride(from: 0, to: buffer.count, by: 8) { buffer.storeBytes(of: UInt64.random(in: 0...UInt64.max), toByteOffset: i, as: UInt64.self) }
