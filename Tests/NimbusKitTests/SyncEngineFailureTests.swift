@@ -70,6 +70,7 @@ struct SyncEngineFailureTests {
         let engine = try SyncEngine(database: database, stateURL: temporaryDirectory("state").appendingPathComponent("sync.json"),
                                     delegate: replica, retryBackoff: Backoff(base: 0.05, cap: 1))
         let file = temporaryDirectory("video").appendingPathComponent("clip.mov")
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         var bytes = Data(count: 20 << 20)
         bytes.withUnsafeMutableBytes { buffer in
             for i in stride(from: 0, to: buffer.count, by: 8) { buffer.storeBytes(of: UInt64.random(in: 0...UInt64.max), toByteOffset: i, as: UInt64.self) }
@@ -164,6 +165,48 @@ struct SyncEngineFailureTests {
     }
 }
 
+@Suite("Smaller engine items against the real server")
+struct SyncEngineSmallItemTests {
+    @Test func aRevokedDeviceGetsANewTokenWhileTheEngineRunsAndItsOutboxGoesThrough() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        _ = try? server.admin(["user", "add", "rev"])
+        func issue(_ device: String) throws -> (id: String, token: String) {
+            let lines = try server.admin(["token", "issue", "rev", "--device", device]).split(separator: "\n")
+            let value = { (key: String) in lines.first { $0.hasPrefix(key) }.map { String($0.dropFirst(key.count)) } ?? "" }
+            return (value("token-id: "), value("token: "))
+        }
+        let first = try issue("mac")
+        let mac = try Device.make(server, token: first.token)
+        try server.admin(["token", "revoke", first.id])
+        try await mac.save(event("written after the revoke"))
+        let refused = await mac.engine.sendChanges()
+        #expect(refused.stoppedBy?.code == .notAuthenticated && refused.left == 1)
+
+        await mac.engine.replaceCredential(try issue("mac again").token)
+        let report = await mac.engine.sendChanges()
+        #expect(report.sent == 1 && report.left == 0 && report.stoppedBy == nil)
+        #expect(try await serverContents(mac.database).count == 1)
+    }
+
+    @Test func aTimeoutSaysWhatTimedOutAndAfterHowLong() async throws {
+        // A listener that accepts connections (the kernel's backlog) and never answers.
+        let (listener, port) = try ChaosProxy.loopbackListener()
+        defer { close(listener) }
+        let url = URL(string: "http://127.0.0.1:\(port)")!
+        let container = Container(identifier: "iCloud.test", configuration: NimbusConfiguration(serverURL: url, token: "t", requestTimeout: 1))
+        do {
+            _ = try await container.currentUserRecordName()
+            Issue.record("a server that never answers answered")
+        } catch let error as NimbusError {
+            #expect(error.code == .networkFailure && error.isRetryable)
+            #expect(error.reason.contains("timed out after 1 s"), "\(error.reason)")
+            #expect(error.reason.contains("127.0.0.1:\(port)/database/1/"), "\(error.reason)")
+            #expect(!error.reason.contains("NSURLErrorDomain"), "\(error.reason)")
+        }
+    }
+}
+
 /// A delegate whose `apply` always throws.
 final class FailingReplica: SyncEngineDelegate, @unchecked Sendable {
     struct Refused: Error {}
@@ -226,9 +269,11 @@ final class UploadRelay: @unchecked Sendable {
         return (fields[0], fields[1], fields[2])
     }
 
+    /// SIGKILL: a child of the test process inherits its blocked signals (SIGTERM among them), so
+    /// `terminate()` would wait for ever.
     func stop() {
         guard process.isRunning else { return }
-        process.terminate()
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 

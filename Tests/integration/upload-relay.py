@@ -13,9 +13,13 @@ Everything after that passes untouched. STATUS_FILE holds `connections uploads t
 (uploads: request bodies of at least 1 MiB seen), rewritten on every change, so that a test can
 tell the interference happened. Used by Tests/NimbusKitTests/SyncEngineFailureTests.swift.
 """
+import signal
 import socket
 import sys
 import threading
+
+# A child of a test process may inherit its blocked signals: SIGTERM and SIGINT end this relay.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 MODE, FRACTION, UPSTREAM, STATUS = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 LARGE = 1 << 20
