@@ -55,8 +55,10 @@ alive() { local pid; pid=$(cat "$1" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$p
 # start NAME LOG COMMAND...: COMMAND in the background as the user, its PID in DIR/NAME.pid.
 start() {
   local name=$1 log=$2; shift 2
-  ( cd "$DIR" && exec "${run_as[@]}" "$@" >"$log" 2>&1 </dev/null ) &
-  echo $! >"$DIR/$name.pid"
+  # The program's own PID (not runuser's): it writes it, then becomes the program.
+  rm -f "$DIR/$name.pid"
+  ( cd "$DIR" && exec "${run_as[@]}" sh -c 'echo $$ >"$0"; exec "$@"' "$DIR/$name.pid" "$@" >"$log" 2>&1 </dev/null ) &
+  wait_for 5 "$name's pid file" test -s "$DIR/$name.pid"
 }
 
 # wait_for SECONDS WHAT COMMAND...: COMMAND succeeds within SECONDS, else fail.
@@ -150,9 +152,13 @@ down() {
   # Patroni stops its PostgreSQL (fast shutdown) on SIGTERM.
   stop_pid "$DIR/node2.pid" TERM 30
   stop_pid "$DIR/node1.pid" TERM 30
-  local node pid
+  local node pid i
   for node in node1 node2; do
     pid=$(head -n 1 "$DIR/$node/data/postmaster.pid" 2>/dev/null || true)
+    for ((i = 0; i < 100; i++)); do
+      [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = postgres ] || break
+      sleep 0.1
+    done
     if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = postgres ]; then
       say "$node's postmaster $pid outlived Patroni; SIGQUIT"
       kill -QUIT "$pid" 2>/dev/null || true
