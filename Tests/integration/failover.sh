@@ -198,10 +198,12 @@ failover_event() {
   recovered=$(( first - t0 ))
   # Both instances write again: their own probe writes alternate, so wait for one through each.
   sleep 1
-  local fives=$(( $(_count_503) - fives_before ))
-  ok "event $EVENTS ($what): $new leads; first write acknowledged $recovered ms after the $what; $fives answers were 503 meanwhile"
-  echo "$what recovered_ms=$recovered n503=$fives" >>"$TEST_TMP/figures"
-  echo "figure: $what recovered_ms=$recovered n503=$fives"
+  local fives=$(( $(_count_503) - fives_before )) gap
+  # The longest time without an acknowledged probe write around the event (answers' end times).
+  gap=$(awk -v t="$t0" '$2 == 200 && $1 >= t - 1000 {if (last && $1 - last > m) m = $1 - last; last = $1} END {print m + 0}' "$TEST_TMP/probe.log")
+  ok "event $EVENTS ($what): $new leads; first write started after the $what acknowledged $recovered ms after it; longest gap between acknowledged writes $gap ms; $fives answers were 503 meanwhile"
+  echo "$what recovered_ms=$recovered gap_ms=$gap n503=$fives" >>"$TEST_TMP/figures"
+  echo "figure: $what recovered_ms=$recovered gap_ms=$gap n503=$fives"
   for base in "$A_URL" "$B_URL"; do
     wait_metric nimbus_listener_connected 1 20 "$base" || fail "event $EVENTS: $base did not re-establish its LISTEN connection"
   done
