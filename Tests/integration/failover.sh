@@ -172,6 +172,10 @@ failover_event() {
   [ -n "$old" ] || fail "event $EVENTS: no leader before the $what"
   local fives_before
   fives_before=$(_count_503)
+  rm -f "$TEST_TMP/stop-health"
+  _health_poller &
+  local health_pid=$!
+  track_pid "$health_pid"
   case $what in
     kill)
       local pid
@@ -207,6 +211,9 @@ failover_event() {
   for base in "$A_URL" "$B_URL"; do
     wait_metric nimbus_listener_connected 1 20 "$base" || fail "event $EVENTS: $base did not re-establish its LISTEN connection"
   done
+  touch "$TEST_TMP/stop-health"
+  wait_exit "$health_pid" 20 >/dev/null
+  _check_health "$new"
   # One write into Quiet must reach all 100 parked waiters.
   NIMBUS_URL=$A_URL api_ok "$WRITER" records/modify "{\"zoneID\":{\"zoneName\":\"Quiet\"},\"operations\":[{\"operationType\":\"create\",\"record\":{\"recordName\":\"after-$EVENTS\",\"recordType\":\"Item\",\"fields\":{\"n\":{\"value\":$EVENTS}}}}]}"
   LP_BATCH_PIDS=("${PARK_PIDS[@]}")
@@ -237,6 +244,37 @@ failover_rejoin() {
     sleep 0.5
   done
   ok "$node is back as the synchronous standby (pg_rewind or re-clone by Patroni), $(( ($(now_ms) - started) / 1000 )) s after we started waiting"
+}
+
+# _health_poller: GET /healthz on A every 250 ms until $TEST_TMP/stop-health; a line
+# `epoch_ms status ms status-field host role` each in $TEST_TMP/health.log.
+_health_poller() {
+  local out status ms body
+  : >"$TEST_TMP/health.log"
+  while [ ! -e "$TEST_TMP/stop-health" ]; do
+    out=$(curl -s --max-time 20 -o "$TEST_TMP/health.body" -w '%{http_code} %{time_total}' "$A_URL/healthz")
+    status=${out%% *}
+    ms=$(awk -v t="${out##* }" 'BEGIN {printf "%d", t * 1000}')
+    body=$(cat "$TEST_TMP/health.body" 2>/dev/null)
+    echo "$(now_ms) $status $ms $(json_field status "$body" || echo -) $(json_field host "$body" || echo -) $(json_field role "$body" || echo -)" >>"$TEST_TMP/health.log"
+    sleep 0.25
+  done
+}
+
+# _check_health NEW_LEADER: /healthz answered within 2.6 s throughout (its bound is 2 s), `ok` from a
+# primary or `degraded` (503); the last answer, and `nimbus stats`, name the new leader as primary.
+_check_health() {
+  local port=$HA_PG1_PORT slow bad degraded last stats
+  [ "$1" = node2 ] && port=$HA_PG2_PORT
+  read -r slow degraded <<<"$(awk '{if ($3 > m) m = $3; if ($4 == "degraded") d++} END {print m + 0, d + 0}' "$TEST_TMP/health.log")"
+  bad=$(awk '!(($2 == 200 && $4 == "ok" && $6 == "primary") || ($2 == 503 && $4 == "degraded"))' "$TEST_TMP/health.log" | head -n 3)
+  [ -z "$bad" ] || fail_later "event $EVENTS: /healthz answers neither ok from a primary nor degraded: $bad"
+  [ "$slow" -le 2600 ] || fail_later "event $EVENTS: /healthz took $slow ms (bounded at 2 s)"
+  last=$(tail -n 1 "$TEST_TMP/health.log")
+  [[ $last == *" 200 "*" ok 127.0.0.1:$port primary" ]] || fail_later "event $EVENTS: /healthz after the failover does not name $1 (127.0.0.1:$port) as primary: $last"
+  stats=$(nimbus_admin stats | head -n 1)
+  [[ $stats == "database 127.0.0.1:$port primary "* ]] || fail_later "event $EVENTS: nimbus stats does not name $1 (127.0.0.1:$port) as primary: $stats"
+  ok "event $EVENTS: /healthz answered $(wc -l <"$TEST_TMP/health.log") times, $degraded of them degraded (503), the slowest in $slow ms; then it, and nimbus stats, name $1 (127.0.0.1:$port) as primary"
 }
 
 # _count_503: 503 answers so far on both instances (their /metrics).
