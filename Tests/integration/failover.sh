@@ -22,7 +22,8 @@
 #                          acknowledged write within 30 s) and the waiters
 #   failover_rejoin        waits (bounded) until the old leader is the synchronous standby again
 #   failover_finish        waits for the checker; checks its result, the probe log, no 5xx but 503
-# Figures land in $TEST_TMP/figures and the output (`figure:` lines).
+# Figures land in $TEST_TMP/figures, the output (`figure:` lines) and, when set, the file
+# NIMBUS_FAILOVER_FIGURES (appended: repeated runs for docs/scaling.md).
 
 HA_SCRIPT=$REPO_DIR/deploy/ha/ha.sh
 HA_DIR=""
@@ -208,6 +209,8 @@ failover_event() {
   ok "event $EVENTS ($what): $new leads; first write started after the $what acknowledged $recovered ms after it; longest gap between acknowledged writes $gap ms; $fives answers were 503 meanwhile"
   echo "$what recovered_ms=$recovered gap_ms=$gap n503=$fives" >>"$TEST_TMP/figures"
   echo "figure: $what recovered_ms=$recovered gap_ms=$gap n503=$fives"
+  # For bench/failover.sh and docs/scaling.md: one line per event, across repeated runs.
+  [ -z "${NIMBUS_FAILOVER_FIGURES:-}" ] || echo "$SCENARIO_NAME $what recovered_ms=$recovered gap_ms=$gap n503=$fives" >>"$NIMBUS_FAILOVER_FIGURES"
   for base in "$A_URL" "$B_URL"; do
     wait_metric nimbus_listener_connected 1 20 "$base" || fail "event $EVENTS: $base did not re-establish its LISTEN connection"
   done
