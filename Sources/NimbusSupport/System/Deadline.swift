@@ -6,6 +6,11 @@ package func valueWithin<T: Sendable>(seconds: Double, _ operation: @escaping @S
     let pending = Lock<CheckedContinuation<T?, any Error>?>(nil)
     return try await withCheckedThrowingContinuation { continuation in
         pending.withLock { $0 = continuation }
+        let timer = Task {
+            try? await Task.sleep(nanoseconds: UInt64(max(seconds, 0) * 1e9))
+            guard !Task.isCancelled else { return }
+            pending.withLock { $0.take() }?.resume(returning: nil)
+        }
         Task {
             let result: Result<T?, any Error>
             do {
@@ -14,10 +19,8 @@ package func valueWithin<T: Sendable>(seconds: Double, _ operation: @escaping @S
                 result = .failure(error)
             }
             pending.withLock { $0.take() }?.resume(with: result)
-        }
-        Task {
-            try? await Task.sleep(nanoseconds: UInt64(max(seconds, 0) * 1e9))
-            pending.withLock { $0.take() }?.resume(returning: nil)
+            // No timer left sleeping per answered call (a load of /healthz would pile them up).
+            timer.cancel()
         }
     }
 }
