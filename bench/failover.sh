@@ -46,7 +46,7 @@ serve() {
   local name=$1 url=$2 port log=$WORK/$1.log
   port=$(port)
   "$NIMBUS_BIN" serve --listen "127.0.0.1:$port" --admin-listen 127.0.0.1:0 --database-url "$url" \
-    --requests-per-second-per-token 0 --prune-interval 0 >"$log" 2>&1 &
+    --requests-per-second-per-token 0 --prune-interval 0s >"$log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 300); do grep -q 'listening on' "$log" && break; sleep 0.1; done
   grep -q 'listening on' "$log" || die "$name did not start: $(tail -n 5 "$log")"
