@@ -19,8 +19,11 @@ NIMBUS_SKIP_LOG=$(mktemp "${TMPDIR:-/tmp}/nimbus-skipped.XXXXXX")
 # pair` into an image for it); nginx, haproxy and pgbouncer stand in front of the servers in the
 # scale-out scenarios (17-19; started on loopback ports by the scenarios, never as services);
 # python3-h2 and python3-cryptography run the APNs stand-in (Tests/push/apns-standin.py) that the
-# push tests start; nghttp2-client's h2load measures the stand-in's ceiling in bench/push.sh --smoke.
-bash deploy/install-deps.sh zbar-tools python3 python3-h2 python3-cryptography nghttp2-client chromium nginx haproxy pgbouncer
+# push tests start; nghttp2-client's h2load measures the stand-in's ceiling in bench/push.sh --smoke;
+# patroni, etcd-server and etcd-client run deploy/ha/ for the failover scenarios (96-99; ha.sh starts
+# them on loopback ports as an unprivileged user, never as services).
+bash deploy/install-deps.sh zbar-tools python3 python3-h2 python3-cryptography nghttp2-client chromium nginx haproxy pgbouncer \
+  patroni etcd-server etcd-client
 
 source Tests/test-postgres.sh
 # Servers started by the tests and benches put their admin console on a free port (several run at once).

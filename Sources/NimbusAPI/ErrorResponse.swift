@@ -5,13 +5,15 @@ import NimbusSupport
 
 /// Renders errors in the docs/api.md shape: `{"uuid", "serverErrorCode", "reason", "retryAfter"?}`.
 package enum ErrorResponse {
-    /// The response for a request-level error.
-    package static func make(_ error: SyncError) -> HTTPResponse {
+    /// The response for a request-level error; `extra` members join the error's (`/healthz`'s
+    /// `status` and `database`).
+    package static func make(_ error: SyncError, extra: JSONObject = [:]) -> HTTPResponse {
         var object: JSONObject = [
             "uuid": .string(UUID().uuidString.lowercased()),
             "serverErrorCode": .string(error.code.name),
             "reason": .string(error.reason),
         ]
+        for (name, value) in extra { object[name] = value }
         var headers: HTTPHeaders = [:]
         if let retryAfter = error.retryAfter {
             object["retryAfter"] = .integer(Int64(retryAfter))

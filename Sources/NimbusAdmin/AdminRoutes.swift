@@ -83,7 +83,9 @@ struct AdminRoutes: Sendable {
     // MARK: - Routes
 
     private func overview() async throws -> JSONValue {
-        let roundTrip = try? await store.ping()
+        // Bounded: the overview answers while the database is unreachable (a failover).
+        let store = store
+        let probe = (try? await valueWithin(seconds: 2, { try await store.probe() })) ?? nil
         let pool = store.poolStatistics
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         // Error answers of the last hour by serverErrorCode, from the requests the ring still holds.
@@ -99,7 +101,8 @@ struct AdminRoutes: Sendable {
             "version": .string(facts.version),
             "startedAt": Self.milliseconds(facts.startedAt),
             "uptimeSeconds": .integer(Int64(Date().timeIntervalSince(facts.startedAt))),
-            "database": .object(["reachable": .bool(roundTrip != nil), "roundTripMs": roundTrip.map { .double(($0 * 1e6).rounded() / 1e3) } ?? .null]),
+            "database": .object(["reachable": .bool(probe != nil), "roundTripMs": probe.map { .double(($0.seconds * 1e6).rounded() / 1e3) } ?? .null,
+                                 "host": probe.map { .string($0.host) } ?? .null, "role": probe.map { .string($0.role) } ?? .null]),
             "pool": .object(["inUse": .integer(Int64(pool.inUse)), "idle": .integer(Int64(pool.idle)), "max": .integer(Int64(pool.max)),
                              "waiting": .integer(Int64(pool.waiting))]),
             "parkedWaiters": .integer(Int64(store.hub.count)),

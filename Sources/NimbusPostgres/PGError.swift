@@ -43,8 +43,9 @@ package struct PGError: Error, Sendable, CustomStringConvertible {
         self.detail = detail
     }
 
-    /// True when retrying later may succeed: the database is unreachable, restarting, or saturated.
-    /// The API answers these with 503 TRY_AGAIN_LATER and `Retry-After`.
+    /// True when retrying later may succeed: the database is unreachable, restarting, saturated,
+    /// or a standby (a failover in progress). The API answers these with 503 TRY_AGAIN_LATER and
+    /// `Retry-After`.
     package var isTransient: Bool {
         switch kind {
         case .connectionFailed, .connectionLost, .poolTimeout, .poolClosed: return true
@@ -52,9 +53,40 @@ package struct PGError: Error, Sendable, CustomStringConvertible {
             // Class 08: connection exception; 57P0x: admin/crash shutdown, cannot connect now;
             // 53300: too many connections.
             guard let state = sqlState else { return false }
-            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "53300"
+            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "53300" || isReadOnly
         default: return false
         }
+    }
+
+    /// The server is a standby, or a primary being demoted: it refused a write (25006
+    /// read_only_sql_transaction, "cannot execute … in a read-only transaction" or "… during
+    /// recovery"). Behind a proxy that follows the primary (deploy/ha/haproxy.cfg) this is a
+    /// connection made in the moment before the proxy noticed a switchover.
+    package var isReadOnly: Bool {
+        guard kind == .server else { return false }
+        return sqlState == SQLState.readOnlyTransaction || message.contains("in a read-only transaction")
+            || message.contains("during recovery")
+    }
+
+    /// The server behind this connection is gone or no longer the primary: the connection, and
+    /// every idle one beside it, are not worth keeping (57P01 admin shutdown, 57P02 crash
+    /// shutdown, 57P03 cannot connect now, a read-only standby, or a lost connection).
+    package var meansServerGone: Bool {
+        if kind == .connectionLost { return true }
+        guard kind == .server, let state = sqlState else { return false }
+        return state == "57P01" || state == "57P02" || state == "57P03" || isReadOnly
+    }
+
+    /// A failover or restart in progress, as seen by a new connection or the work that must run on
+    /// the primary: a standby, a server shutting down or starting up, or (through a proxy that
+    /// follows the primary, deploy/ha/haproxy.cfg) no server behind the proxy. Migrations wait
+    /// these out; a wrong address or password is not one of them.
+    package var isFailoverInProgress: Bool {
+        if meansServerGone && kind == .server { return true }
+        guard kind == .connectionFailed || kind == .connectionLost else { return false }
+        return ["the database system is starting up", "the database system is shutting down", "the database system is in recovery mode",
+                "the database system is not yet accepting connections", "server closed the connection unexpectedly"]
+            .contains { message.contains($0) }
     }
 
     package var description: String {
@@ -71,5 +103,6 @@ package struct PGError: Error, Sendable, CustomStringConvertible {
         package static let serializationFailure = "40001"
         package static let deadlockDetected = "40P01"
         package static let queryCanceled = "57014"
+        package static let readOnlyTransaction = "25006"
     }
 }

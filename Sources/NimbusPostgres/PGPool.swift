@@ -325,7 +325,9 @@ package final class PGPool: Sendable {
     private func release(_ connection: PGConnection, failure: (any Error)?) {
         // A connection left inside a transaction (a borrower that threw after BEGIN) is not
         // reusable either: drop it rather than hand the open transaction to the next borrower.
-        let lost = (failure as? PGError)?.kind == .connectionLost || connection.isBroken
+        // A standby's refusal or an admin shutdown means the same as a lost connection: the
+        // server behind the URL changed (a failover), so no idle connection to it is kept either.
+        let lost = (failure as? PGError)?.meansServerGone == true || connection.isBroken
         let reusableConnection = !lost && !connection.isInTransaction
         var discarded: [PGConnection] = []
         let handoff: (Waiter, Lease)? = state.withLock { state in
@@ -343,7 +345,7 @@ package final class PGPool: Sendable {
             return nil
         }
         if lost {
-            logger.warning("dropped a broken database connection", ["idleDropped": discarded.count])
+            logger.warning("dropped a broken database connection", ["idleDropped": discarded.count, "error": "\(failure.map { "\($0)" } ?? "closed")"])
         }
         discarded.removeAll()
         if let (waiter, lease) = handoff {

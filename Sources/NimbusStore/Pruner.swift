@@ -61,6 +61,8 @@ extension Pruner {
                        progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> PruneReport? {
         try await pool.withLease { lease in
             let locked = try await lease.run { connection in
+                // The primary only: a standby (a failover in progress) is a transient error.
+                try connection.requirePrimary()
                 try connection.run("BEGIN")
                 let locked = wait ? (try connection.queryFirst("SELECT pg_advisory_xact_lock(\(Self.pruneLockKey)) IS NOT NULL") { try $0.bool(0) } ?? false)
                                   : (try connection.queryFirst("SELECT pg_try_advisory_xact_lock(\(Self.pruneLockKey))") { try $0.bool(0) } ?? false)

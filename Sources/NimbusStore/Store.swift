@@ -119,11 +119,15 @@ package struct Store: DatabaseBacked {
 
     /// One round trip to the database; returns its duration in seconds.
     package func ping() async throws -> Double {
+        try await probe().seconds
+    }
+
+    /// One round trip to the database: its duration in seconds and which server answered
+    /// (address, port, primary or standby; behind deploy/ha/'s HAProxy it changes with a failover).
+    package func probe() async throws -> DatabaseProbe {
         let start = monotonicNanoseconds()
-        _ = try await pool.withConnection { connection in
-            try connection.queryFirst("SELECT 1") { try $0.int(0) }
-        }
-        return Double(monotonicNanoseconds() - start) / 1e9
+        let server = try await pool.withConnection { try $0.server() }
+        return DatabaseProbe(seconds: Double(monotonicNanoseconds() - start) / 1e9, host: server.host, isPrimary: server.isPrimary)
     }
 
     /// Connections in use and idle, waiting requests and the maximum, for metrics.
@@ -131,6 +135,16 @@ package struct Store: DatabaseBacked {
         let statistics = database.rawPool.statistics
         return PoolStatistics(inUse: statistics.inUse, idle: statistics.idle, max: statistics.max, waiting: statistics.waiting)
     }
+}
+
+/// A round trip to the database and the server that answered it, without PostgreSQL's types.
+package struct DatabaseProbe: Sendable, Hashable {
+    package var seconds: Double
+    /// `127.0.0.1:5433`, or `local socket`.
+    package var host: String
+    /// False on a standby: writes fail there until the failover ends.
+    package var isPrimary: Bool
+    package var role: String { isPrimary ? "primary" : "standby" }
 }
 
 /// The connection pool's gauges, without the pool's type (the API does not see PostgreSQL).

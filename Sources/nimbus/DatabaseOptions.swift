@@ -56,14 +56,31 @@ enum DatabaseOptions {
         guard migrating else { return opened }
         do {
             // The migration lock is a session advisory lock: never through a transaction pooler.
-            let url = arguments.value("listen-database-url") ?? opened.url
-            let connection = try PGConnection.connect(url: url, connectTimeoutSeconds: 10, applicationName: "nimbus-migrate")
-            try migrator.migrate(connection)
+            try migrateOnPrimary(migrator, url: arguments.value("listen-database-url") ?? opened.url)
         } catch {
             opened.close()
             throw error
         }
         return opened
+    }
+
+    /// Applies the migrations on the primary only. A standby's refusal, a server starting up or
+    /// shutting down, or a proxy with no primary behind it (a failover in progress) is waited out
+    /// for up to `waitSeconds`, trying again every second; any other error ends it at once.
+    static func migrateOnPrimary(_ migrator: Migrator, url: String, waitSeconds: Double = 60) throws {
+        let logger = Logger(subsystem: "migrate")
+        let deadline = monotonicNanoseconds() + UInt64(waitSeconds * 1e9)
+        while true {
+            do {
+                let connection = try PGConnection.connect(url: url, connectTimeoutSeconds: 10, applicationName: "nimbus-migrate")
+                try connection.requirePrimary()
+                try migrator.migrate(connection)
+                return
+            } catch let error as PGError where error.isFailoverInProgress && monotonicNanoseconds() < deadline {
+                logger.warning("the database cannot take migrations now (a failover in progress?); retrying in 1 s", ["error": "\(error)"])
+                Thread.sleep(forTimeInterval: 1)
+            }
+        }
     }
 
     /// For admin commands: the running server's embedded cluster when one holds the data

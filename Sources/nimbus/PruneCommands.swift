@@ -81,6 +81,10 @@ enum PruneCommands {
         }
         let store = try await Store.open(pool: pool)
         let (databases, devices) = try await store.statistics.stats()
+        // Which server answered: behind a proxy that follows the primary (deploy/ha/) it changes
+        // with a failover.
+        let probe = try await store.probe()
+        print("database \(probe.host) \(probe.role) round-trip=\(String(format: "%.1f", probe.seconds * 1000))ms")
         let now = Date()
         for entry in databases {
             let types = entry.liveByType.map { "\($0.type)=\($0.count)" }.joined(separator: " ")

@@ -222,6 +222,10 @@ enum ServeCommand {
                         logger.info("pruned", ["records": records, "tombstones": tombstones, "assets": report.assets,
                                                "notifications": report.notifications, "seconds": report.seconds])
                     }
+                } catch let error as SyncError where error.code == .tryAgainLater {
+                    // The database is unreachable or a standby (a failover): try again soon.
+                    delay = min(interval, 30)
+                    logger.warning("pruning waits for the database; trying again", ["error": "\(error)", "retryIn": delay])
                 } catch {
                     logger.warning("pruning failed; will retry at the next interval", ["error": "\(error)"])
                 }

@@ -4,7 +4,7 @@
  * (its HTTP client is bench/httpclient.h, included by relative path).
  *
  *   nmcheck -p PORT[,PORT...] -d DBPATH -t TOKENS [-h HOST] [-z ZONE] [-w WRITERS] [-r READERS] [-s SECONDS]
- *           [-W WAIT] [-S SHARED]
+ *           [-W WAIT] [-S SHARED] [-U]
  *
  *   DBPATH  the private database prefix, e.g. /database/1/iCloud.x/development/private
  *   TOKENS  a file with bearer tokens, one a line; writer k uses line k, reader i line WRITERS+i
@@ -42,6 +42,11 @@
  *   unexpected  a reader holds a name no writer ever sent
  *   errors      non-200 answers, item errors, socket faults (there is no fault injection here
  *               other than the server's commit delay, so every error is a failure)
+ * -U (failover runs, Tests/integration/scenarios/96-98): a 503 TRY_AGAIN_LATER answer is allowed and
+ * counted as `unavailable`, not as an error. Its write's outcome is unknown (it may have committed):
+ * its own names are not used again and are left out of `lost`; a shared name it touched must end at
+ * least at its highest acknowledged tag; and for every such name each reader must end holding what
+ * the server holds (so a committed-but-unacknowledged change a reader skipped is still `missed`).
  * It prints the figures and `RESULT: PASS` or `RESULT: FAIL ...` and exits 0 or 1 (2 on bad usage).
  * Bounded in time: the run ends SECONDS after the start plus at most 60 s of catch-up.
  */
@@ -60,7 +65,10 @@
 
 /* ------------------------------------------------------------------ configuration */
 static const char *host = "127.0.0.1", *dbpath, *zone = "Checker", *tokens_file;
-static int ports[8], nports, nwriters = 32, nreaders = 8, wait_seconds = 3, nshared = 8;
+static int ports[8], nports, nwriters = 32, nreaders = 8, wait_seconds = 3, nshared = 8, allow_unavailable;
+static atomic_long unavailable_writes, unavailable_reads;
+/* Shared names (by number) touched by a write of unknown outcome (-U). */
+static atomic_int shared_unknown[256];
 static double seconds = 30;
 static char **tokens;
 static int ntokens;
@@ -267,7 +275,7 @@ static int64_t token_sequence(const char *token) {
 }
 
 /* ------------------------------------------------------------------ writers */
-typedef struct { int name; int64_t seq; int live; } own_t;
+typedef struct { int name; int64_t seq; int live; int unknown; } own_t;
 
 typedef struct {
     int k;
@@ -291,25 +299,25 @@ static size_t append(char **buf, size_t *cap, size_t at, const char *fmt, ...) {
 
 static int pick_live(writer_t *w, int except) {
     int live = 0;
-    for (int i = 0; i < w->nown; i++) if (w->own[i].live && i != except) live++;
+    for (int i = 0; i < w->nown; i++) if (w->own[i].live && !w->own[i].unknown && i != except) live++;
     if (!live) return -1;
     int target = (int)(xrand(&w->c) % (unsigned)live);
-    for (int i = 0; i < w->nown; i++) if (w->own[i].live && i != except && target-- == 0) return i;
+    for (int i = 0; i < w->nown; i++) if (w->own[i].live && !w->own[i].unknown && i != except && target-- == 0) return i;
     return -1;
 }
 
 static int pick_dead(writer_t *w) {
     int dead = 0;
-    for (int i = 0; i < w->nown; i++) if (!w->own[i].live) dead++;
+    for (int i = 0; i < w->nown; i++) if (!w->own[i].live && !w->own[i].unknown) dead++;
     if (!dead) return -1;
     int target = (int)(xrand(&w->c) % (unsigned)dead);
-    for (int i = 0; i < w->nown; i++) if (!w->own[i].live && target-- == 0) return i;
+    for (int i = 0; i < w->nown; i++) if (!w->own[i].live && !w->own[i].unknown && target-- == 0) return i;
     return -1;
 }
 
 static int add_own(writer_t *w, const char *name) {
     if (w->nown == w->owncap) { w->owncap = w->owncap ? w->owncap * 2 : 256; w->own = xrealloc(w->own, (size_t)w->owncap * sizeof *w->own); }
-    w->own[w->nown] = (own_t){ intern(name, strlen(name)), -1, 0 };
+    w->own[w->nown] = (own_t){ intern(name, strlen(name)), -1, 0, 0 };
     return w->nown++;
 }
 
@@ -396,6 +404,16 @@ static void *writer_main(void *arg) {
         at = append(&w->body, &w->bodycap, at, "]%s}", atomic ? ",\"atomic\":true" : "");
         atomic_fetch_add(&write_requests, 1);
         int status = post(&w->c, token, "records/modify", w->body, at);
+        if (status == 503 && allow_unavailable && memmem(w->c.http.body, w->c.http.bodylen, "TRY_AGAIN_LATER", 15)) {
+            /* -U: allowed, outcome unknown. */
+            atomic_fetch_add(&unavailable_writes, 1);
+            for (int j = 0; j < nops; j++) {
+                if (ops[j].own >= 0) { w->own[ops[j].own].unknown = 1; w->own[ops[j].own].live = 0; }
+                else { const char *sn = name_of(ops[j].name); if (sn[0] == 's') atomic_store(&shared_unknown[atoi(sn + 1) & 255], 1); }
+            }
+            usleep(100000);
+            continue;
+        }
         if (status != 200) {
             atomic_fetch_add(&write_errors, 1);
             REPORT("writer %d: status %d: %.300s\n", w->k, status, status > 0 ? w->c.http.body : "(socket fault)");
@@ -481,6 +499,11 @@ static void *reader_main(void *arg) {
         if (waiting) n += snprintf(body + n, sizeof body - (size_t)n, ",\"wait\":%d", wait_seconds);
         n += snprintf(body + n, sizeof body - (size_t)n, "}");
         int status = post(&r->c, token, "records/changes", body, (size_t)n);
+        if (status == 503 && allow_unavailable && memmem(r->c.http.body, r->c.http.bodylen, "TRY_AGAIN_LATER", 15)) {
+            atomic_fetch_add(&unavailable_reads, 1);
+            usleep(100000);
+            continue;
+        }
         if (status != 200) {
             r->errors++;
             REPORT("reader %d: status %d: %.300s\n", r->i, status, status > 0 ? r->c.http.body : "(socket fault)");
@@ -553,7 +576,7 @@ static int setup_request(conn_t *c, const char *op, const char *body) {
 
 int main(int argc, char **argv) {
     int opt;
-    while ((opt = getopt(argc, argv, "h:p:d:z:t:w:r:s:W:S:")) != -1) {
+    while ((opt = getopt(argc, argv, "h:p:d:z:t:w:r:s:W:S:U")) != -1) {
         switch (opt) {
         case 'h': host = optarg; break;
         case 'p':   /* PORT or PORT,PORT,...: writers and readers take them in turn */
@@ -567,10 +590,11 @@ int main(int argc, char **argv) {
         case 's': seconds = atof(optarg); break;
         case 'W': wait_seconds = atoi(optarg); break;
         case 'S': nshared = atoi(optarg); break;
-        default: die("usage: nmcheck -p PORT -d DBPATH -t TOKENS [-h HOST] [-z ZONE] [-w W] [-r R] [-s SECONDS] [-W WAIT] [-S SHARED]");
+        case 'U': allow_unavailable = 1; break;
+        default: die("usage: nmcheck -p PORT -d DBPATH -t TOKENS [-h HOST] [-z ZONE] [-w W] [-r R] [-s SECONDS] [-W WAIT] [-S SHARED] [-U]");
         }
     }
-    if (!nports || !ports[0] || !dbpath || !tokens_file || nwriters < 1 || nreaders < 1 || nshared < 1) die("-p, -d and -t are required");
+    if (!nports || !ports[0] || !dbpath || !tokens_file || nwriters < 1 || nreaders < 1 || nshared < 1 || nshared > 256) die("-p, -d and -t are required");
     if (strlen(dbpath) > 900) die("DBPATH is too long");
     FILE *f = fopen(tokens_file, "r");
     if (!f) die("cannot read the tokens file");
@@ -644,10 +668,21 @@ int main(int argc, char **argv) {
         for (int j = 0; j < writers[k].nown; j++) {
             own_t *o = &writers[k].own[j];
             if (!o->live && exp[o->name] == HELD_LIVE && o->seq == exp_seq[o->name]) unknown[o->name] = 1;
+            if (o->unknown) unknown[o->name] = 1;
         }
     }
+    /* -U: shared names touched by a write of unknown outcome end at or above their highest ack. */
+    unsigned char *at_least = calloc((size_t)total, 1);
+    for (int id = 0; id < total; id++)
+        if (names[id][0] == 's' && atomic_load(&shared_unknown[atoi(names[id] + 1) & 255])) at_least[id] = 1;
+    /* The server's final state of every name, for the names of unknown outcome. */
+    unsigned char *srv_present = calloc((size_t)total, 1);
+    int64_t *srv_seq = calloc((size_t)total, sizeof *srv_seq);
+    long unknown_names = 0;
 
-    /* Ground truth: records/lookup of every name. */
+    /* Ground truth: records/lookup of every name, on a fresh connection (the setup one has been
+     * idle since the start, longer than the server's keep-alive timeout in long runs). */
+    http_close(&setup.http);
     long lost = 0, checked_names = 0, live_names = 0, deleted_names = 0;
     char *lookup = NULL; size_t lcap = 0;
     for (int from = 0; from < total; from += 200) {
@@ -656,6 +691,10 @@ int main(int argc, char **argv) {
         for (int id = from; id < to; id++) at = append(&lookup, &lcap, at, "%s{\"recordName\":\"%s\"}", id > from ? "," : "", names[id]);
         at = append(&lookup, &lcap, at, "]}");
         int status = post(&setup, tokens[0], "records/lookup", lookup, at);
+        for (int tries = 0; status == 503 && allow_unavailable && tries < 300; tries++) {
+            usleep(100000);
+            status = post(&setup, tokens[0], "records/lookup", lookup, at);
+        }
         if (status != 200) { fprintf(stderr, "nmcheck: records/lookup answered %d\n", status); return 2; }
         /* NOT_FOUND items are error items: a missing (or deleted) record. */
         char *p = setup.http.body, *e = setup.http.body + setup.http.bodylen;
@@ -670,10 +709,13 @@ int main(int argc, char **argv) {
             int64_t seq = -1;
             char *tag = memmem(hit, (size_t)(stop - hit), "\"recordChangeTag\":\"", 19);
             if (present && tag) { char *t = tag + 19; seq = base36(t, (size_t)((char *)memchr(t, '"', (size_t)(e - t)) - t)); }
-            if (unknown[id] || !exp[id]) continue;
+            srv_present[id] = (unsigned char)present;
+            srv_seq[id] = seq;
+            if (unknown[id]) unknown_names++;
+            if (unknown[id] || !exp[id]) { p = stop; continue; }
             checked_names++;
             if (exp[id] == HELD_LIVE) live_names++; else deleted_names++;
-            int good = exp[id] == HELD_LIVE ? present && seq == exp_seq[id] : !present;
+            int good = exp[id] == HELD_LIVE ? present && (seq == exp_seq[id] || (at_least[id] && seq > exp_seq[id])) : !present;
             if (!good) {
                 lost++;
                 REPORT("lost: %s expected %s at %lld, the server has %s at %lld\n", names[id], exp[id] == HELD_LIVE ? "live" : "deleted",
@@ -692,9 +734,18 @@ int main(int argc, char **argv) {
         hold_grow(r, total);
         long m = 0, u = 0;
         for (int id = 0; id < total; id++) {
-            if (!exp[id]) { if (r->held[id] == HELD_LIVE) { u++; REPORT("reader %d holds %s, never sent by a writer\n", i, names[id]); } continue; }
-            if (unknown[id]) continue;
-            int good = exp[id] == HELD_LIVE ? r->held[id] == HELD_LIVE && r->held_seq[id] == exp_seq[id] : r->held[id] != HELD_LIVE;
+            if (!exp[id] && !(allow_unavailable && unknown[id])) {
+                if (r->held[id] == HELD_LIVE) { u++; REPORT("reader %d holds %s, never sent by a writer\n", i, names[id]); }
+                continue;
+            }
+            int good;
+            if (unknown[id] || at_least[id]) {
+                if (!allow_unavailable) continue;
+                /* Outcome unknown: the reader must hold what the server holds. */
+                good = srv_present[id] ? r->held[id] == HELD_LIVE && r->held_seq[id] == srv_seq[id] : r->held[id] != HELD_LIVE;
+            } else {
+                good = exp[id] == HELD_LIVE ? r->held[id] == HELD_LIVE && r->held_seq[id] == exp_seq[id] : r->held[id] != HELD_LIVE;
+            }
             if (!good) {
                 m++;
                 REPORT("reader %d missed %s: expected %s at %lld, holds %s at %lld\n", i, names[id], exp[id] == HELD_LIVE ? "live" : "deleted",
@@ -711,6 +762,9 @@ int main(int argc, char **argv) {
     long errors = (long)atomic_load(&write_errors) + read_errors;
     printf("nmcheck: %ld names checked (%ld live, %ld deleted), catch-up %.1f s; readers: %ld pages, %ld records\n",
            checked_names, live_names, deleted_names, readers_end - writes_end, pages, received);
+    if (allow_unavailable)
+        printf("nmcheck: unavailable: %ld writes, %ld reads answered 503 TRY_AGAIN_LATER; %ld names of unknown outcome checked against the server\n",
+               (long)atomic_load(&unavailable_writes), (long)atomic_load(&unavailable_reads), unknown_names);
     printf("nmcheck: lost %ld, missed %ld, duplicated %ld, regressed %ld, token %ld, unexpected %ld, errors %ld\n",
            lost, missed, duplicated, regressed, token_errors, unexpected, errors);
     int weak = nacks < 200 || atomic_load(&deletes_acked) == 0;

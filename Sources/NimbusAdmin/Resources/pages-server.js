@@ -49,6 +49,7 @@ export async function overview() {
     el("div", { class: "cards" },
       card("Version", o.version), card("Up for", `${Math.round(o.uptimeSeconds / 60)} min`),
       card("Database round trip", o.database.reachable ? `${o.database.roundTripMs} ms` : "unreachable"),
+      card("Database server", o.database.reachable ? `${o.database.host} (${o.database.role})` : "unreachable"),
       card("Pool in use", `${o.pool.inUse} / ${o.pool.max}`), card("Parked waiters", o.parkedWaiters),
       card("Requests, last hour", sum(() => true)), card("Server errors, last hour", sum((s) => s >= 500)),
       card("Last prune", pruneText(o.lastPrune)),
