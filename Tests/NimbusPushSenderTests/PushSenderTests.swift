@@ -75,4 +75,38 @@ import Testing
         #expect(requests.count == 3)
         #expect(Set(requests.map(\.apnsID)).count == 1)
     }
+
+    @Test func manyPushesGoInBatchesAndStopReturnsOnceEveryOutcomeIsRecorded() async throws {
+        let transport = ScriptedTransport()
+        try await StoreFixture.with { fixture in
+            let store = try await Store.open(pool: fixture.pool, push: PushSettings(mode: .direct, topics: [Self.container: "com.test.App"]))
+            let mac = try await fixture.session(user: "alice", device: "mac")
+            let phone = try await fixture.session(user: "alice", device: "phone")
+            try await store.pushRegistrations.register(phone, PushRegistrationRequest(apnsEnvironment: .production, apnsToken: Self.phoneToken))
+            let subscription = try Subscription.parse(.object([
+                "subscriptionID": "notes", "subscriptionType": "query", "query": .object(["recordType": "Note"]),
+                "notificationInfo": .object(["title": "New note"]),
+            ]), schema: [:], limits: Limits())
+            _ = try await store.subscriptions.modifySubscriptions(phone, operations: [.save(subscription, mustExist: false)])
+            // 10 slots: the 200 pushes take many claims and many recorded batches.
+            let sender = PushSender(store: store, transport: transport, limits: Limits(), schedule: PushSchedule(maxInFlight: 10))
+            let running = Task { await sender.run() }
+            let notes = (0..<200).map { RecordOperation(kind: .create, recordName: "n\($0)", recordType: "Note", changeTag: nil, fields: []) }
+            _ = try await store.records.modifyRecords(mac, zoneName: "_defaultZone", operations: notes.map { .success($0) }, atomic: true,
+                                                      limits: Limits())
+            let deadline = Date().addingTimeInterval(60)
+            while transport.requests.count < 200, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+            sender.stop()
+            await running.value
+            #expect(transport.requests.count == 200)
+            #expect(Set(transport.requests.map(\.apnsID)).count == 200)
+            // Stopped right after the last answer: its outcome was recorded before `run` returned.
+            let left = try await fixture.run { try $0.queryFirst("SELECT count(*) FROM push_outbox") { try $0.int(0) } }
+            let delivered = try await fixture.run {
+                try $0.queryFirst("SELECT count(*) FROM push_log WHERE outcome = 'delivered'") { try $0.int(0) }
+            }
+            #expect(left == 0)
+            #expect(delivered == 200)
+        }
+    }
 }
