@@ -14,6 +14,8 @@ package struct PushSchedule: Sendable, Equatable {
         case sleep(milliseconds: Int64)
     }
 
+    /// Pushes claimed and not yet recorded, at most (200: transfers beyond the peer's stream limit
+    /// wait inside libcurl, whose bookkeeping for many waiting ones costs CPU per push; docs/push.md).
     package var maxInFlight: Int
     /// The fewest free slots worth a claim (a quarter of `maxInFlight`): with sends in flight the
     /// next claim waits until this many are free, so claims come in batches while the sends go on.
@@ -23,7 +25,7 @@ package struct PushSchedule: Sendable, Equatable {
     /// A claim that failed (the database is down) waits this long before the next one.
     package var errorSleepMillis: Int64
 
-    package init(maxInFlight: Int = 500, minSleepMillis: Int64 = 50, maxSleepMillis: Int64 = 30_000, errorSleepMillis: Int64 = 1_000) {
+    package init(maxInFlight: Int = 200, minSleepMillis: Int64 = 50, maxSleepMillis: Int64 = 30_000, errorSleepMillis: Int64 = 1_000) {
         self.maxInFlight = max(maxInFlight, 1)
         self.minClaim = max(self.maxInFlight / 4, 1)
         self.minSleepMillis = minSleepMillis
