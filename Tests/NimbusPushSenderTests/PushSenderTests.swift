@@ -76,8 +76,26 @@ import Testing
         #expect(Set(requests.map(\.apnsID)).count == 1)
     }
 
+    /// Records every request when it starts, answers 200 after `delay`.
+    final class SlowTransport: PushTransport, @unchecked Sendable {
+        // The lock guards the only mutable state.
+        private let state = Lock<[APNsRequest]>([])
+        let delayNanoseconds: UInt64
+        init(delayNanoseconds: UInt64) { self.delayNanoseconds = delayNanoseconds }
+        var requests: [APNsRequest] { state.withLock { $0 } }
+
+        func send(_ request: APNsRequest) async throws -> APNsResponse {
+            state.withLock { $0.append(request) }
+            try? await Task.sleep(nanoseconds: delayNanoseconds)
+            return APNsResponse(status: 200)
+        }
+
+        func shutdown() {}
+    }
+
     @Test func manyPushesGoInBatchesAndStopReturnsOnceEveryOutcomeIsRecorded() async throws {
-        let transport = ScriptedTransport()
+        // Answers take 300 ms: `stop` comes while the last sends are still waiting for theirs.
+        let transport = SlowTransport(delayNanoseconds: 300_000_000)
         try await StoreFixture.with { fixture in
             let store = try await Store.open(pool: fixture.pool, push: PushSettings(mode: .direct, topics: [Self.container: "com.test.App"]))
             let mac = try await fixture.session(user: "alice", device: "mac")
@@ -100,7 +118,7 @@ import Testing
             await running.value
             #expect(transport.requests.count == 200)
             #expect(Set(transport.requests.map(\.apnsID)).count == 200)
-            // Stopped right after the last answer: its outcome was recorded before `run` returned.
+            // Stopped before the last answers came: their outcomes were recorded before `run` returned.
             let left = try await fixture.run { try $0.queryFirst("SELECT count(*) FROM push_outbox") { try $0.int(0) } }
             let delivered = try await fixture.run {
                 try $0.queryFirst("SELECT count(*) FROM push_log WHERE outcome = 'delivered'") { try $0.int(0) }
