@@ -121,6 +121,14 @@ struct WebcourierRoute: Sendable {
             }
             wait = seconds
         }
+        if let pushOutbox, wait > 0 {
+            // Long-poll first on every instance: marked before the first read, so a write that
+            // this read misses holds the device's push for the grace. A failure must not fail the
+            // poll (pushes then go at once).
+            do { try await pushOutbox.longPollParked(session, waitSeconds: wait) } catch {
+                Logger(subsystem: "push").warning("could not mark a parked long-poll", ["error": "\(error)"])
+            }
+        }
         let limit = limits.defaultResultsLimit
         @Sendable func answer(_ page: NotificationPage) -> JSONValue {
             .object(["notifications": .array(page.notifications),

@@ -10,12 +10,17 @@ import NimbusSupport
 /// streams (CURLMOPT_PIPELINING = CURLPIPE_MULTIPLEX, CURLMOPT_MAX_HOST_CONNECTIONS = 1, each transfer
 /// with CURLOPT_PIPEWAIT). A lost connection is replaced by libcurl on the next request.
 ///
-/// Senders hand transfers over through a locked inbox and wake the thread with `curl_multi_wakeup`
-/// (the one multi call libcurl allows from another thread); the thread blocks in `curl_multi_poll`.
+/// The thread drives libcurl with `curl_multi_socket_action`: it polls the sockets libcurl names (and
+/// its timer) through `nimbus_curl_watch` (CCurl) and tells libcurl which socket is ready, so only that
+/// socket's transfers run, without each polling it again (what `curl_multi_perform` does: a poll(2) per
+/// running transfer per call). Senders hand transfers over through a locked inbox and wake the thread
+/// with an eventfd, written only when the inbox was empty (a burst of submits is one wake-up).
 final class CurlDriver: @unchecked Sendable {
-    // @unchecked: `multi` and `running` are touched only by the driver thread (from `run` until it
-    // ends, after which nobody does); `inbox` is behind its lock; `curl_multi_wakeup` is thread-safe.
+    // @unchecked: `multi`, `watch` and `running` are touched only by the driver thread (from `run` until
+    // it ends, after which nobody does); `inbox` is behind its lock, and the eventfd is written under it.
     private let multi: UnsafeMutableRawPointer
+    private let watch: UnsafeMutablePointer<nimbus_curl_watch>
+    private let wakeup: Int32
     private var running: [UnsafeMutableRawPointer: any CurlDriven] = [:]
     private let inbox = Lock(Inbox())
     private let exited = DispatchSemaphore(value: 0)
@@ -23,28 +28,40 @@ final class CurlDriver: @unchecked Sendable {
     private struct Inbox {
         var pending: [any CurlDriven] = []
         var stopping = false
+        /// The eventfd is closed (the thread ended): nothing may write it.
+        var closed = false
     }
 
-    /// The longest the thread sleeps in `curl_multi_poll` without a wake-up or a libcurl timer, so it
-    /// notices a stop even if a wake-up were lost.
-    private static let maxPollMilliseconds: Int32 = 1000
+    /// The longest the thread sleeps in poll(2) without a wake-up or a libcurl timer; then it runs
+    /// libcurl's timeouts anyway (a timer update missed cannot stall a transfer longer than this).
+    private static let maxPollMilliseconds: Int64 = 1000
 
     /// `maxHostConnections` 1 for APNs (HTTP/2: one connection, many streams); more for an HTTP/1.1 peer.
     init(maxConcurrentStreams: Int, maxHostConnections: Int = 1, threadName: String = "apns-curl") throws(APNsClient.StartError) {
         if let problem = Curl.initialisation { throw APNsClient.StartError(description: problem) }
         guard let multi = curl_multi_init() else { throw APNsClient.StartError(description: "curl_multi_init failed") }
         self.multi = multi
+        watch = .allocate(capacity: 1)
         let settings: [(CURLMoption, Int, String)] = [
             (CURLMOPT_PIPELINING, nimbus_CURLPIPE_MULTIPLEX, "multiplexing"),
             (CURLMOPT_MAX_HOST_CONNECTIONS, maxHostConnections, "connections per host"),
             (CURLMOPT_MAX_CONCURRENT_STREAMS, maxConcurrentStreams, "concurrent streams"),
         ]
-        for (option, value, what) in settings {
+        var problem: String?
+        for (option, value, what) in settings where problem == nil {
             let code = nimbus_curl_multi_setopt_long(multi, option, value)
-            guard code == CURLM_OK else {
-                curl_multi_cleanup(multi)
-                throw APNsClient.StartError(description: "libcurl refused \(what): \(Curl.message(code))")
-            }
+            if code != CURLM_OK { problem = "libcurl refused \(what): \(Curl.message(code))" }
+        }
+        if problem == nil {
+            let code = nimbus_curl_multi_watch(multi, watch)
+            if code != CURLM_OK { problem = "libcurl refused its socket and timer callbacks (or no eventfd): \(Curl.message(code))" }
+        }
+        wakeup = watch.pointee.fds.0.fd
+        if let problem {
+            curl_multi_cleanup(multi)
+            if wakeup >= 0 { close(wakeup) }
+            watch.deallocate()
+            throw APNsClient.StartError(description: problem)
         }
         let thread = Thread { [self] in run() }
         thread.name = threadName
@@ -56,9 +73,9 @@ final class CurlDriver: @unchecked Sendable {
         inbox.withLock { inbox in
             guard !inbox.stopping else { return false }
             inbox.pending.append(transfer)
-            // Under the lock: the thread frees the multi handle under it too, once `stopping` is set,
-            // so no wake-up can reach a freed handle.
-            curl_multi_wakeup(multi)
+            // The first of a burst wakes the thread; it takes the whole inbox at once. Under the lock:
+            // the thread closes the eventfd under it too, so no write can reach a closed descriptor.
+            if inbox.pending.count == 1 { nimbus_wakeup_signal(wakeup) }
             return true
         }
     }
@@ -69,7 +86,7 @@ final class CurlDriver: @unchecked Sendable {
         let first = inbox.withLock { inbox in
             guard !inbox.stopping else { return false }
             inbox.stopping = true
-            curl_multi_wakeup(multi)
+            if !inbox.closed { nimbus_wakeup_signal(wakeup) }
             return true
         }
         guard first else { return }
@@ -80,6 +97,8 @@ final class CurlDriver: @unchecked Sendable {
     }
 
     private func run() {
+        var active: Int32 = 0
+        let fds = nimbus_curl_watch_fds(watch)!
         while true {
             let (arrived, stopping) = inbox.withLock { inbox in
                 defer { inbox.pending.removeAll() }
@@ -90,6 +109,7 @@ final class CurlDriver: @unchecked Sendable {
                 break
             }
             for transfer in arrived {
+                // libcurl sets its timer to 0 for a new transfer: it starts in this round's timeout action.
                 let code = curl_multi_add_handle(multi, transfer.handle)
                 if code == CURLM_OK {
                     running[transfer.handle] = transfer
@@ -97,20 +117,49 @@ final class CurlDriver: @unchecked Sendable {
                     transfer.fail(.invalidRequest("curl_multi_add_handle: \(Curl.message(code))"))
                 }
             }
-            var active: Int32 = 0
-            _ = curl_multi_perform(multi, &active)
+            let deadline = watch.pointee.deadline
+            let now = nimbus_monotonic_milliseconds()
+            let wait = deadline < 0 ? Self.maxPollMilliseconds : min(max(deadline - now, 0), Self.maxPollMilliseconds)
+            let count = Int(watch.pointee.count)
+            let ready = poll(fds, nfds_t(count + 1), Int32(wait))
+            if ready > 0 {
+                if fds[0].revents != 0 { nimbus_wakeup_drain(wakeup) }
+                // The callbacks change `fds` while libcurl acts: act on a copy of what was ready.
+                var events: [(Int32, Int32)] = []
+                for index in 1..<(count + 1) where fds[index].revents != 0 {
+                    let revents = Int32(fds[index].revents)
+                    var bits: Int32 = 0
+                    if revents & Int32(POLLIN | POLLHUP) != 0 { bits |= nimbus_CURL_CSELECT_IN }
+                    if revents & Int32(POLLOUT) != 0 { bits |= nimbus_CURL_CSELECT_OUT }
+                    if revents & Int32(POLLERR | POLLNVAL) != 0 { bits |= nimbus_CURL_CSELECT_ERR }
+                    events.append((fds[index].fd, bits))
+                    fds[index].revents = 0
+                }
+                for (socket, bits) in events {
+                    _ = curl_multi_socket_action(multi, curl_socket_t(socket), bits, &active)
+                }
+            }
+            let timer = watch.pointee.deadline
+            if ready == 0 || (timer >= 0 && timer <= nimbus_monotonic_milliseconds()) {
+                _ = curl_multi_socket_action(multi, curl_socket_t(nimbus_CURL_SOCKET_TIMEOUT), 0, &active)
+            }
             collectFinished()
+            // The timer callback skips a timeout equal to the one it last gave: ask libcurl itself.
             var timeout = -1
             _ = curl_multi_timeout(multi, &timeout)
-            let wait = timeout < 0 ? Self.maxPollMilliseconds : Int32(min(timeout, Int(Self.maxPollMilliseconds)))
-            _ = curl_multi_poll(multi, nil, 0, wait, nil)
+            watch.pointee.deadline = timeout < 0 ? -1 : nimbus_monotonic_milliseconds() + Int64(timeout)
         }
         for (handle, transfer) in running {
             curl_multi_remove_handle(multi, handle)
             transfer.fail(.shutDown)
         }
         running.removeAll()
-        _ = inbox.withLock { _ in curl_multi_cleanup(multi) }
+        inbox.withLock { inbox in
+            curl_multi_cleanup(multi)
+            close(wakeup)
+            inbox.closed = true
+        }
+        watch.deallocate()
         exited.signal()
     }
 

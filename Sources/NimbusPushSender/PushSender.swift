@@ -5,10 +5,13 @@ import NimbusStore
 import NimbusSupport
 
 /// Sends the outbox's pushes (docs/push.md "The sender"): one per instance, started by `serve`
-/// when push is on. It claims due pushes, sends each through its `PushTransport` with many in
-/// flight at once, and records every outcome. It wakes when a notification is written (on any
-/// instance, through the hub) and when the earliest push falls due; `stop` lets sends in flight
-/// finish and claims nothing more (a push claimed but not answered is claimed again after its lease).
+/// when push is on. It claims due pushes in batches, sends each through its `PushTransport` with
+/// many in flight at once, and records the outcomes: a recorder task writes the answers that arrived
+/// while it wrote the previous ones, in one transaction (`recordOutcomes`). A push holds its send
+/// slot from its claim until its outcome is recorded. The sender wakes when a notification is
+/// written (on any instance, through the hub), when the earliest push falls due and when recorded
+/// outcomes free slots; `stop` lets sends in flight finish and be recorded and claims nothing more
+/// (a push claimed but not recorded is claimed again after its lease).
 package final class PushSender: Sendable {
     private let outbox: PushOutboxStore
     private let counters: PushCounters
@@ -17,8 +20,10 @@ package final class PushSender: Sendable {
     private let schedule: PushSchedule
     private let clock: any WallClock
     private let wake = WakeSignal()
+    /// Pushes claimed and not yet recorded.
     private let inFlight = Lock(0)
     private let stopping = Lock(false)
+    private let recorder = OutcomeRecorder()
     private let logger = Logger(subsystem: "push")
 
     package init(store: Store, transport: any PushTransport, limits: Limits, schedule: PushSchedule = PushSchedule(),
@@ -34,7 +39,7 @@ package final class PushSender: Sendable {
         }
     }
 
-    /// Asks `run` to return once the sends in flight are done.
+    /// Asks `run` to return once the sends in flight are done and recorded.
     package func stop() {
         stopping.withLock { $0 = true }
         wake.signal()
@@ -42,9 +47,11 @@ package final class PushSender: Sendable {
 
     private var isStopping: Bool { stopping.withLock { $0 } }
 
-    /// The loop: claim, send, sleep until woken or due. Returns after `stop`, sends drained.
+    /// The loop: claim, send, sleep until woken or due; beside it the recorder. Returns after
+    /// `stop`, sends drained and recorded.
     package func run() async {
         await withDiscardingTaskGroup { group in
+            group.addTask { [self] in await recordLoop() }
             var action = PushSchedule.Action.claim(limit: schedule.maxInFlight)
             while !isStopping {
                 switch action {
@@ -55,6 +62,7 @@ package final class PushSender: Sendable {
                     action = await claim(limit: limit, group: &group)
                 }
             }
+            recorder.claimsEnded()
         }
         logger.info("push sender stopped")
     }
@@ -68,15 +76,10 @@ package final class PushSender: Sendable {
             logger.warning("could not claim due pushes; trying again", ["error": "\(error)"])
             return schedule.afterFailedClaim()
         }
+        inFlight.withLock { $0 += claims.count }
         for push in claims {
-            inFlight.withLock { $0 += 1 }
             group.addTask { [self] in
-                await deliver(push)
-                let wasFull = inFlight.withLock { count -> Bool in
-                    count -= 1
-                    return count + 1 >= schedule.maxInFlight
-                }
-                if wasFull { wake.signal() }
+                recorder.add(push, await send(push))
             }
         }
         if claims.count >= limit { return schedule.next(inFlight: inFlight.withLock { $0 }) }
@@ -89,8 +92,8 @@ package final class PushSender: Sendable {
         }
     }
 
-    /// Sends one push and records what came of it (a failed record leaves the push to its lease).
-    private func deliver(_ push: ClaimedPush) async {
+    /// Sends one push: APNs' answer, or what the outbox records when none came.
+    private func send(_ push: ClaimedPush) async -> PushAnswer {
         let answer: PushAnswer
         if let request = push.apnsRequest(maxPayloadBytes: limits.maxPushPayloadBytes) {
             do {
@@ -103,15 +106,28 @@ package final class PushSender: Sendable {
             answer = PushAnswer(status: 400, reason: "NotSent")
         }
         if answer.status == 200 { counters.sent() } else { counters.failed(reason: answer.status == nil ? nil : answer.reason ?? "") }
-        do {
-            let decision = try await outbox.recordOutcome(push, answer: answer)
-            // The loop may be asleep until a due time read while this push's lease was its due time.
-            if case .retry = decision { wake.signal() }
-            logger.debug("push attempt recorded", ["apnsID": push.apnsID, "device": push.deviceTokenID, "attempt": push.attempt,
-                                                   "status": answer.status.map { "\($0)" } ?? "none", "decision": "\(decision)"])
-        } catch {
-            logger.warning("could not record a push outcome; the push is claimed again after its lease",
-                           ["apnsID": push.apnsID, "error": "\(error)"])
+        return answer
+    }
+
+    /// Records the answers in batches until the claims ended and every claimed push is recorded.
+    /// A failed record leaves its pushes to their lease.
+    private func recordLoop() async {
+        while let batch = await recorder.next(inFlight: { inFlight.withLock { $0 } }) {
+            do {
+                let decisions = try await outbox.recordOutcomes(batch)
+                // The loop may be asleep until a due time read while these pushes' leases were their due times.
+                if decisions.contains(where: { if case .retry = $0 { true } else { false } }) { wake.signal() }
+                logger.debug("push attempts recorded", ["count": batch.count])
+            } catch {
+                logger.warning("could not record push outcomes; the pushes are claimed again after their lease",
+                               ["count": batch.count, "error": "\(error)"])
+            }
+            let (before, after) = inFlight.withLock { count -> (Int, Int) in
+                count -= batch.count
+                return (count + batch.count, count)
+            }
+            // The claim loop waits for free slots only when the schedule said so.
+            if case .sleep = schedule.next(inFlight: before), case .claim = schedule.next(inFlight: after) { wake.signal() }
         }
     }
 }

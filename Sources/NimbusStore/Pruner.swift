@@ -227,6 +227,7 @@ extension Pruner {
         if !options.dryRun {
             report.pushLogEntries = try await pushLog.prune(olderThan: notificationCutoff, container: options.container)
             _ = try await pushLog.removeRevokedRegistrations()
+            _ = try await pushLog.removeEndedLongPolls(before: clock.nowMilliseconds() - 3_600_000)
         }
         report.counts = counts.values.sorted { ($0.container, $0.owner, $0.zoneName, $0.recordType) < ($1.container, $1.owner, $1.zoneName, $1.recordType) }
         report.seconds = Double(monotonicNanoseconds() - start) / 1e9

@@ -28,6 +28,16 @@ import NimbusPushSender
         #expect(schedule.next(inFlight: 10) == .sleep(milliseconds: 30_000))
     }
 
+    @Test func claimsWaitForAQuarterOfTheSlotsToFree() {
+        let schedule = PushSchedule(maxInFlight: 500)
+        #expect(schedule.minClaim == 125)
+        #expect(schedule.next(inFlight: 375) == .claim(limit: 125))
+        // One freed slot is not worth a claim (a transaction) while 376 sends are on their way.
+        #expect(schedule.next(inFlight: 376) == .sleep(milliseconds: 30_000))
+        #expect(schedule.next(inFlight: 499) == .sleep(milliseconds: 30_000))
+        #expect(PushSchedule(maxInFlight: 2).next(inFlight: 1) == .claim(limit: 1))
+    }
+
     @Test func aFailedClaimWaitsBeforeTheNext() {
         #expect(schedule.afterFailedClaim() == .sleep(milliseconds: 1_000))
     }

@@ -75,4 +75,56 @@ import Testing
         #expect(requests.count == 3)
         #expect(Set(requests.map(\.apnsID)).count == 1)
     }
+
+    /// Records every request when it starts, answers 200 after `delay`.
+    final class SlowTransport: PushTransport, @unchecked Sendable {
+        // The lock guards the only mutable state.
+        private let state = Lock<[APNsRequest]>([])
+        let delayNanoseconds: UInt64
+        init(delayNanoseconds: UInt64) { self.delayNanoseconds = delayNanoseconds }
+        var requests: [APNsRequest] { state.withLock { $0 } }
+
+        func send(_ request: APNsRequest) async throws -> APNsResponse {
+            state.withLock { $0.append(request) }
+            try? await Task.sleep(nanoseconds: delayNanoseconds)
+            return APNsResponse(status: 200)
+        }
+
+        func shutdown() {}
+    }
+
+    @Test func manyPushesGoInBatchesAndStopReturnsOnceEveryOutcomeIsRecorded() async throws {
+        // Answers take 300 ms: `stop` comes while the last sends are still waiting for theirs.
+        let transport = SlowTransport(delayNanoseconds: 300_000_000)
+        try await StoreFixture.with { fixture in
+            let store = try await Store.open(pool: fixture.pool, push: PushSettings(mode: .direct, topics: [Self.container: "com.test.App"]))
+            let mac = try await fixture.session(user: "alice", device: "mac")
+            let phone = try await fixture.session(user: "alice", device: "phone")
+            try await store.pushRegistrations.register(phone, PushRegistrationRequest(apnsEnvironment: .production, apnsToken: Self.phoneToken))
+            let subscription = try Subscription.parse(.object([
+                "subscriptionID": "notes", "subscriptionType": "query", "query": .object(["recordType": "Note"]),
+                "notificationInfo": .object(["title": "New note"]),
+            ]), schema: [:], limits: Limits())
+            _ = try await store.subscriptions.modifySubscriptions(phone, operations: [.save(subscription, mustExist: false)])
+            // 10 slots: the 200 pushes take many claims and many recorded batches.
+            let sender = PushSender(store: store, transport: transport, limits: Limits(), schedule: PushSchedule(maxInFlight: 10))
+            let running = Task { await sender.run() }
+            let notes = (0..<200).map { RecordOperation(kind: .create, recordName: "n\($0)", recordType: "Note", changeTag: nil, fields: []) }
+            _ = try await store.records.modifyRecords(mac, zoneName: "_defaultZone", operations: notes.map { .success($0) }, atomic: true,
+                                                      limits: Limits())
+            let deadline = Date().addingTimeInterval(60)
+            while transport.requests.count < 200, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+            sender.stop()
+            await running.value
+            #expect(transport.requests.count == 200)
+            #expect(Set(transport.requests.map(\.apnsID)).count == 200)
+            // Stopped before the last answers came: their outcomes were recorded before `run` returned.
+            let left = try await fixture.run { try $0.queryFirst("SELECT count(*) FROM push_outbox") { try $0.int(0) } }
+            let delivered = try await fixture.run {
+                try $0.queryFirst("SELECT count(*) FROM push_log WHERE outcome = 'delivered'") { try $0.int(0) }
+            }
+            #expect(left == 0)
+            #expect(delivered == 200)
+        }
+    }
 }

@@ -106,6 +106,34 @@ import Testing
         }
     }
 
+    @Test func aLongPollParkedOnAnyInstanceHoldsThePushForTheGraceUntilItsMarkEnds() async throws {
+        try await StoreFixture.with { fixture in
+            let setup = try await Self.setUp(fixture)
+            // Parked on another instance: this store's hub has no waiter, the database has the mark.
+            try await setup.store.pushOutbox.longPollParked(setup.phone, waitSeconds: 30)
+            #expect(!setup.store.hub.isParked(tokenID: setup.phone.tokenID, databaseID: setup.phone.databaseID))
+            let now = setup.clock.nowMilliseconds()
+            try await Self.create(setup.store, setup.mac, ["n1"])
+            #expect(try await Self.outbox(fixture).map(\.dueAt) == [now + Int64(Limits().pushGraceMillis)])
+            // A device without a registration here leaves no mark.
+            try await setup.store.pushOutbox.longPollParked(setup.mac, waitSeconds: 30)
+            _ = try await setup.store.pushRegistrations.unregister(setup.phone)
+            try await setup.store.pushOutbox.longPollParked(setup.phone, waitSeconds: 30)
+            #expect(try await fixture.run { try $0.queryFirst("SELECT count(*) FROM push_long_polls") { try $0.int(0) } } == 2)
+        }
+    }
+
+    @Test func aLongPollMarkLastsTheWaitAndAMargin() async throws {
+        try await StoreFixture.with { fixture in
+            let setup = try await Self.setUp(fixture)
+            try await setup.store.pushOutbox.longPollParked(setup.phone, waitSeconds: 30)
+            setup.clock.advance(milliseconds: 30_000 + PushOutboxStore.longPollMarginMillis)
+            let now = setup.clock.nowMilliseconds()
+            try await Self.create(setup.store, setup.mac, ["n1"])
+            #expect(try await Self.outbox(fixture).map(\.dueAt) == [now])
+        }
+    }
+
     @Test func backgroundPushesCarryTheZoneAndSilentSubscriptionsQueueNothing() async throws {
         try await StoreFixture.with { fixture in
             let setup = try await Self.setUp(fixture, notificationInfo: ["shouldSendContentAvailable": true])

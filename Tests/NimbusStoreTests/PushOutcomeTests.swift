@@ -50,6 +50,33 @@ import Testing
         }
     }
 
+    @Test func aBatchOfOutcomesIsRecordedTogetherEachOnlyWithItsLease() async throws {
+        try await StoreFixture.with { fixture in
+            let setup = try await Outbox.setUp(fixture)
+            let outbox = setup.store.pushOutbox
+            try await Outbox.create(setup.store, setup.mac, ["n1", "n2", "n3", "n4"])
+            let now = setup.clock.nowMilliseconds()
+            let claimed = try await outbox.claimDuePushes(limit: 10, now: now)
+            #expect(claimed.count == 4)
+            // n4's lease ran out and another sender claimed it again: its late outcome only logs.
+            let again = try #require(try await outbox.claimDuePushes(limit: 1, now: now + PushOutboxStore.leaseMillis).first)
+            #expect(again.outboxID == claimed[0].outboxID)
+            let decisions = try await outbox.recordOutcomes([
+                (claimed[0], PushAnswer(status: 200)), (claimed[1], PushAnswer(status: 503, retryAfterSeconds: 5)),
+                (claimed[2], PushAnswer(status: nil)), (claimed[3], PushAnswer(status: 400, reason: "BadCollapseId")),
+            ], now: now + PushOutboxStore.leaseMillis)
+            let later = now + PushOutboxStore.leaseMillis
+            #expect(decisions == [.delivered, .retry(at: later + 5_000), .retry(at: later + PushRetryPolicy.firstDelayMillis), .giveUp])
+            // claimed[0]'s row is the second claim's now: it stays; the retries wait; the given-up one left.
+            let left = try await fixture.run { connection in
+                try connection.query("SELECT id, state, attempts FROM push_outbox ORDER BY id") { "\(try $0.int64(0)) \(try $0.string(1)) \(try $0.int(2))" }
+            }
+            #expect(left == ["\(claimed[0].outboxID) sending 2", "\(claimed[1].outboxID) queued 1", "\(claimed[2].outboxID) queued 1"])
+            #expect(try await Self.log(fixture) == ["delivered 200 1", "retry 503 1", "retry - 1", "failed 400 1"])
+            #expect(try await outbox.recordOutcomes([]).isEmpty)
+        }
+    }
+
     @Test func aStaleLeaseChangesOnlyTheLog() async throws {
         try await StoreFixture.with { fixture in
             let setup = try await Outbox.setUp(fixture)

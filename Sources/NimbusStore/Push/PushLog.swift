@@ -21,6 +21,14 @@ struct PushLog: DatabaseBacked {
         }
     }
 
+    /// Deletes long-poll marks (`push_long_polls`) that ended before `cutoff`: those of removed
+    /// registrations, and of devices that stopped polling.
+    func removeEndedLongPolls(before cutoff: Int64) async throws -> Int {
+        try await pool.withConnection { connection in
+            try connection.run("DELETE FROM push_long_polls WHERE until < \(PushSQL.time(cutoff))")
+        }
+    }
+
     /// Deletes registrations of revoked device tokens: a binary before migration 0015 revoked them
     /// without removing their registrations (unused meanwhile: the outbox joins live tokens).
     func removeRevokedRegistrations() async throws -> Int {

@@ -20,6 +20,8 @@ enum PushOutbox {
     struct Recipient {
         var registrationID: Int64
         var deviceTokenID: String
+        /// A long-poll of the device is parked on some instance (`push_long_polls`).
+        var longPolling = false
     }
 
     /// A row to insert.
@@ -44,15 +46,15 @@ enum PushOutbox {
     }
 
     /// The rows for `written` × `recipients`: notifications whose subscription gives no push are
-    /// left out; a device with a long-poll parked on this database (`isParked`) gets its push
-    /// `graceMillis` later, so the long-poll can deliver it first.
+    /// left out; a device with a long-poll parked on this database (`isParked`: on this instance;
+    /// `Recipient.longPolling`: on any) gets its push `graceMillis` later, so the long-poll can
+    /// deliver it first.
     static func rows(_ written: [Written], recipients: [Recipient], now: Int64, graceMillis: Int,
                      isParked: (String) -> Bool) -> [Row] {
-        let parked = Dictionary(recipients.map { ($0.deviceTokenID, isParked($0.deviceTokenID)) }, uniquingKeysWith: { a, _ in a })
+        let parked = recipients.map { $0.longPolling || isParked($0.deviceTokenID) }
         return written.flatMap { notification -> [Row] in
             guard let kind = notification.kind else { return [] }
-            return recipients.map { recipient in
-                let first = parked[recipient.deviceTokenID] ?? false
+            return zip(recipients, parked).map { recipient, first in
                 return Row(notificationSequence: notification.sequence, notificationID: notification.notificationID,
                            registrationID: recipient.registrationID, kind: kind,
                            apnsID: PushIdentifier.apnsID(notificationID: notification.notificationID, deviceTokenID: recipient.deviceTokenID),
@@ -72,12 +74,14 @@ enum PushOutbox {
         // The owner's live devices registered here, but not the writing device (by name, as the
         // long-poll skips a device's own notifications; a name is unique among live tokens).
         let recipients = try connection.query("""
-            SELECT r.id, r.device_token_id FROM push_registrations r
+            SELECT r.id, r.device_token_id,
+                   EXISTS (SELECT 1 FROM push_long_polls p WHERE p.registration_id = r.id AND p.until > \(PushSQL.time(now)))
+            FROM push_registrations r
             JOIN device_tokens t ON t.token_id = r.device_token_id AND t.revoked_at IS NULL
             WHERE r.user_id = \(session.userID) AND r.container = \(session.container)
               AND r.environment = \(session.environment.rawValue) AND t.device_name <> \(session.deviceID)
             ORDER BY r.id
-            """) { Recipient(registrationID: try $0.int64(0), deviceTokenID: try $0.string(1)) }
+            """) { Recipient(registrationID: try $0.int64(0), deviceTokenID: try $0.string(1), longPolling: try $0.bool(2)) }
         let rows = rows(written, recipients: recipients, now: now, graceMillis: limits.pushGraceMillis, isParked: isParked)
         guard !rows.isEmpty else { return 0 }
         let expiresAt = now + Int64(limits.notificationRetentionDays) * 86_400_000

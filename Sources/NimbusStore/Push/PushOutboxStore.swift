@@ -49,48 +49,27 @@ package struct PushOutboxStore: DatabaseBacked {
 }
 
 extension PushOutboxStore {
-    /// Records what became of attempt `push.attempt` of `push` at `now` and returns the decision
-    /// (`PushRetryPolicy`): delivered, given up or expired pushes leave the outbox; a retry is due
-    /// again at its time; a dead APNs token loses its registration (when it still is the token
-    /// registered) and every push queued for it. Every outcome goes to the delivery log. With a
-    /// stale lease only the log changes.
-    @discardableResult
-    package func recordOutcome(_ push: ClaimedPush, answer: PushAnswer, now: Int64? = nil) async throws -> PushDecision {
-        let now = now ?? clock.nowMilliseconds()
-        let decision = PushRetryPolicy.decide(answer, attempts: push.attempt, now: now, expiresAt: push.expiresAt)
-        let outcome: String
-        let change: SQL
-        let mine: SQL = "id = \(push.outboxID) AND attempts = \(Int64(push.attempt))"
-        switch decision {
-        case .delivered:
-            outcome = "delivered"
-            change = "DELETE FROM push_outbox WHERE \(mine)"
-        case .giveUp:
-            outcome = "failed"
-            change = "DELETE FROM push_outbox WHERE \(mine)"
-        case .expired:
-            outcome = "expired"
-            change = "DELETE FROM push_outbox WHERE \(mine)"
-        case .retry(let at):
-            outcome = "retry"
-            change = "UPDATE push_outbox SET state = 'queued', due_at = \(PushSQL.time(at)) WHERE \(mine)"
-        case .removeRegistration:
-            outcome = "removed"
-            change = """
-                DELETE FROM push_registrations WHERE id = \(push.registrationID) AND apns_token = \(push.apnsToken)
-                """
-        }
-        try await pool.withTransaction { connection in
-            try connection.run(change)
+    /// How long past its wait a parked long-poll's mark lasts (`longPollParked`).
+    package static let longPollMarginMillis: Int64 = 5_000
+
+    /// Long-poll first across instances: device token `session.tokenID` parks a long-poll of at
+    /// most `waitSeconds` on this instance. Its registration in the session's container and
+    /// environment, if it has one, is marked parked until then plus `longPollMarginMillis`, so a
+    /// write on any instance holds its pushes for the grace (`PushOutbox.enqueue`). One statement
+    /// on an unlogged table (no WAL, no flush at commit); nothing for a device without a
+    /// registration. The mark is not cleared when the poll ends: a device that does not poll again
+    /// meanwhile gets its pushes after the grace instead of at once.
+    package func longPollParked(_ session: Session, waitSeconds: Int, now: Int64? = nil) async throws {
+        let until = (now ?? clock.nowMilliseconds()) + Int64(max(waitSeconds, 0)) * 1_000 + Self.longPollMarginMillis
+        _ = try await pool.withConnection { connection in
             try connection.run("""
-                INSERT INTO push_log (at, user_id, device_token_id, container, environment, notification_id, push_type, outcome,
-                                      status, reason, attempts)
-                VALUES (\(PushSQL.time(now)), \(push.userID), \(push.deviceTokenID), \(push.container), \(push.environment.rawValue),
-                        \(push.notificationID)::uuid, \(push.kind.rawValue), \(outcome), \(answer.status.map(Int64.init)),
-                        \(answer.reason), \(Int64(push.attempt)))
+                INSERT INTO push_long_polls (registration_id, until)
+                SELECT r.id, \(PushSQL.time(until)) FROM push_registrations r
+                WHERE r.user_id = \(session.userID) AND r.container = \(session.container)
+                  AND r.environment = \(session.environment.rawValue) AND r.device_token_id = \(session.tokenID)
+                ON CONFLICT (registration_id) DO UPDATE SET until = greatest(push_long_polls.until, excluded.until)
                 """)
         }
-        return decision
     }
 
     /// Long-poll first: device token `tokenID` polled `session`'s channel naming a cursor at
