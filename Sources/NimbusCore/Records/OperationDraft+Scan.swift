@@ -51,32 +51,38 @@ extension OperationDraft {
             case 0?: draft.recordName = try stringMember(&scanner)
             case 1?: draft.recordType = try stringMember(&scanner)
             case 2?: draft.changeTag = try stringMember(&scanner)
-            case 3?: draft.fields = try fieldsMember(&scanner)
+            case 3?: (draft.fields, draft.fieldProblem) = try fieldsMember(&scanner)
             case 4?: draft.zone = try zoneMember(&scanner)
             default: _ = try scanner.value()
             }
         }
     }
 
-    private static func fieldsMember(_ scanner: inout JSONScanner) throws -> Member<[(name: String, entry: FieldEntry)]> {
-        guard scanner.peek() == UInt8(ascii: "{") else { return try scanner.value().isNull ? .missing : .otherKind }
-        var fields: [(name: String, entry: FieldEntry)] = []
+    private static func fieldsMember(_ scanner: inout JSONScanner) throws -> (Member<[RawField]>, (field: String, problem: FieldProblem)?) {
+        guard scanner.peek() == UInt8(ascii: "{") else { return (try scanner.value().isNull ? .missing : .otherKind, nil) }
+        var fields: [RawField] = []
         fields.reserveCapacity(16)      // not grown through 1, 2, 4, 8 for a record of ten fields
+        var problem: (field: String, problem: FieldProblem)?
         var first = true
         try scanner.beginObject()
         while let name = try scanner.nextKey(first: &first) {
             // Names of other lengths differ: most pairs are told apart without comparing strings.
             let length = name.utf8.count
             guard !fields.contains(where: { $0.name.utf8.count == length && $0.name == name }) else { throw DuplicateKey() }
-            fields.append((name, try entry(&scanner)))
+            if problem == nil, !Names.isValidFieldName(name) { problem = (name, .invalidName) }
+            let (field, fieldProblem) = try entry(&scanner, name: name)
+            if problem == nil, let fieldProblem { problem = (name, fieldProblem) }
+            fields.append(field)
         }
-        return .value(fields)
+        return (.value(fields), problem)
     }
 
-    private static func entry(_ scanner: inout JSONScanner) throws -> FieldEntry {
+    /// A field's entry; the field is kept (with a null value) even when it breaks a rule, so that
+    /// a name given twice is still found.
+    private static func entry(_ scanner: inout JSONScanner, name: String) throws -> (RawField, FieldProblem?) {
         guard scanner.peek() == UInt8(ascii: "{") else {
             _ = try scanner.value()
-            return .notObject
+            return (RawField(name: name, value: .null), .notObject)
         }
         var value: JSONValue?, type: Member<String> = .missing
         var seen = SeenKeys()
@@ -95,7 +101,12 @@ extension OperationDraft {
             default: _ = try scanner.value()
             }
         }
-        return .object(value: value, type: type)
+        guard let value else { return (RawField(name: name, value: .null), .noValue) }
+        switch type {
+        case .value(let declared): return (RawField(name: name, value: value, declaredType: declared), nil)
+        case .missing: return (RawField(name: name, value: value), nil)
+        case .otherKind: return (RawField(name: name, value: value), .typeNotString)
+        }
     }
 
     private static func zoneMember(_ scanner: inout JSONScanner) throws -> ZoneMember {

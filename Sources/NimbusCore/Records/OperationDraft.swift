@@ -14,11 +14,18 @@ package struct OperationDraft: Sendable {
         case otherKind
     }
 
-    /// A field's `{"value": …, "type": …}`.
-    package enum FieldEntry: Sendable {
-        case notObject
-        /// `value`: nil when absent (`.null` removes the field).
-        case object(value: JSONValue?, type: Member<String>)
+    /// Why a field cannot be taken, in the order the rules check a field.
+    package enum FieldProblem: Sendable {
+        case invalidName, notObject, noValue, typeNotString
+
+        func reason(_ field: String) -> String {
+            switch self {
+            case .invalidName: "Field name \(Names.quoted(field)) is invalid: use a letter, then letters, digits or '_' (at most 255)."
+            case .notObject: "Field \(field) must be an object with \"value\" (and optionally \"type\")."
+            case .noValue: "Field \(field) has no \"value\"; send \"value\": null to remove it."
+            case .typeNotString: "The type of field \(field) must be a string."
+            }
+        }
     }
 
     /// The record's `zoneID`.
@@ -39,7 +46,10 @@ package struct OperationDraft: Sendable {
     package var recordName: Member<String> = .missing
     package var recordType: Member<String> = .missing
     package var changeTag: Member<String> = .missing
-    package var fields: Member<[(name: String, entry: FieldEntry)]> = .missing
+    /// The fields in order (taken as they are when `fieldProblem` is nil).
+    package var fields: Member<[RawField]> = .missing
+    /// The first field, in order, that breaks a rule.
+    package var fieldProblem: (field: String, problem: FieldProblem)?
     package var zone: ZoneMember = .missing
     package var desiredKeys: Member<Set<String>> = .missing
 
@@ -86,24 +96,9 @@ package struct OperationDraft: Sendable {
             switch fields {
             case .otherKind: return fail("fields must be an object.", name)
             case .missing: break
-            case .value(let entries):
-                operation.fields.reserveCapacity(entries.count)
-                for (fieldName, entry) in entries {
-                    guard Names.isValidFieldName(fieldName) else {
-                        return fail("Field name \(Names.quoted(fieldName)) is invalid: use a letter, then letters, digits or '_' (at most 255).", name)
-                    }
-                    guard case .object(let value, let type) = entry else {
-                        return fail("Field \(fieldName) must be an object with \"value\" (and optionally \"type\").", name)
-                    }
-                    guard let value else { return fail("Field \(fieldName) has no \"value\"; send \"value\": null to remove it.", name) }
-                    var declared: String?
-                    switch type {
-                    case .value(let text): declared = text
-                    case .otherKind: return fail("The type of field \(fieldName) must be a string.", name)
-                    case .missing: break
-                    }
-                    operation.fields.append(RawField(name: fieldName, value: value, declaredType: declared))
-                }
+            case .value(let list):
+                if let (field, problem) = fieldProblem { return fail(problem.reason(field), name) }
+                operation.fields = list
             }
         }
         switch desiredKeys {
