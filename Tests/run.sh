@@ -19,8 +19,10 @@ NIMBUS_SKIP_LOG=$(mktemp "${TMPDIR:-/tmp}/nimbus-skipped.XXXXXX")
 # pair` into an image for it); nginx, haproxy and pgbouncer stand in front of the servers in the
 # scale-out scenarios (17-19; started on loopback ports by the scenarios, never as services);
 # python3-h2 and python3-cryptography run the APNs stand-in (Tests/push/apns-standin.py) that the
-# push tests start; nghttp2-client's h2load measures the stand-in's ceiling in bench/push.sh --smoke.
-bash deploy/install-deps.sh zbar-tools python3 python3-h2 python3-cryptography nghttp2-client chromium nginx haproxy pgbouncer
+# push tests start; nghttp2-client's h2load measures the stand-in's ceiling in bench/push.sh --smoke;
+# valgrind, linux-perf and slowhttptest run bench/callgrind.sh, perf.sh and slowloris.sh --smoke (bench/smoke.sh).
+bash deploy/install-deps.sh zbar-tools python3 python3-h2 python3-cryptography nghttp2-client chromium nginx haproxy pgbouncer \
+  valgrind linux-perf slowhttptest
 
 source Tests/test-postgres.sh
 # Servers started by the tests and benches put their admin console on a free port (several run at once).
@@ -58,8 +60,9 @@ export NIMBUS_BIN="$(swift build --show-bin-path)/nimbus"
 NIMBUS_PREVIOUS_BIN=$(bash Tests/previous-version.sh) || { echo "run.sh: the previous version could not be built"; status=1; }
 export NIMBUS_PREVIOUS_BIN
 bash Tests/integration/run.sh || status=1
-# The push benchmark's smoke mode (< 60 s, tiny sizes, this build's binary): pushes reach the APNs stand-in, the figures print.
-BENCH_NIMBUS_BIN="$NIMBUS_BIN" BENCH_SKIP_INSTALL=1 bash bench/push.sh --smoke || status=1
+# Every benchmark's smoke mode (bench/smoke.sh: tiny sizes, this build's binaries, each bounded;
+# push's included): a bench that no longer starts or whose pipeline broke fails here; the figures print.
+BENCH_NIMBUS_BIN="$NIMBUS_BIN" bash bench/smoke.sh || status=1
 # A few scenarios again as a normal user with a normal user's PATH (root only: it switches users).
 bash Tests/normal-user.sh || status=1
 bash Tests/fuzz-smoke.sh || status=1

@@ -19,16 +19,20 @@
 #
 # Knobs: BENCH_USERS=1000 BENCH_RECORDS=1000000 BENCH_ROUNDS=3 BENCH_SKIP_INSTALL=1
 #   BENCH_SKIP_BUILD=1 BENCH_NIMBUS_BIN=path BENCH_KEEP=1 (keep the temp dir)
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_USERS=5 BENCH_RECORDS=100 BENCH_ROUNDS=1), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 120 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=console
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 120 BENCH_USERS=5 BENCH_RECORDS=100 BENCH_ROUNDS=1 -- "$@"
 ROOT=$PWD
 USERS=${BENCH_USERS:-1000}
 RECORDS=${BENCH_RECORDS:-1000000}
 ROUNDS=${BENCH_ROUNDS:-3}
 PER_USER=$((RECORDS / USERS))
 CONTAINER=iCloud.com.mirxa.AppLocker
-BENCH_NAME=console
-source bench/lib.sh
 
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA=""
 stop_own_processes() {

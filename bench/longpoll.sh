@@ -36,8 +36,14 @@
 #   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1 (keep the temp dir)
 #   BENCH_NIMBUS_BIN=path (measure that binary instead of building the release one)
 # Loopback only; everything it starts is stopped by PID; the temp dir is removed.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_PARKED=100 BENCH_WAITERS=20 BENCH_WRITES=20 BENCH_FANOUT_ROUNDS=1 BENCH_USERS=3 BENCH_WARMUP=20 BENCH_CYCLES=1 BENCH_SETTLE=1), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 120 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=longpoll
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 120 BENCH_PARKED=100 BENCH_WAITERS=20 BENCH_WRITES=20 BENCH_FANOUT_ROUNDS=1 BENCH_USERS=3 BENCH_WARMUP=20 BENCH_CYCLES=1 BENCH_SETTLE=1 -- "$@"
 ROOT=$PWD
 
 PARKED=${BENCH_PARKED:-10000}
@@ -54,8 +60,6 @@ CONTAINER=iCloud.bench.LongPoll
 CHANGES_PATH=/database/1/$CONTAINER/development/private/records/changes
 MODIFY_PATH=/database/1/$CONTAINER/development/private/records/modify
 
-BENCH_NAME=longpoll
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
