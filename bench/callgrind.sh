@@ -32,14 +32,14 @@
 #   BENCH_WORKLOADS="one batch changes lookup query limits" BENCH_NIMBUS_BIN BENCH_COMPARE BENCH_OUT
 #   BENCH_FEED_RECORDS=4000 BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1
 # Loopback only; bounded (every curl and recload has a time limit); everything stopped by PID.
-# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_ONE=5 BENCH_BATCHES=2 BENCH_PAGES=2 BENCH_LOOKUPS=2 BENCH_QUERIES=2 BENCH_LIMITS=5 BENCH_TOP=3 BENCH_FEED_RECORDS=400), the binary of BENCH_NIMBUS_BIN, the whole
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_ONE=5 BENCH_BATCHES=2 BENCH_PAGES=2 BENCH_LOOKUPS=2 BENCH_QUERIES=2 BENCH_LIMITS=5 BENCH_TOP=3 BENCH_FEED_RECORDS=400 BENCH_WORKLOADS="one batch changes limits"), the binary of BENCH_NIMBUS_BIN, the whole
 #   run bounded to 150 s; exits non-zero when the pipeline did not work; figures printed, not judged
 #   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_NAME=callgrind
 source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
-smoke_mode 150 BENCH_ONE=5 BENCH_BATCHES=2 BENCH_PAGES=2 BENCH_LOOKUPS=2 BENCH_QUERIES=2 BENCH_LIMITS=5 BENCH_TOP=3 BENCH_FEED_RECORDS=400 -- "$@"
+smoke_mode 150 BENCH_ONE=5 BENCH_BATCHES=2 BENCH_PAGES=2 BENCH_LOOKUPS=2 BENCH_QUERIES=2 BENCH_LIMITS=5 BENCH_TOP=3 BENCH_FEED_RECORDS=400 BENCH_WORKLOADS="one batch changes limits" -- "$@"
 ROOT=$PWD
 
 ONE=${BENCH_ONE:-400}
