@@ -37,7 +37,7 @@ struct RecordChangesPlanTests {
             var explain: SQL = "EXPLAIN "
             explain.append(statement)
             let explained = explain
-            let plan = { (rows: PGRows) throws -> String in
+            let plan: @Sendable (PGRows) throws -> String = { rows in
                 try (0..<rows.count).map { try rows[$0].string(0) }.joined(separator: "\n")
             }
             let ordered = try await fixture.pool.readInIndexOrder(explained, plan)
