@@ -190,7 +190,7 @@ pg_ticks() {  # the postmaster with its reaped children plus the live children
   for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do t=$((t + $(proc_ticks "$c"))); done
   echo "$t"
 }
-metric() { curl -s --max-time 5 "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n {print $2; exit}'; }
+metric() { curl -s --max-time 5 "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n && !found {print $2; found = 1}'; }  # to the end: see bench/longpoll.sh
 # start_nimbus LOG MAXWAITERS: nimbus serve on a free port; sets NIMBUS_PID and PORT.
 start_nimbus() {
   local log=$1 waiters=$2 i

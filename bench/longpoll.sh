@@ -125,7 +125,7 @@ done
 rss_kb() { awk '/^VmRSS:/ {print $2; exit}' "/proc/$1/status" 2>/dev/null || echo 0; }
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}' || echo 0; }
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
-metric() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2; exit}'; }
+metric() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n && !found {print $2; found = 1}'; }  # reads to the end: an awk that exits early makes curl fail (23) under pipefail
 wait_gauge() {  # wait_gauge PORT VALUE SECONDS: polls nimbus_longpoll_waiters; echoes ms taken, or "timeout (last V)"
   local port=$1 want=$2 secs=$3 start v
   start=$(date +%s%N)
