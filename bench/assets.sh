@@ -33,8 +33,14 @@
 # Knobs (environment): BENCH_ASSET_MB=50 BENCH_ROUNDS=3 BENCH_CONCURRENT=8 BENCH_RSS_TARGET_MB=64
 #   BENCH_POOL_SIZE= BENCH_EVENT_LOOPS= (nimbus defaults) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 #   BENCH_KEEP=1 (keep the temp dir)
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_ASSET_MB=1 BENCH_ROUNDS=1 BENCH_CONCURRENT=2), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 90 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=assets
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 90 BENCH_ASSET_MB=1 BENCH_ROUNDS=1 BENCH_CONCURRENT=2 -- "$@"
 ROOT=$PWD
 
 ASSET_MB=${BENCH_ASSET_MB:-50}
@@ -47,8 +53,6 @@ SIZE=$((ASSET_MB * 1048576))
 CONTAINER=iCloud.bench.Assets
 TARGET=0.5
 
-BENCH_NAME=assets
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
@@ -75,12 +79,7 @@ else
   to_hex() { od -An -v -tx1 "$1" | tr -d ' \n'; }
 fi
 
-if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-  say "building nimbus (release)"
-  swift build -c release --product nimbus >&2 || die "release build failed (swift build -c release --product nimbus)"
-fi
-NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
-[ -x "$NIMBUS_BIN" ] || die "no release binary at $NIMBUS_BIN"
+release_binary
 rev="commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 [ -z "$(git -C "$ROOT" status --porcelain -- Sources Package.swift migrations 2>/dev/null)" ] || rev+=" + uncommitted changes in Sources/migrations"
 rev+=", binary of $(date -r "$NIMBUS_BIN" '+%F %T')"

@@ -30,13 +30,17 @@
 #
 # Knobs: BENCH_ONE BENCH_BATCHES BENCH_PAGES BENCH_LOOKUPS BENCH_QUERIES BENCH_LIMITS BENCH_TOP
 #   BENCH_WORKLOADS="one batch changes lookup query limits" BENCH_NIMBUS_BIN BENCH_COMPARE BENCH_OUT
-#   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1
+#   BENCH_FEED_RECORDS=4000 BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1
 # Loopback only; bounded (every curl and recload has a time limit); everything stopped by PID.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_ONE=5 BENCH_BATCHES=2 BENCH_PAGES=2 BENCH_LOOKUPS=2 BENCH_QUERIES=2 BENCH_LIMITS=5 BENCH_TOP=3 BENCH_FEED_RECORDS=400 BENCH_WORKLOADS="one batch changes limits"), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 150 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 BENCH_NAME=callgrind
-source bench/lib.sh
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 150 BENCH_ONE=5 BENCH_BATCHES=2 BENCH_PAGES=2 BENCH_LOOKUPS=2 BENCH_QUERIES=2 BENCH_LIMITS=5 BENCH_TOP=3 BENCH_FEED_RECORDS=400 BENCH_WORKLOADS="one batch changes limits" -- "$@"
+ROOT=$PWD
 
 ONE=${BENCH_ONE:-400}
 BATCHES=${BENCH_BATCHES:-20}
@@ -46,9 +50,9 @@ QUERIES=${BENCH_QUERIES:-40}
 LIMITS=${BENCH_LIMITS:-400}
 TOP=${BENCH_TOP:-15}
 WORKLOADS=${BENCH_WORKLOADS:-one batch changes lookup query limits}
-OUT=${BENCH_OUT:-/tmp/nimbus-callgrind}
+OUT=${BENCH_OUT:-}  # default /tmp/nimbus-callgrind; in smoke mode the temp dir (removed)
 CONTAINER=iCloud.bench.Callgrind
-FEED_RECORDS=4000
+FEED_RECORDS=${BENCH_FEED_RECORDS:-4000}
 
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA=""
 stop_own_processes() {
@@ -70,6 +74,7 @@ fi
 
 WORK=$(mktemp -d /tmp/nimbus-callgrind.XXXXXX)
 chmod 755 "$WORK"
+[ -n "$OUT" ] || if [ -n "$SMOKE" ]; then OUT=$WORK/dumps; else OUT=/tmp/nimbus-callgrind; fi
 mkdir -p "$OUT"
 compile_c "$WORK/recload" bench/recload.c -pthread
 start_bench_postgres max_connections=100 fsync=on synchronous_commit=on

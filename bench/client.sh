@@ -8,7 +8,9 @@
 # 2. Initial sync: loads BENCH_CLIENT_RECORDS (100,000) records into zone `big` (raw records/modify,
 #    400 per request), then, alternating twice, a raw records/changes reader (URLSession +
 #    JSONSerialization, pages of 400) and a fresh SyncEngine's fetchChanges, each in its own process:
-#    records/s and the process's peak resident memory (target: engine ≥ 0.5× raw, ≤ 100 MB).
+#    records/s and the process's peak resident memory (target: engine ≥ 0.5× raw, ≤ 100 MB); before
+#    them in each round the byte-counting reader (bench/changesread.c: libcurl, the same pages, no
+#    JSON parsing: what the server and loopback alone take; target: engine ≥ 0.5× it, < 4 s for 100,000).
 # 3. Outbox: BENCH_CLIENT_OUTBOX (10,000) small records enqueued (100 per durable enqueue) and sent
 #    until acknowledged, beside raw records/modify of the same batches (target ≥ 0.5×).
 # 4. Live: BENCH_CLIENT_LIVE (1,000) writes by one device, each delivered to a live engine of
@@ -22,15 +24,24 @@
 #    with one fdatasync each (the physical floor), in the same run.
 #    `bash bench/client.sh enqueue` runs only this part (no server; BENCH_SYNC_BIN picks the
 #    nimbus-sync binary); BENCH_SMOKE=1 (or --smoke after it) makes it tiny (20 enqueues at 100
-#    and 1,000 pending; Tests/run.sh runs it so).
+#    and 1,000 pending), as the whole bench's smoke mode does.
 #
-# Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_CLIENT_ENQUEUES
-#   BENCH_CLIENT_ASSETS BENCH_CLIENT_ASSET_BYTES
-#   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1. Loopback only; every phase is bounded in time.
+# Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_CLIENT_ENQUEUES BENCH_CLIENT_ASSETS
+#   BENCH_CLIENT_ASSET_BYTES BENCH_SKIP_INSTALL=1
+#   BENCH_SKIP_BUILD=1 BENCH_KEEP=1 BENCH_NIMBUS_BIN=path (and BENCH_SYNC_BIN=path; default: the
+#   nimbus-sync beside it). Loopback only; every phase is bounded in time.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_CLIENT_RECORDS=800 BENCH_CLIENT_OUTBOX=200 BENCH_CLIENT_LIVE=20
+#   BENCH_CLIENT_ASSETS=3), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 120 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_NAME=client
-source bench/lib.sh
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+# `bash bench/client.sh enqueue [--smoke]`: part 6 alone (below).
+MODE=""
+if [ "${1:-}" = enqueue ]; then MODE=enqueue; shift; fi
+smoke_mode 120 BENCH_CLIENT_RECORDS=800 BENCH_CLIENT_OUTBOX=200 BENCH_CLIENT_LIVE=20 BENCH_CLIENT_ASSETS=3 -- "$@"
 
 RECORDS=${BENCH_CLIENT_RECORDS:-100000}
 OUTBOX=${BENCH_CLIENT_OUTBOX:-10000}
@@ -52,7 +63,7 @@ trap 'exit 130' INT TERM
 # enqueue_figures: part 5 (NimbusKit's journal, issue 31). Prints the table's rows; needs SYNC and WORK.
 enqueue_figures() {
   local count=${BENCH_CLIENT_ENQUEUES:-1000} sizes="100 10000" line
-  if [ -n "${BENCH_SMOKE:-}" ]; then count=20 sizes="100 1000"; fi
+  if [ -n "${SMOKE:-}${BENCH_SMOKE:-}" ]; then count=20 sizes="100 1000"; fi
   say "enqueue: $count single enqueues at $sizes pending (offline)"
   # shellcheck disable=SC2086 # sizes are separate arguments
   NIMBUS_URL=http://127.0.0.1:9 NIMBUS_TOKEN=offline timeout 900 "$SYNC" bench-enqueue "$WORK/enqueue.json" "$count" $sizes \
@@ -65,8 +76,7 @@ enqueue_figures() {
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
-if [ "${1:-}" = enqueue ]; then
-  [ "${2:-}" != --smoke ] || BENCH_SMOKE=1
+if [ "$MODE" = enqueue ]; then
   if [ -n "${BENCH_SYNC_BIN:-}" ]; then
     SYNC=$BENCH_SYNC_BIN
   else
@@ -81,7 +91,7 @@ if [ "${1:-}" = enqueue ]; then
   rows=$(enqueue_figures)
   cat <<REPORT
 
-NimbusKit enqueue (bench/client.sh enqueue): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores$([ -z "${BENCH_SMOKE:-}" ] || echo ", smoke sizes")
+NimbusKit enqueue (bench/client.sh enqueue): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores$([ -z "${SMOKE:-}${BENCH_SMOKE:-}" ] || echo ", smoke sizes")
 | measure | NimbusKit | floor | ratio | target |
 |---|---|---|---|---|
 $rows
@@ -90,13 +100,15 @@ REPORT
 fi
 
 [ -n "${BENCH_SKIP_INSTALL:-}" ] || bash deploy/install-deps.sh
-if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
+if [ -z "${BENCH_SKIP_BUILD:-}" ] && [ -z "${BENCH_NIMBUS_BIN:-}" ]; then
   say "building nimbus and nimbus-sync (release)"
   swift build -c release --product nimbus >&2 || die "release build failed"
   swift build -c release --product nimbus-sync >&2 || die "release build failed"
 fi
 BENCH_SKIP_BUILD=1 release_binary
-SYNC="$(swift build -c release --show-bin-path)/nimbus-sync"
+# nimbus-sync: BENCH_SYNC_BIN, else the one beside BENCH_NIMBUS_BIN (the same build), else the release build.
+SYNC=${BENCH_SYNC_BIN:-}
+[ -n "$SYNC" ] || if [ -n "${BENCH_NIMBUS_BIN:-}" ]; then SYNC=$(dirname "$BENCH_NIMBUS_BIN")/nimbus-sync; else SYNC="$(swift build -c release --show-bin-path)/nimbus-sync"; fi
 [ -x "$SYNC" ] || die "no nimbus-sync at $SYNC"
 embedded_workdir
 
@@ -112,13 +124,25 @@ export NIMBUS_WRITER_TOKEN; NIMBUS_WRITER_TOKEN=$(token mac)
 run_sync() {
   timeout 900 "$SYNC" "$@" | grep '^result ' || die "nimbus-sync $* failed"
 }
+secs() { awk -v r="$1" -v n="$RECORDS" 'BEGIN { printf "%.1f", (r > 0 ? n / r : 0) }'; }
 
 say "loading $RECORDS records into zone big"
 load=$(run_sync bench-raw-modify "$WORK/none.json" "$RECORDS" big)
 say "$load"
 
-raw_best=0 engine_best=0 engine_rss=0 raw_rss=0
+# curl_fetch: the byte-counting reader (bench/changesread.c, libcurl, pages of 400, no JSON
+# parsing): the server's and the loopback's share of a first sync; prints its result line.
+compile_c "$WORK/changesread" bench/changesread.c -lcurl
+curl_fetch() {
+  timeout 900 "$WORK/changesread" "$NIMBUS_URL/database/1/$NIMBUS_CONTAINER/development/private/records/changes" \
+    "$NIMBUS_TOKEN" big 400 600 || die "the byte-counting reader failed"
+}
+
+raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0
 for round in 1 2; do
+  curl_line=$(curl_fetch); say "round $round: $curl_line"
+  [ "$(field records "$curl_line")" = "$RECORDS" ] || die "the byte-counting reader saw $(field records "$curl_line") of $RECORDS records"
+  curl_best=$(awk -v a="$curl_best" -v b="$(field per_second "$curl_line")" 'BEGIN { print (b > a ? b : a) }')
   raw=$(run_sync bench-raw-fetch "$WORK/none.json" big); say "round $round: $raw"
   rm -f "$WORK/fetch.json"
   engine=$(run_sync bench-fetch "$WORK/fetch.json" big); say "round $round: $engine"
@@ -163,6 +187,7 @@ NimbusKit (bench/client.sh): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedd
 | measure | NimbusKit | raw reference | ratio | target |
 |---|---|---|---|---|
 | initial sync of $RECORDS records (records/s, best of 2) | $engine_best | $raw_best (records/changes reader) | $(ratio "$engine_best" "$raw_best") | ≥ 0.5 |
+| the same beside the byte-counting reader (libcurl, no JSON) | $engine_best ($(secs "$engine_best") s) | $curl_best ($(secs "$curl_best") s) | $(ratio "$engine_best" "$curl_best") | ≥ 0.5, < 4 s |
 | peak client memory during it (MB) | $engine_rss | $raw_rss | | ≤ 100 |
 | outbox, enqueue → acknowledged, $OUTBOX records (records/s) | $(field per_second "$outbox") | $(field per_second "$raw_modify") (records/modify, 400 per request) | $(ratio "$(field per_second "$outbox")" "$(field per_second "$raw_modify")") | ≥ 0.5 |
 | live delivery of $LIVE writes (ms) | p50 $(field p50_ms "$live") / p99 $(field p99_ms "$live") | | | p99 < 1000 |

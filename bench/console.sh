@@ -17,18 +17,22 @@
 #    Reference, in the same invocation: the sign-in page (the same files, no API call) and, per
 #    page, curl's time for the page's main API request (what the database and server cost).
 #
-# Knobs: BENCH_USERS=1000 BENCH_RECORDS=1000000 BENCH_ROUNDS=3 BENCH_SKIP_INSTALL=1
+# Knobs: BENCH_USERS=1000 BENCH_RECORDS=1000000 BENCH_ROUNDS=3 BENCH_CONSOLE_PAGES="overview users ..." (default: all) BENCH_SKIP_INSTALL=1
 #   BENCH_SKIP_BUILD=1 BENCH_NIMBUS_BIN=path BENCH_KEEP=1 (keep the temp dir)
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_USERS=5 BENCH_RECORDS=100 BENCH_ROUNDS=1 BENCH_CONSOLE_PAGES="overview devices records"), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 120 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=console
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 120 BENCH_USERS=5 BENCH_RECORDS=100 BENCH_ROUNDS=1 BENCH_CONSOLE_PAGES="overview devices records" -- "$@"
 ROOT=$PWD
 USERS=${BENCH_USERS:-1000}
 RECORDS=${BENCH_RECORDS:-1000000}
 ROUNDS=${BENCH_ROUNDS:-3}
 PER_USER=$((RECORDS / USERS))
 CONTAINER=iCloud.com.mirxa.AppLocker
-BENCH_NAME=console
-source bench/lib.sh
 
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA=""
 stop_own_processes() {
@@ -105,6 +109,14 @@ pages=(
   "audit|audit|/api/audit"
   "configuration|configuration|/api/configuration"
 )
+if [ -n "${BENCH_CONSOLE_PAGES:-}" ]; then  # only these pages (names of the first column)
+  chosen=()
+  for entry in "${pages[@]}"; do
+    if [[ " $BENCH_CONSOLE_PAGES " == *" ${entry%%|*} "* ]]; then chosen+=("$entry"); fi
+  done
+  [ "${#chosen[@]}" -gt 0 ] || die "BENCH_CONSOLE_PAGES='$BENCH_CONSOLE_PAGES' names no page"
+  pages=("${chosen[@]}")
+fi
 median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 render_ms() {  # render_ms HASH: the first render of a fresh load of the page, ms
   timeout 120 python3 Tests/integration/cdp.py --origin "$ADMIN" --out "$WORK/cdp" --timeout 100 --wait 60 "visit:/#/$1?token=$TOKEN" \

@@ -78,8 +78,14 @@
 #   default the first waits are spread over 1-55 s, the steady state of a fleet)
 #   BENCH_P99_TARGET=50 BENCH_WAKE_TARGET=100 (ms; the issue's targets) BENCH_KEEP=1 (keep the temp dir)
 # Loopback only; every wait is bounded; everything it starts is stopped by PID; the temp dir is removed.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_USERS=20 BENCH_SECONDS=5 BENCH_RATE=20 BENCH_PHOTO_USERS=2 BENCH_PHOTO_KB=10 BENCH_EXPIRED_PER_USER=2 BENCH_PRUNE_INTERVAL=3s), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 120 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=day
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 120 BENCH_USERS=20 BENCH_SECONDS=5 BENCH_RATE=20 BENCH_PHOTO_USERS=2 BENCH_PHOTO_KB=10 BENCH_EXPIRED_PER_USER=2 BENCH_PRUNE_INTERVAL=3s -- "$@"
 ROOT=$PWD
 
 USERS=${BENCH_USERS:-10000}
@@ -101,8 +107,6 @@ WAKE_TARGET=${BENCH_WAKE_TARGET:-100}
 OPS="create burst changes query photo command park"
 NOFILE_RESERVE=600  # descriptors kept free: dayload opens up to 512 operation connections (nimbus accepts them too), plus pools, listeners, files
 
-BENCH_NAME=day
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 T0=$(date +%s)
 
 MAXU=0
@@ -186,7 +190,7 @@ pg_ticks() {  # the postmaster with its reaped children plus the live children
   for c in $(cat /proc/"$pm"/task/*/children 2>/dev/null); do t=$((t + $(proc_ticks "$c"))); done
   echo "$t"
 }
-metric() { curl -s --max-time 5 "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n {print $2; exit}'; }
+metric() { curl -s --max-time 5 "http://127.0.0.1:$PORT/metrics" | awk -v n="$1" '$1 == n && !found {print $2; found = 1}'; }  # to the end: see bench/longpoll.sh
 # start_nimbus LOG MAXWAITERS: nimbus serve on a free port; sets NIMBUS_PID and PORT.
 start_nimbus() {
   local log=$1 waiters=$2 i

@@ -3,6 +3,13 @@
 # statements Nimbus itself ran, captured from pg_stat_statements and the PostgreSQL log during a
 # short extra Nimbus run of each workload, against a copy of Nimbus's own database in the same cluster.
 # Uses records.sh's globals and helpers (WORK, SOCK, PG_BIN, psql, say, die, nimbus_modify, ...).
+# Run as a script (`bash bench/equalwork.sh [--smoke]`), it runs bench/records.sh with the same
+# arguments: the equal-work reference is measured there, beside Nimbus (its smoke mode checks that
+# every workload had its replay).
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  echo "[equalwork] the equal-work reference runs inside bench/records.sh; running it" >&2
+  exec bash "$(dirname "$0")/records.sh" "$@"
+fi
 
 EQ_DB=nimbus_eq
 

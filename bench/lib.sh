@@ -123,3 +123,48 @@ remove_embedded_cluster() {
 # limit (requestsPerSecondPerToken) is off for the servers they start unless set here explicitly.
 # bench/ratelimit.sh, which measures that limit, unsets this.
 export NIMBUS_REQUESTS_PER_SECOND_PER_TOKEN=${NIMBUS_REQUESTS_PER_SECOND_PER_TOKEN:-0}
+
+# Smoke mode (Tests/run.sh runs every bench so, through bench/smoke.sh): a few seconds, tiny sizes,
+# the binary of BENCH_NIMBUS_BIN (no build), the whole run bounded by a watchdog; a script exits
+# non-zero when its pipeline did not work; its figures print but are not judged.
+# smoke_mode LIMIT [KNOB=VALUE]... -- "$@": SMOKE=1 when an argument is --smoke or BENCH_SMOKE is
+# set (any other argument: usage, exit 64); in smoke mode each KNOB not set already is exported
+# with VALUE, BENCH_SKIP_BUILD is set when BENCH_NIMBUS_BIN is, and a watchdog ends the script
+# after LIMIT seconds. Call it before the script reads its knobs.
+SMOKE=${SMOKE:-${BENCH_SMOKE:-}}
+smoke_mode() {
+  local limit=$1 kv arg name
+  local -a knobs=()
+  shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do knobs+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  for arg in "$@"; do
+    case $arg in
+      --smoke) SMOKE=1 ;;
+      *) echo "usage: bash $0 [--smoke]   (knobs in the environment: see the script's header)" >&2; exit 64 ;;
+    esac
+  done
+  [ -n "$SMOKE" ] || return 0
+  for kv in "${knobs[@]}"; do
+    name=${kv%%=*}
+    [ -n "${!name+x}" ] || export "$kv"
+  done
+  [ -z "${BENCH_NIMBUS_BIN:-}" ] || export BENCH_SKIP_BUILD=1
+  say "smoke mode: tiny sizes, bounded to ${limit}s; figures are printed, not judged"
+  smoke_watchdog "$limit"
+}
+# smoke_watchdog LIMIT: after LIMIT seconds, SIGTERM to the script's children (a foreground command
+# would hold off its trap), then to the script (its EXIT trap cleans up and it exits non-zero).
+# The watchdog ends by itself when the script has exited.
+smoke_watchdog() {
+  local limit=$1 parent=$$
+  (
+    trap - EXIT INT TERM
+    for ((i = 0; i < limit; i++)); do sleep 1; kill -0 "$parent" 2>/dev/null || exit 0; done
+    printf '[%s] FAILED: smoke run over %ss; stopping it\n' "${BENCH_NAME:-bench}" "$limit" >&2
+    kill -TERM "$parent" 2>/dev/null
+    for p in $(cat "/proc/$parent/task/$parent/children" 2>/dev/null); do
+      [ "$p" = "$BASHPID" ] || kill -TERM "$p" 2>/dev/null
+    done
+  ) &
+}

@@ -36,8 +36,14 @@
 #   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1 (keep the temp dir)
 #   BENCH_NIMBUS_BIN=path (measure that binary instead of building the release one)
 # Loopback only; everything it starts is stopped by PID; the temp dir is removed.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_PARKED=100 BENCH_WAITERS=20 BENCH_WRITES=20 BENCH_FANOUT_ROUNDS=1 BENCH_USERS=3 BENCH_WARMUP=20 BENCH_CYCLES=1 BENCH_SETTLE=1), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 120 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=longpoll
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 120 BENCH_PARKED=100 BENCH_WAITERS=20 BENCH_WRITES=20 BENCH_FANOUT_ROUNDS=1 BENCH_USERS=3 BENCH_WARMUP=20 BENCH_CYCLES=1 BENCH_SETTLE=1 -- "$@"
 ROOT=$PWD
 
 PARKED=${BENCH_PARKED:-10000}
@@ -54,8 +60,6 @@ CONTAINER=iCloud.bench.LongPoll
 CHANGES_PATH=/database/1/$CONTAINER/development/private/records/changes
 MODIFY_PATH=/database/1/$CONTAINER/development/private/records/modify
 
-BENCH_NAME=longpoll
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
@@ -121,7 +125,7 @@ done
 rss_kb() { awk '/^VmRSS:/ {print $2; exit}' "/proc/$1/status" 2>/dev/null || echo 0; }
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}' || echo 0; }
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
-metric() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2; exit}'; }
+metric() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n && !found {print $2; found = 1}'; }  # reads to the end: an awk that exits early makes curl fail (23) under pipefail
 wait_gauge() {  # wait_gauge PORT VALUE SECONDS: polls nimbus_longpoll_waiters; echoes ms taken, or "timeout (last V)"
   local port=$1 want=$2 secs=$3 start v
   start=$(date +%s%N)

@@ -11,18 +11,25 @@
 # running anything. The scenario gets a scratch PostgreSQL cluster (Tests/test-postgres.sh) and
 # the release build of nimbus (built here unless BENCH_SKIP_BUILD=1; NIMBUS_BIN overrides).
 #
-# Knobs (environment): BENCH_SOAK_SECONDS=300 BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 NIMBUS_BIN=
+# Knobs (environment): BENCH_SOAK_SECONDS=300 BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 NIMBUS_BIN= (or
+#   BENCH_NIMBUS_BIN=)
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_SOAK_SECONDS=5), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 90 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=no-missed-change
+source bench/lib.sh  # say, smoke_mode, ...
+smoke_mode 90 BENCH_SOAK_SECONDS=5 -- "$@"
 ROOT=$PWD
 SOAK_SECONDS=${BENCH_SOAK_SECONDS:-300}
-
-say() { printf '[no-missed-change %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+NIMBUS_BIN=${NIMBUS_BIN:-${BENCH_NIMBUS_BIN:-}}
 
 scenario=""
 for f in Tests/integration/scenarios/34[-_]no[-_]missed[-_]change.sh; do [ -f "$f" ] && scenario=$f; done
 if [ -z "$scenario" ]; then
   say "skipped: Tests/integration/scenarios/34-no-missed-change.sh (or 34_no_missed_change.sh) does not exist yet"
+  [ -z "$SMOKE" ] || die "smoke mode: no scenario to run"
   exit 0
 fi
 # The scenario's duration knob: ${NAME:-default} or ${NAME-default} with SECONDS or DURATION in NAME.
@@ -30,6 +37,7 @@ knob=$(grep -oE '\$\{[A-Z][A-Z0-9_]*(SECONDS|DURATION)[A-Z0-9_]*:?-' "$scenario"
 if [ -z "$knob" ]; then
   say "skipped: $scenario has no duration knob (no \${..._SECONDS:-…} or \${..._DURATION:-…} variable);" \
       "add one to the scenario to soak it for longer"
+  [ -z "$SMOKE" ] || die "smoke mode: no duration knob"
   exit 0
 fi
 default=$(grep -oE "\\\$\\{$knob:?-[^}]*\\}" "$scenario" | head -1 | sed -E "s/^\\\$\\{$knob:?-//; s/\\}$//")
@@ -48,9 +56,9 @@ fi
 [ -x "$NIMBUS_BIN" ] || { say "FAILED: no nimbus binary at $NIMBUS_BIN"; exit 1; }
 export NIMBUS_BIN
 
-source Tests/test-postgres.sh
 start_test_postgres "$(mktemp -d /tmp/nimbus-soak.XXXXXX)"
 trap stop_test_postgres EXIT
+trap 'exit 130' INT TERM
 
 say "running $scenario with $knob=$value (scenario default: ${default:-?}), binary $NIMBUS_BIN, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$(date +%s)

@@ -20,18 +20,23 @@
 # bench/callgrind.sh counts instructions, which do not depend on it at all.
 #
 # Knobs: BENCH_SECONDS=8 BENCH_CLIENTS=16 BENCH_TOP=20 BENCH_WORKLOADS="one batch changes"
-#   BENCH_NIMBUS_BIN BENCH_COMPARE BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1
+#   BENCH_FEED_RECORDS=20000 BENCH_NIMBUS_BIN BENCH_COMPARE BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1
 # Loopback only; every load run is bounded in time; everything started is stopped by PID.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_SECONDS=1 BENCH_CLIENTS=2 BENCH_TOP=5 BENCH_FEED_RECORDS=400), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 90 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_NAME=perf
-source bench/lib.sh
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 90 BENCH_SECONDS=1 BENCH_CLIENTS=2 BENCH_TOP=5 BENCH_FEED_RECORDS=400 -- "$@"
 
 SECS=${BENCH_SECONDS:-8}
 CLIENTS=${BENCH_CLIENTS:-16}
 TOP=${BENCH_TOP:-20}
 WORKLOADS=${BENCH_WORKLOADS:-one batch changes}
 CONTAINER=iCloud.bench.Perf
+FEED_RECORDS=${BENCH_FEED_RECORDS:-20000}
 
 WORK="" NIMBUS_PID="" PG_BIN="" PG_DATA=""
 stop_own_processes() {
@@ -85,7 +90,7 @@ for b in "${!BINARIES[@]}"; do
   for z in $zones; do ops+="${ops:+,}{\"operationType\":\"create\",\"zone\":{\"zoneID\":{\"zoneName\":\"$z\"}}}"; done
   curl -sS --max-time 60 -o /dev/null -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
     --data "{\"operations\":[$ops]}" "http://127.0.0.1:$PORT$PATH_BASE/zones/modify" || die "zones/modify failed"
-  recload modify 127.0.0.1 "$PORT" "$PATH_BASE/records/modify" "$TOKEN" 4 120 100 feed feed 20000 >/dev/null
+  recload modify 127.0.0.1 "$PORT" "$PATH_BASE/records/modify" "$TOKEN" 4 120 100 feed feed "$FEED_RECORDS" >/dev/null
   for w in $WORKLOADS; do
     modify=(modify 127.0.0.1 "$PORT" "$PATH_BASE/records/modify" "$TOKEN" "$CLIENTS")
     case $w in

@@ -33,8 +33,14 @@
 #   embedded cluster uses them: jit is on, and at 1M rows it JIT-compiles every batch query) BENCH_KEEP=1 (keep the temp dir)
 # With pg_stat_statements available (postgresql-contrib), the report lists the statements that
 # took the prune's time (and the writers'), plus the WAL written and checkpoints during it.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_RECORDS=2000 BENCH_CLIENTS=2 BENCH_REF_SECONDS=2 BENCH_WARMUP=1 BENCH_PRUNE_TIMEOUT=60), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 90 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=prune
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 90 BENCH_RECORDS=2000 BENCH_CLIENTS=2 BENCH_REF_SECONDS=2 BENCH_WARMUP=1 BENCH_PRUNE_TIMEOUT=60 -- "$@"
 ROOT=$PWD
 
 RECORDS=${BENCH_RECORDS:-1000000}
@@ -47,8 +53,6 @@ EVENT_LOOPS=${BENCH_EVENT_LOOPS:-}
 CONTAINER=iCloud.com.mirxa.AppLocker
 ZONE=events
 
-BENCH_NAME=prune
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)
@@ -68,12 +72,7 @@ fi
 pg_find_bin || die "PostgreSQL server programs not found (deploy/install-deps.sh)"
 command -v curl >/dev/null || die "curl is not installed"
 
-if [ -z "${BENCH_SKIP_BUILD:-}" ]; then
-  say "building nimbus (release)"
-  swift build -c release --product nimbus >&2 || die "release build failed (swift build -c release --product nimbus)"
-fi
-NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
-[ -x "$NIMBUS_BIN" ] || die "no release binary at $NIMBUS_BIN"
+release_binary
 rev="commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 [ -z "$(git -C "$ROOT" status --porcelain -- Sources Package.swift migrations 2>/dev/null)" ] || rev+=" + uncommitted changes in Sources/migrations"
 rev+=", binary of $(date -r "$NIMBUS_BIN" '+%F %T')"

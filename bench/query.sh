@@ -17,11 +17,15 @@
 # Knobs (environment): BENCH_QUERY_RECORDS=1000000 BENCH_QUERY_SMALL=1000 BENCH_QUERY_REQUESTS=200
 #   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_NIMBUS_BIN=PATH BENCH_KEEP=1 (keep the temp dir)
 # Loopback only; every phase is bounded in time.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_QUERY_RECORDS=500 BENCH_QUERY_SMALL=250 BENCH_QUERY_REQUESTS=5), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 90 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 BENCH_NAME=query
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, ...
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 90 BENCH_QUERY_RECORDS=500 BENCH_QUERY_SMALL=250 BENCH_QUERY_REQUESTS=5 -- "$@"
+ROOT=$PWD
 
 RECORDS=${BENCH_QUERY_RECORDS:-1000000}
 SMALL=${BENCH_QUERY_SMALL:-1000}

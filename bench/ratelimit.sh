@@ -22,11 +22,15 @@
 #   BENCH_NIMBUS_BIN= (use this binary, no build) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 #   BENCH_KEEP=1 (keep the temp dir)
 # Loopback only; every phase is bounded in time.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_SECONDS=2 BENCH_VICTIM_RATE=5 BENCH_FLOOD_CLIENTS=2), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 90 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 BENCH_NAME=ratelimit
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, ...
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 90 BENCH_SECONDS=2 BENCH_VICTIM_RATE=5 BENCH_FLOOD_CLIENTS=2 -- "$@"
+ROOT=$PWD
 unset NIMBUS_REQUESTS_PER_SECOND_PER_TOKEN  # lib.sh turns the limit off for throughput benches
 
 SECS=${BENCH_SECONDS:-10}

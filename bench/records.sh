@@ -46,8 +46,14 @@
 #   BENCH_WORKLOADS="one many batch changes" BENCH_STATEMENTS=1 (0: skip the statement count)
 #   BENCH_POOL_SIZE= BENCH_EVENT_LOOPS= BENCH_WRITE_BATCHES= (nimbus defaults) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 #   BENCH_KEEP=1 (keep the temp dir and leave nothing running) BENCH_NIMBUS_BIN=path (measure that binary, no build)
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PG_CLIENTS=2 BENCH_PG_CLIENTS_BULK=2 BENCH_TXN_CLIENTS=2 BENCH_EQ_CLIENTS=2 BENCH_BATCH=10 BENCH_BATCH_ZONES=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 BENCH_STATEMENTS=0 BENCH_WORKLOADS="one batch changes"), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 150 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=records
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 150 BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PG_CLIENTS=2 BENCH_PG_CLIENTS_BULK=2 BENCH_TXN_CLIENTS=2 BENCH_EQ_CLIENTS=2 BENCH_BATCH=10 BENCH_BATCH_ZONES=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 BENCH_STATEMENTS=0 BENCH_WORKLOADS="one batch changes" -- "$@"
 ROOT=$PWD
 
 SECS=${BENCH_SECONDS:-10}
@@ -70,8 +76,6 @@ REF=${BENCH_REFERENCE_DIR:-$ROOT/bench/reference}
 CONTAINER=iCloud.bench.Records
 TARGET=0.7
 
-BENCH_NAME=records
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, psql, ...
 source bench/equalwork.sh  # the equal-work reference: eq_* functions
 T0=$(date +%s)
 
@@ -136,7 +140,12 @@ PG_SETTINGS=$(psql -d postgres -At -F= -c "SELECT name, setting FROM pg_settings
 say "loading the reference schema and preload (1M rows) into db bench"
 t=$(date +%s.%N)
 psql -d bench -f "$REF/schema.sql" >/dev/null 2>"$WORK/schema.err" || { cat "$WORK/schema.err" >&2; die "schema.sql failed"; }
-psql -d bench -f "$REF/preload.sql" >/dev/null || die "preload.sql failed"
+preload_sql=$REF/preload.sql
+if [ -n "$SMOKE" ]; then  # 10,000 rows instead of 1M: 10 records per user and zone
+  sed 's/generate_series(1,1000) r/generate_series(1,10) r/' "$REF/preload.sql" >"$WORK/preload.sql"
+  preload_sql=$WORK/preload.sql
+fi
+psql -d bench -f "$preload_sql" >/dev/null || die "preload.sql failed"
 preload_sql_secs=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
 say "preload.sql took ${preload_sql_secs}s"
 
@@ -526,3 +535,11 @@ desc() {
   echo "wall time: $(( $(date +%s) - T0 ))s"
   echo "=================================================================="
 }
+# Smoke mode: the pipeline worked when every workload measured Nimbus and had its equal-work replay.
+if [ -n "$SMOKE" ]; then
+  for w in $WORKLOADS; do
+    [ -n "$(median "$w" nimbus 4)" ] && awk -v r="$(median "$w" nimbus 4)" 'BEGIN {exit !(r > 0)}' || die "smoke: no Nimbus figure for $w"
+    eq_ready "$w" || die "smoke: no equal-work replay for $w (bench/equalwork.sh)"
+  done
+  [ "$nimbus_rc" = 0 ] || die "smoke: nimbus did not stop cleanly ($nimbus_rc)"
+fi

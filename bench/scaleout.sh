@@ -55,8 +55,14 @@
 #   BENCH_EST_INSTANCES=2 BENCH_EST_NIMBUS_CORES=2 (per instance) BENCH_EST_PG_CORES=4 (the example machine)
 #   BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_NIMBUS_BIN=path BENCH_KEEP=1 (keep the temp dir)
 # Loopback only; every load is bounded in time; everything it starts is stopped by PID.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 BENCH_WAKE_WAITERS=2 BENCH_WAKE_WRITES=5 BENCH_NGINX_WORKERS=1), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 150 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BENCH_NAME=scaleout
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 150 BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 BENCH_WAKE_WAITERS=2 BENCH_WAKE_WRITES=5 BENCH_NGINX_WORKERS=1 -- "$@"
 ROOT=$PWD
 
 SECS=${BENCH_SECONDS:-8}
@@ -78,8 +84,6 @@ API=/database/1/$CONTAINER/development/private
 WRITE_ZONES=$(seq -f 'm%g' 0 31 | paste -sd,)
 FEED_ZONE=feed
 
-BENCH_NAME=scaleout
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, pg_pid, proc_ticks, ...
 T0=$(date +%s)
 
 # ---------------------------------------------------------------- cleanup (by PID only)

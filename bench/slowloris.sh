@@ -27,20 +27,25 @@
 #    connections and the second by which all were closed, and the per-socket lifetimes.
 #
 # Knobs (environment): BENCH_CONNECTIONS=1000 BENCH_HEADER_TIMEOUT=10 BENCH_BODY_TIMEOUT=30 BENCH_PROBES=60
-#   BENCH_NIMBUS_BIN= (use this binary, no build) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1
+#   BENCH_ATTACK_SLACK=12 BENCH_NIMBUS_BIN= (use this binary, no build) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1
 # Loopback only; every phase is bounded in time.
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_CONNECTIONS=20 BENCH_HEADER_TIMEOUT=2 BENCH_BODY_TIMEOUT=3 BENCH_PROBES=6 BENCH_ATTACK_SLACK=5), the binary of BENCH_NIMBUS_BIN, the whole
+#   run bounded to 120 s; exits non-zero when the pipeline did not work; figures printed, not judged
+#   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 BENCH_NAME=slowloris
-source bench/lib.sh  # after the cd to the repository root; say, die, stop_pid, ...
+source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
+smoke_mode 120 BENCH_CONNECTIONS=20 BENCH_HEADER_TIMEOUT=2 BENCH_BODY_TIMEOUT=3 BENCH_PROBES=6 BENCH_ATTACK_SLACK=5 -- "$@"
+ROOT=$PWD
 
 CONNECTIONS=${BENCH_CONNECTIONS:-1000}
 TIMEOUT=${BENCH_HEADER_TIMEOUT:-10}
 PROBES=${BENCH_PROBES:-60}
-ATTACK_SECONDS=$((TIMEOUT + 12))
+ATTACK_SLACK=${BENCH_ATTACK_SLACK:-12}  # seconds each slowhttptest phase runs beyond its timeout
+ATTACK_SECONDS=$((TIMEOUT + ATTACK_SLACK))
 BODY_TIMEOUT=${BENCH_BODY_TIMEOUT:-30}
-BODY_ATTACK_SECONDS=$((BODY_TIMEOUT + 12))
+BODY_ATTACK_SECONDS=$((BODY_TIMEOUT + ATTACK_SLACK))
 
 # ---------------------------------------------------------------- cleanup (by PID only)
 WORK="" NIMBUS_PID="" ATTACK_PID="" SAMPLER_PID="" DATA=""

@@ -45,38 +45,13 @@ extension RecordStore {
             since = token.sequence
             tokenZoneID = token.zoneID
         }
-        let types: PGData = desiredRecordTypes.map { .textArray(Array($0)) } ?? .null
-        let after = since
-        var zoneQuery: SQL = """
-            SELECT id, change_seq, tombstone_horizon_seq, deleted,
-                   \(after) > lost_after_seq AND \(after) < lost_through_seq AS lost
-            FROM zones
-            WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
-            """
-        if let digest = unverifiedTokenDigest {
-            // A session from the cache: the zone is found only while the token is live, and the
-            // caller checks the token again on "not found".
-            zoneQuery.append(" AND ")
-            zoneQuery.append(AccountStore.tokenIsLive(digest: digest, tokenID: session.tokenID))
-        }
-        let zoneRow = zoneQuery
-        // No ORDER BY outside: the lateral subquery's rows come in its order (one zone row, a
-        // nested loop), and sorting 200 rows with their fields again cost PostgreSQL 10% of the
-        // statement. The order is checked below all the same.
-        // The zone's columns repeat on every row: read once, from the first.
-        let page = try await pool.read("""
-            WITH z AS (\(zoneRow))
-            SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted, z.lost,
-                   \(unsafeColumns: RecordRows.readColumns(renderingWireJSON: renderingWireJSON))
-            FROM z LEFT JOIN LATERAL (
-                SELECT * FROM records r
-                WHERE r.zone_id = z.id AND r.change_seq > \(after) AND r.change_seq <= z.change_seq
-                  AND (\(text != nil) OR NOT r.deleted)
-                  AND (\(types)::text[] IS NULL OR r.record_type = ANY(\(types)::text[]))
-                ORDER BY r.change_seq
-                LIMIT \(Int64(limit + 1))
-            ) r ON true
-            """) { rows -> (zone: ZoneInfo, lost: Bool, sequences: [Int64], changes: [RecordChanges.Change])? in
+        let statement = Self.changesPage(databaseID: session.databaseID, zoneName: zoneName, after: since,
+                                         includeTombstones: text != nil, types: desiredRecordTypes, limit: limit,
+                                         renderingWireJSON: renderingWireJSON,
+                                         liveToken: unverifiedTokenDigest.map { (digest: $0, tokenID: session.tokenID) })
+        // In index order, never a sort: the page is the first rows of records_by_change after
+        // `since`, which the generic plan's estimates cannot see (PGPool.readInIndexOrder).
+        let page = try await pool.readInIndexOrder(statement) { rows -> (zone: ZoneInfo, lost: Bool, sequences: [Int64], changes: [RecordChanges.Change])? in
             guard rows.count > 0 else { return nil }
             let first = rows[0]
             let zone = ZoneInfo(name: zoneName, id: try first.int64(0), changeSequence: try first.int64(1),
@@ -122,5 +97,45 @@ extension RecordStore {
         database.syncPositions.note(tokenID: session.tokenID, zoneID: zone.id, sequence: max(position, since),
                                        atMilliseconds: clock.nowMilliseconds())
         return RecordChanges(changes: changes, token: token, moreComing: moreComing, zone: zone)
+    }
+
+    /// The statement of one page of `records/changes`: the zone's row (sequence, horizon, whether
+    /// `after` falls in a restored gap) with the first `limit + 1` rows of the zone after `after` in
+    /// change order. `liveToken`: a session from the cache, whose zone is found only while the
+    /// token is live. Run it with `readInIndexOrder` (the rows come in the lateral's order).
+    static func changesPage(databaseID: Int64, zoneName: String, after: Int64, includeTombstones: Bool,
+                            types desiredRecordTypes: Set<String>?, limit: Int, renderingWireJSON: Bool,
+                            liveToken: (digest: [UInt8], tokenID: String)?) -> SQL {
+        let types: PGData = desiredRecordTypes.map { .textArray(Array($0)) } ?? .null
+        var zoneQuery: SQL = """
+            SELECT id, change_seq, tombstone_horizon_seq, deleted,
+                   \(after) > lost_after_seq AND \(after) < lost_through_seq AS lost
+            FROM zones
+            WHERE database_id = \(databaseID) AND zone_name = \(zoneName)
+            """
+        if let liveToken {
+            // A session from the cache: the zone is found only while the token is live, and the
+            // caller checks the token again on "not found".
+            zoneQuery.append(" AND ")
+            zoneQuery.append(AccountStore.tokenIsLive(digest: liveToken.digest, tokenID: liveToken.tokenID))
+        }
+        let zoneRow = zoneQuery
+        // No ORDER BY outside: the lateral subquery's rows come in its order (one zone row, a
+        // nested loop), and sorting 200 rows with their fields again cost PostgreSQL 10% of the
+        // statement. The order is checked by the caller all the same.
+        // The zone's columns repeat on every row: read once, from the first.
+        return """
+            WITH z AS (\(zoneRow))
+            SELECT z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted, z.lost,
+                   \(unsafeColumns: RecordRows.readColumns(renderingWireJSON: renderingWireJSON))
+            FROM z LEFT JOIN LATERAL (
+                SELECT * FROM records r
+                WHERE r.zone_id = z.id AND r.change_seq > \(after) AND r.change_seq <= z.change_seq
+                  AND (\(includeTombstones) OR NOT r.deleted)
+                  AND (\(types)::text[] IS NULL OR r.record_type = ANY(\(types)::text[]))
+                ORDER BY r.change_seq
+                LIMIT \(Int64(limit + 1))
+            ) r ON true
+            """
     }
 }

@@ -31,6 +31,11 @@ struct StorePool: Sendable {
         try await Self.mapping { try await pool.read(sql, body) }
     }
 
+    /// `read` with the planner's sorts off for the statement (`PGPool.readInIndexOrder`).
+    func readInIndexOrder<T: Sendable>(_ sql: SQL, _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
+        try await Self.mapping { try await pool.readInIndexOrder(sql, body) }
+    }
+
     func queryFirst<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> Row? {
         try await Self.mapping { try await pool.queryFirst(sql, decode: decode) }
     }
