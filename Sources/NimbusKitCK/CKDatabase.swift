@@ -34,7 +34,11 @@ public final class CKDatabase: @unchecked Sendable {
     /// Creates a new record or saves the changed fields of a fetched one (its change tag is checked).
     public func save(_ record: CKRecord) async throws -> CKRecord {
         let database = try nimbusDatabase()
-        do { return wrap(try await database.save(record.record), database) } catch {
+        do {
+            let saved = wrap(try await database.save(record.record), database)
+            saved.parent = record.parent
+            return saved
+        } catch {
             throw await CKDatabase.recordError(error, for: record, database: database)
         }
     }
@@ -86,7 +90,11 @@ public final class CKDatabase: @unchecked Sendable {
             let id = CKRecord.ID(operations[index].recordID)
             if index < saves.count {
                 saveResults[id] = result.map { outcome -> CKRecord in
-                    if case .saved(let record) = outcome { return self.wrap(record, database) }
+                    if case .saved(let record) = outcome {
+                        let saved = self.wrap(record, database)
+                        saved.parent = recordsToSave[index].parent
+                        return saved
+                    }
                     return CKRecord(record: operations[index].record ?? Record(recordType: ""))
                 }.mapError { $0 as any Error }
                 if case .failure(let error) = saveResults[id] {

@@ -42,7 +42,7 @@ extension CKRecord {
         for (key, value) in keyedValues { setValue(value, forKey: key) }
     }
 
-    public func setValue(_ value: Any?, forKey key: String) { self[key] = value as? CKRecordValueProtocol }
+    public func setValue(_ value: Any?, forKey key: String) { self[key] = value as? any CKRecordValueProtocol }
     public func value(forKey key: String) -> Any? { self[key] }
     public func dictionaryWithValues(forKeys keys: [String]) -> [String: Any] {
         var values: [String: Any] = [:]
@@ -82,11 +82,15 @@ extension CKRecord {
 
     /// A record from `encodeSystemFields(with:)`'s archive: no fields, the server's change tag.
     public convenience init?(coder: NSCoder) {
-        guard let data = coder.decodeObject(of: NSData.self, forKey: CKRecord.systemFieldsKey),
+        guard coder.containsValue(forKey: CKRecord.systemFieldsKey),
+              let data = coder.decodeObject(of: NSData.self, forKey: CKRecord.systemFieldsKey),
               let record = try? JSONDecoder().decode(Record.self, from: Data(referencing: data)) else { return nil }
         self.init(record: record)
-        if let name = coder.decodeObject(of: NSString.self, forKey: CKRecord.parentNameKey) {
-            let zone = coder.decodeObject(of: NSString.self, forKey: CKRecord.parentZoneKey).map { String(describing: $0) }
+        // A missing key is a decoding failure on Linux's NSKeyedUnarchiver: ask first.
+        if coder.containsValue(forKey: CKRecord.parentNameKey),
+           let name = coder.decodeObject(of: NSString.self, forKey: CKRecord.parentNameKey) {
+            let zone = coder.containsValue(forKey: CKRecord.parentZoneKey)
+                ? coder.decodeObject(of: NSString.self, forKey: CKRecord.parentZoneKey).map { String(describing: $0) } : nil
             parent = Reference(recordID: ID(recordName: String(describing: name), zoneID: CKRecordZone.ID(zoneName: zone ?? "_defaultZone")),
                                action: .none)
         }

@@ -13,7 +13,8 @@ public final class CKServerChangeToken: NSObject, NSSecureCoding, NSCopying, @un
     public func encode(with coder: NSCoder) { coder.encode(NSString(string: token.value), forKey: CKServerChangeToken.tokenKey) }
 
     public init?(coder: NSCoder) {
-        guard let value = coder.decodeObject(of: NSString.self, forKey: CKServerChangeToken.tokenKey) else { return nil }
+        guard coder.containsValue(forKey: CKServerChangeToken.tokenKey),
+              let value = coder.decodeObject(of: NSString.self, forKey: CKServerChangeToken.tokenKey) else { return nil }
         token = SyncToken(String(describing: value))
     }
 
