@@ -87,6 +87,12 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .executableTarget(
+            name: "CKSyncEngineSample",
+            dependencies: ["NimbusKitCK"],
+            path: "Examples/CKSyncEngineSample",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .executableTarget(
             name: "nimbus-sync",
             dependencies: ["NimbusKit"],
             path: "Examples/NimbusSyncTool",
