@@ -184,6 +184,12 @@ actor SyncedDatabase: CKSyncEngineDelegate {
         syncEngine.state.add(pendingRecordZoneChanges: [.deleteRecord(CKRecord.ID(recordName: name, zoneID: SyncedDatabase.zoneID))])
     }
 
+    func deleteZone() {
+        appData.contacts = [:]
+        persistLocalData()
+        syncEngine.state.add(pendingDatabaseChanges: [.deleteZone(SyncedDatabase.zoneID)])
+    }
+
     func contacts() -> [Contact] { appData.contacts.values.sorted { $0.id < $1.id } }
     func pendingCount() -> Int { syncEngine.state.pendingRecordZoneChanges.count }
 

@@ -13,6 +13,7 @@ import Glibc
 //   CKSyncEngineSample DIR kill-while-sending MS VALUE NAME...  add, start sending, SIGKILL after MS ms
 //   CKSyncEngineSample DIR set NAME VALUE        change a contact's value and send (conflicts merged)
 //   CKSyncEngineSample DIR delete NAME           delete a contact and send
+//   CKSyncEngineSample DIR delete-zone           delete the Contacts zone (and its records) and send
 //   CKSyncEngineSample DIR sync                  fetch, then send what is pending
 //   CKSyncEngineSample DIR list                  one "name value" line per local contact
 //   CKSyncEngineSample DIR pending               the number of pending record changes
@@ -60,6 +61,9 @@ func run(_ arguments: [String]) async throws {
     case "delete":
         guard rest.count == 1 else { usage() }
         await database.deleteContact(rest[0])
+        try await engine.sendChanges()
+    case "delete-zone":
+        await database.deleteZone()
         try await engine.sendChanges()
     case "sync":
         try await engine.fetchChanges()

@@ -7,6 +7,7 @@
 # - a process killed while sending loses nothing and duplicates nothing;
 # - a stale edit meets serverRecordChanged, handled in handleEvent (keep ours, re-add the save);
 # - a delete reaches the other device; automatic sync (the live long-poll) brings a new contact;
+# - a zone deleted on one device is emptied on the other, and a later save recreates it;
 # - at the end both replicas equal the server.
 source "$(dirname "$0")/../lib.sh"
 
@@ -72,6 +73,15 @@ mac add v4 zed || fail "mac add zed failed"
 wait "$watcher"
 [ "$(cat "$TEST_TMP/watch.out")" = "$expected" ] || fail "automatic sync brought the phone to $(cat "$TEST_TMP/watch.out") contacts, not $expected"
 ok "a delete reaches the phone; with automaticallySync the phone gets a new contact without asking"
+
+# MARK: a zone deleted on another device
+phone delete-zone || fail "phone delete-zone failed"
+mac sync || fail "mac sync after the zone deletion failed"
+[ -z "$(mac list)" ] || fail "the Mac kept $(mac list | wc -l) contacts of a zone the phone deleted"
+mac add v5 yan || fail "mac add after the zone deletion failed"
+phone sync || fail "phone sync failed"
+[ "$(phone list)" = "yan v5" ] || fail "after the zone came back the phone has: $(phone list | tr '\n' ' ')"
+ok "a zone deleted on the phone empties the Mac (fetchedDatabaseChanges); the next save recreates it"
 
 # MARK: every replica equals the server
 mac sync && phone sync || fail "final sync failed"
