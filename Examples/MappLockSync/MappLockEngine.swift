@@ -19,6 +19,7 @@ final class MappLockEngine: SyncEngineDelegate, @unchecked Sendable {
     private let fileURL: URL
     private var engine: SyncEngine?
     private var wakes = 0
+    private var tail: Task<Void, Never>?
     private var ready = false
 
     private init() {
@@ -72,8 +73,20 @@ final class MappLockEngine: SyncEngineDelegate, @unchecked Sendable {
         }
     }
 
-    /// uploadLocalChanges: fetch (server copies and tokens), enqueue the dirty IDs, send.
+    /// uploadLocalChanges: fetch (server copies and tokens), enqueue the dirty IDs, send. One
+    /// upload at a time: a notification-driven sync waits for the one running (two overlapping
+    /// `SyncEngine.fetchChanges` calls can spin; see the report of issue 32).
     func upload() async throws {
+        let task: Task<Void, Error> = locked {
+            let previous = tail
+            let task = Task { await previous?.value; try await self.uploadNow() }
+            tail = Task { _ = try? await task.value }
+            return task
+        }
+        try await task.value
+    }
+
+    private func uploadNow() async throws {
         let engine = try syncEngine()
         try await engine.fetchChanges()
         let dirty = locked { local.values.filter(\.dirty).map(\.configuration.recordID) }
