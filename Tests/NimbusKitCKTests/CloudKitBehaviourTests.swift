@@ -169,4 +169,25 @@ struct CloudKitBehaviourTests {
         #expect(after.deletions.map(\.zoneID.zoneName) == ["Work"])
         await #expect(throws: CKError.self) { try await container.publicCloudDatabase.record(for: record.recordID) }
     }
+
+    @Test func listAndNegatedPredicatesRunOnTheServer() async throws {
+        let server = try LiveServer.start()
+        defer { server.stop() }
+        let database = CKContainer(identifier: LiveServer.container, configuration: try server.configuration(user: "ed", device: "mac"))
+            .privateCloudDatabase
+        for (name, tags) in [("a", ["work", "home"]), ("b", ["home"]), ("c", ["work"])] {
+            let record = CKRecord(recordType: "Item", recordID: CKRecord.ID(recordName: name))
+            record["name"] = name
+            record["tags"] = tags
+            _ = try await database.save(record)
+        }
+        func names(_ format: String, _ arguments: [Any]) async throws -> [String] {
+            let query = CKQuery(recordType: "Item", predicate: NSPredicate(format: format, argumentArray: arguments))
+            query.sortDescriptors = [NSSortDescriptor(key: "name", ascending: true)]
+            return try await database.records(matching: query).matchResults.compactMap { try? $0.1.get()["name"] as? String }
+        }
+        #expect(try await names("tags CONTAINS %@", ["work"]) == ["a", "c"])
+        #expect(try await names("ANY tags == %@", ["home"]) == ["a", "b"])
+        #expect(try await names("NOT (name IN %@)", [["a", "b"]]) == ["c"])
+    }
 }
