@@ -88,6 +88,19 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .executableTarget(
+            name: "MappLockSync",
+            dependencies: ["NimbusKitCK"],
+            path: "Examples/MappLockSync",
+            exclude: ["CloudSyncService.seed.swift.txt"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .executableTarget(
+            name: "CKSyncEngineSample",
+            dependencies: ["NimbusKitCK"],
+            path: "Examples/CKSyncEngineSample",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .executableTarget(
             name: "nimbus-sync",
             dependencies: ["NimbusKit"],
             path: "Examples/NimbusSyncTool",

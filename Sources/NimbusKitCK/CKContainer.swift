@@ -12,10 +12,16 @@ public final class CKContainer: @unchecked Sendable {
     public let containerIdentifier: String?
     let container: Container?
 
-    public init(identifier: String) {
+    public convenience init(identifier: String) {
+        self.init(identifier: identifier, container: NimbusCK.configuration.map { Container(identifier: identifier, configuration: $0) })
+    }
+
+    init(identifier: String?, container: Container?) {
         containerIdentifier = identifier
-        container = NimbusCK.configuration.map { Container(identifier: identifier, configuration: $0) }
-        container?.keyStore = NimbusCK.keyStore
+        self.container = container
+        // The account key for `encryptedValues` (NIMBUS_KEY_FILE, or `NimbusCK.configure(keyStore:)`),
+        // unless the container came with a key store of its own.
+        if let container, container.keyStore == nil { container.keyStore = NimbusCK.keyStore }
     }
 
     public var privateCloudDatabase: CKDatabase { CKDatabase(container: container) }
@@ -23,7 +29,21 @@ public final class CKContainer: @unchecked Sendable {
     /// `.available` when the server answers with this device's user, `.noAccount` when the token
     /// is refused or no server is configured, `.temporarilyUnavailable` when the server cannot be
     /// reached or is unavailable (a retryable error), `.couldNotDetermine` for any other answer.
+    /// Posts `.CKAccountChanged` when the status differs from the one this process saw last.
     public func accountStatus() async throws -> CKAccountStatus {
+        let status = try await currentAccountStatus()
+        let key = containerIdentifier ?? ""
+        let previous = CKContainer.lastStatus.withLock { seen in
+            defer { seen[key] = status }
+            return seen[key]
+        }
+        if let previous, previous != status { NotificationCenter.default.post(name: .CKAccountChanged, object: nil) }
+        return status
+    }
+
+    private static let lastStatus = Locked<[String: CKAccountStatus]>([:])
+
+    private func currentAccountStatus() async throws -> CKAccountStatus {
         guard let container else { return .noAccount }
         do {
             _ = try await container.currentUserRecordName()

@@ -5,17 +5,24 @@ import Foundation
 public final class CKDatabase: @unchecked Sendable {
     // Safe: immutable after init.
     let container: Container?
+    let scope: Scope
 
-    init(container: Container?) { self.container = container }
+    init(container: Container?, scope: Scope = .private) {
+        self.container = container
+        self.scope = scope
+    }
 
     public enum Scope: Int, Sendable { case `public` = 1, `private` = 2, shared = 3 }
-    public var databaseScope: Scope { .private }
+    public var databaseScope: Scope { scope }
 
     /// The NimbusKit database underneath; `notAuthenticated` when no server is configured.
     public func nimbusDatabase() throws -> Database {
         guard let container else {
             throw CKError(NimbusError(.notAuthenticated, reason: "No Nimbus server is configured: call NimbusCK.configure(_:) "
                 + "or set NIMBUS_URL and NIMBUS_TOKEN."))
+        }
+        guard scope == .private else {
+            throw CKError(NimbusError(.permissionFailure, reason: "Nimbus serves only the private database: use privateCloudDatabase."))
         }
         return container.privateDatabase
     }
@@ -27,7 +34,13 @@ public final class CKDatabase: @unchecked Sendable {
     /// Creates a new record or saves the changed fields of a fetched one (its change tag is checked).
     public func save(_ record: CKRecord) async throws -> CKRecord {
         let database = try nimbusDatabase()
-        do { return wrap(try await database.save(record.record), database) } catch { throw CKError(error) }
+        do {
+            let saved = wrap(try await database.save(record.record), database)
+            saved.parent = record.parent
+            return saved
+        } catch {
+            throw await CKDatabase.recordError(error, for: record, database: database)
+        }
     }
 
     public func save(_ record: CKRecord, completionHandler: @escaping (CKRecord?, (any Error)?) -> Void) {
@@ -82,9 +95,16 @@ public final class CKDatabase: @unchecked Sendable {
             let id = CKRecord.ID(operations[index].recordID)
             if index < saves.count {
                 saveResults[id] = result.map { outcome -> CKRecord in
-                    if case .saved(let record) = outcome { return self.wrap(record, database) }
+                    if case .saved(let record) = outcome {
+                        let saved = self.wrap(record, database)
+                        saved.parent = recordsToSave[index].parent
+                        return saved
+                    }
                     return CKRecord(record: operations[index].record ?? Record(recordType: ""))
-                }.mapError { CKError($0) }
+                }.mapError { $0 as any Error }
+                if case .failure(let error) = saveResults[id] {
+                    saveResults[id] = .failure(await CKDatabase.recordError(error, for: recordsToSave[index], database: database))
+                }
             } else {
                 deleteResults[id] = result.map { _ in () }.mapError { CKError($0) }
             }

@@ -17,17 +17,24 @@ public struct CKError: Error, Sendable, CustomStringConvertible, LocalizedError 
     public let code: Code
     /// The NimbusKit error this came from.
     public let underlying: NimbusError
+    /// CloudKit's user info (`CKRecordChangedErrorClientRecordKey`, `CKPartialErrorsByItemIDKey`, …).
+    public var userInfo: [String: Any] { info.values }
+    var info: CKErrorInfo
     /// For `serverRecordChanged`: the record as the server has it.
-    public var serverRecord: CKRecord? { underlying.serverRecord.map { CKRecord(record: $0) } }
-    public var retryAfterSeconds: Double? { underlying.retryAfter }
+    public var serverRecord: CKRecord? {
+        info.values[CKRecordChangedErrorServerRecordKey] as? CKRecord ?? underlying.serverRecord.map { CKRecord(record: $0) }
+    }
+    public var retryAfterSeconds: Double? { underlying.retryAfter ?? info.values[CKErrorRetryAfterKey] as? Double }
     public var description: String { "CKError(\(code)): \(underlying.reason)" }
     public var errorDescription: String? { underlying.reason }
 
-    public init(_ error: any Error) {
+    public init(_ error: any Error, userInfo: [String: Any] = [:]) {
         if let ck = error as? CKError {
             self = ck
+            if !userInfo.isEmpty { info = CKErrorInfo(ck.info.values.merging(userInfo) { $1 }) }
             return
         }
+        info = CKErrorInfo(userInfo)
         let nimbus = error as? NimbusError ?? NimbusError(.internalError, reason: "\(error)")
         underlying = nimbus
         switch nimbus.code {

@@ -25,23 +25,3 @@ public final class CKQuery: @unchecked Sendable {
         return Query(recordType: recordType, filters: try predicate.nimbusFilters() + filters, sort: sort)
     }
 }
-
-/// Options of a query operation (only what the async query API uses).
-public enum CKQueryOperation {
-    /// As many as the server gives in one page (its `maxResultsLimit`).
-    public static let maximumResults = 0
-
-    /// Where the next page of a query starts.
-    public final class Cursor: @unchecked Sendable {
-        // Safe: immutable after init.
-        let cursor: QueryCursor
-        init(_ cursor: QueryCursor) { self.cursor = cursor }
-    }
-}
-
-/// A change token of a zone (`recordZoneChanges`).
-public final class CKServerChangeToken: NSObject, @unchecked Sendable {
-    // Safe: immutable after init.
-    let token: SyncToken
-    init(_ token: SyncToken) { self.token = token }
-}

@@ -23,6 +23,8 @@ public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
     let storage: Locked<Record>
     /// Where a fetched record's assets download from.
     let database: Database?
+    /// What CloudKit keeps beside the fields and Nimbus does not send (`parent`).
+    let extras = Locked(CKRecordExtras())
 
     public init(recordType: String, recordID: ID = ID(recordName: UUID().uuidString)) {
         storage = Locked(Record(recordType: recordType, id: recordID.nimbus))

@@ -20,6 +20,9 @@ public class CKSubscription: @unchecked Sendable {
         public var shouldBadge = false
         public var shouldSendContentAvailable = false
         public var desiredKeys: [String]?
+        /// The app's notification category. Nimbus pushes carry no category: it stays on this
+        /// object (an app sets it on the notification it shows).
+        public var category: String?
 
         public init() {}
 

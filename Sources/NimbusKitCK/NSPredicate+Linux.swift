@@ -4,7 +4,8 @@ import Foundation
 /// On Linux, Foundation's `NSPredicate(format:)` and `NSSortDescriptor(key:ascending:)` do not
 /// exist. These declarations shadow Foundation's for code that imports NimbusKitCK, so the apps'
 /// CloudKit lines compile unchanged. The format subset: `key < %@` (and `<= > >= == = != <>`),
-/// `key IN %@`, `key BEGINSWITH %@`, `AND` / `&&`, `TRUEPREDICATE`; arguments `%@ %d %i %ld %f`,
+/// `key IN %@`, `NOT (key IN %@)`, `key BEGINSWITH %@`, `list CONTAINS %@`, `ANY list == %@`, parentheses,
+/// `AND` / `&&`, `TRUEPREDICATE`; arguments `%@ %d %i %ld %f`,
 /// quoted strings and numbers; `%K` for a key.
 public final class NSPredicate: @unchecked Sendable, CustomStringConvertible {
     // Safe: immutable after init.
@@ -51,6 +52,10 @@ public final class NSSortDescriptor: @unchecked Sendable {
 
 // `Date` and arrays are predicate arguments (`%@`), as on Apple platforms.
 extension Date: @retroactive CVarArg {
+    public var _cVarArgEncoding: [Int] { timeIntervalSinceReferenceDate._cVarArgEncoding }
+}
+
+extension NSDate: @retroactive CVarArg {
     public var _cVarArgEncoding: [Int] { timeIntervalSinceReferenceDate._cVarArgEncoding }
 }
 

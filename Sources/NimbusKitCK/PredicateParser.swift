@@ -33,6 +33,29 @@ struct PredicateParser {
     }
 
     private mutating func comparison() throws -> Filter {
+        if accept(.symbol("(")) {
+            let inner = try comparison()
+            guard accept(.symbol(")")) else { throw failure("a ( is not closed") }
+            return inner
+        }
+        if accept(.word("NOT")) {
+            // NOT (key IN %@) and NOT key IN %@: NOT_IN.
+            let parenthesized = accept(.symbol("("))
+            let inner = try comparison()
+            if parenthesized { guard accept(.symbol(")")) else { throw failure("a ( is not closed") } }
+            guard inner.comparator == .in else { throw failure("NOT only negates IN") }
+            return Filter(inner.fieldName, .notIn, inner.value)
+        }
+        if accept(.word("ANY")) {
+            // ANY listField == value: the list contains the value.
+            let key = try keyOperand()
+            guard accept(.symbol("==")) || accept(.symbol("=")) else { throw failure("ANY supports only ==") }
+            return Filter(key, .listContains, try valueOperand())
+        }
+        if tokens.count > position + 1, tokens[position] == .word("self") || tokens[position] == .word("SELF"),
+           tokens[position + 1] == .word("CONTAINS") {
+            throw failure("self CONTAINS (full-text search) has no Nimbus counterpart")
+        }
         let key = try keyOperand()
         guard position < tokens.count else { throw failure("a comparison ends after \(key)") }
         let comparator: Filter.Comparator
@@ -45,6 +68,7 @@ struct PredicateParser {
         case .symbol("!="), .symbol("<>"): comparator = .notEquals
         case .word("IN"): comparator = .in
         case .word("BEGINSWITH"): comparator = .beginsWith
+        case .word("CONTAINS"): comparator = .listContains
         default: throw failure("unsupported operator \(tokens[position])")
         }
         position += 1
@@ -53,6 +77,12 @@ struct PredicateParser {
             guard case .list = value else { throw failure("IN needs a list argument") }
         }
         return Filter(key, comparator, value)
+    }
+
+    private mutating func accept(_ token: Token) -> Bool {
+        guard position < tokens.count, tokens[position] == token else { return false }
+        position += 1
+        return true
     }
 
     private mutating func keyOperand() throws -> String {
@@ -97,6 +127,7 @@ struct PredicateParser {
         case ("%@", let v as CKRecord.Reference): return .reference(Reference(recordID: v.recordID.nimbus))
         case ("%@", let v as CKRecord.ID): return .string(v.recordName)
         case ("%@", let v as NSString): return .string(v as String)
+        case ("%@", let v as NSDate): return .date(Date(timeIntervalSinceReferenceDate: v.timeIntervalSinceReferenceDate))
         case ("%@", let v as NSNumber):
             let kind = String(cString: v.objCType)
             return kind == "d" || kind == "f" ? .double(v.doubleValue) : .int64(v.int64Value)
@@ -115,7 +146,8 @@ struct PredicateParser {
 
     private func failure(_ what: String) -> NimbusError {
         NimbusError(.invalidArguments, reason: "NSPredicate \"\(format)\": \(what). NimbusKitCK supports key OP %@ "
-            + "(< <= > >= == !=), IN, BEGINSWITH and AND; use CKQuery.filters for anything else.")
+            + "(< <= > >= == !=), IN, NOT (k IN %@), BEGINSWITH, CONTAINS and ANY k == %@ on lists, "
+            + "parentheses and AND; use CKQuery.filters for anything else.")
     }
 
     static func tokenize(_ format: String) throws -> [Token] {
@@ -156,8 +188,11 @@ struct PredicateParser {
                 while j < characters.count && (characters[j].isLetter || characters[j].isNumber || characters[j] == "_") { j += 1 }
                 let word = String(characters[i..<j])
                 let upper = word.uppercased()
-                tokens.append(["AND", "IN", "BEGINSWITH", "TRUEPREDICATE"].contains(upper) ? .word(upper) : .word(word))
+                tokens.append(["AND", "IN", "BEGINSWITH", "TRUEPREDICATE", "NOT", "ANY", "CONTAINS"].contains(upper) ? .word(upper) : .word(word))
                 i = j
+            } else if c == "(" || c == ")" {
+                tokens.append(.symbol(String(c)))
+                i += 1
             } else {
                 var j = i
                 while j < characters.count && "<>=!&".contains(characters[j]) { j += 1 }

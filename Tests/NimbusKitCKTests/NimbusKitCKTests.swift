@@ -24,11 +24,18 @@ struct NimbusKitCKTests {
         #expect(try NSPredicate(format: "bundleID IN %@", ["a", "b"]).nimbusFilters() == [.in("bundleID", ["a", "b"])])
         #expect(try NSPredicate(format: "timestamp >= %@ AND appName == %@", date as any CVarArg, "Safari").nimbusFilters()
             == [.greaterThanOrEquals("timestamp", date), .equals("appName", "Safari")])
+        #expect(try NSPredicate(format: "tags CONTAINS %@", "work").nimbusFilters() == [.listContains("tags", "work")])
+        #expect(try NSPredicate(format: "ANY tags == %@", "work").nimbusFilters() == [.listContains("tags", "work")])
+        #expect(try NSPredicate(format: "NOT (bundleID IN %@)", ["a"]).nimbusFilters() == [.notIn("bundleID", ["a"])])
+        #expect(try NSPredicate(format: "(n > 1) AND NOT bundleID IN %@", ["a"]).nimbusFilters()
+            == [.greaterThan("n", Int64(1)), .notIn("bundleID", ["a"])])
+        #expect(try NSPredicate(format: "timestamp < %@", Date(timeIntervalSince1970: 5) as NSDate).nimbusFilters()
+            == [.lessThan("timestamp", Date(timeIntervalSince1970: 5))])
         #expect(try NSPredicate(format: "%K < %d && x == 1", "age", 3).nimbusFilters() == [.lessThan("age", Int64(3)), .equals("x", Int64(1))])
     }
 
     @Test func predicatesOutsideTheSubsetAreInvalidArguments() {
-        for (format, arguments) in [("a OR b", [Any]()), ("a CONTAINS %@", ["x"]), ("a < %@", []), ("a < %@", ["x", "y"]),
+        for (format, arguments) in [("a OR b", [Any]()), ("self CONTAINS %@", ["x"]), ("NOT a == 1", []), ("ANY a < 1", []), ("(a < 1", []), ("a < %@", []), ("a < %@", ["x", "y"]),
                                     ("a IN %@", ["x"]), ("a == 'unterminated", []), ("< 3", [])] as [(String, [Any])] {
             #expect(throws: CKError.self, "\(format)") { try NSPredicate(format: format, argumentArray: arguments).nimbusFilters() }
         }

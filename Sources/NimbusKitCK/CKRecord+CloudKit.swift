@@ -1,0 +1,103 @@
+import Foundation
+
+/// CloudKit's nested names of a record.
+extension CKRecord {
+    public typealias RecordType = String
+    public typealias FieldKey = String
+    public typealias ReferenceAction = Reference.Action
+
+    /// The keys of system fields a query or sort may name.
+    public enum SystemFieldKey {
+        public static let parent: FieldKey = "parent"
+        public static let share: FieldKey = "share"
+    }
+
+    /// CloudKit's system record types.
+    public enum SystemType {
+        public static let userRecord: RecordType = "Users"
+        public static let share: RecordType = "cloudkit.share"
+    }
+
+    /// The user who created the record (the server's user record name).
+    public var creatorUserRecordID: ID? { record.created?.userRecordName.map { ID(recordName: $0) } }
+    /// The user who last saved the record.
+    public var lastModifiedUserRecordID: ID? { record.modified?.userRecordName.map { ID(recordName: $0) } }
+
+    /// The parent reference of CloudKit's share hierarchies. Nimbus has no sharing: it is kept
+    /// on this object and in `encodeSystemFields(with:)`, not sent to the server.
+    public var parent: Reference? {
+        get { extras.withLock { $0.parent } }
+        set { extras.withLock { $0.parent = newValue } }
+    }
+
+    public func setParent(_ parentRecord: CKRecord?) {
+        parent = parentRecord.map { Reference(recordID: $0.recordID, action: .none) }
+    }
+
+    public func setParent(_ parentID: ID?) { parent = parentID.map { Reference(recordID: $0, action: .none) } }
+
+    /// Key-value coding over the fields, as CloudKit's `CKRecord` does it; values that are not
+    /// `CKRecordValue`s (and `NSNull`) remove the field.
+    public func setValuesForKeys(_ keyedValues: [String: Any]) {
+        for (key, value) in keyedValues { setValue(value, forKey: key) }
+    }
+
+    public func setValue(_ value: Any?, forKey key: String) { self[key] = value as? any CKRecordValueProtocol }
+    public func value(forKey key: String) -> Any? { self[key] }
+    public func dictionaryWithValues(forKeys keys: [String]) -> [String: Any] {
+        var values: [String: Any] = [:]
+        for key in keys { values[key] = self[key] ?? NSNull() }
+        return values
+    }
+
+    /// A copy with the same identity, system fields and fields (CloudKit's `NSCopying`).
+    public func copy() -> Any { copy(with: nil) }
+    public func copy(with zone: NSZone? = nil) -> Any {
+        let copy = CKRecord(record: record, database: database)
+        copy.parent = parent
+        return copy
+    }
+
+    // MARK: - System fields archived with NSSecureCoding
+
+    static let systemFieldsKey = "NimbusRecordSystemFields"
+    static let parentNameKey = "NimbusRecordParentName"
+    static let parentZoneKey = "NimbusRecordParentZone"
+
+    /// Archives the record's identity, type and change tag (not its fields), so that a record
+    /// saved after a relaunch is an update of the server's copy rather than a create.
+    public func encodeSystemFields(with coder: NSCoder) {
+        var system = record
+        system.fields = [:]
+        guard let json = try? JSONEncoder().encode(system),
+              var object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else { return }
+        object["serverFields"] = nil
+        guard let stripped = try? JSONSerialization.data(withJSONObject: object) else { return }
+        coder.encode(NSData(data: stripped), forKey: CKRecord.systemFieldsKey)
+        if let parent {
+            coder.encode(NSString(string: parent.recordID.recordName), forKey: CKRecord.parentNameKey)
+            coder.encode(NSString(string: parent.recordID.zoneID.zoneName), forKey: CKRecord.parentZoneKey)
+        }
+    }
+
+    /// A record from `encodeSystemFields(with:)`'s archive: no fields, the server's change tag.
+    public convenience init?(coder: NSCoder) {
+        guard coder.containsValue(forKey: CKRecord.systemFieldsKey),
+              let data = coder.decodeObject(of: NSData.self, forKey: CKRecord.systemFieldsKey),
+              let record = try? JSONDecoder().decode(Record.self, from: Data(referencing: data)) else { return nil }
+        self.init(record: record)
+        // A missing key is a decoding failure on Linux's NSKeyedUnarchiver: ask first.
+        if coder.containsValue(forKey: CKRecord.parentNameKey),
+           let name = coder.decodeObject(of: NSString.self, forKey: CKRecord.parentNameKey) {
+            let zone = coder.containsValue(forKey: CKRecord.parentZoneKey)
+                ? coder.decodeObject(of: NSString.self, forKey: CKRecord.parentZoneKey).map { String(describing: $0) } : nil
+            parent = Reference(recordID: ID(recordName: String(describing: name), zoneID: CKRecordZone.ID(zoneName: zone ?? "_defaultZone")),
+                               action: .none)
+        }
+    }
+}
+
+/// The parts of a CloudKit record Nimbus keeps only on the client.
+struct CKRecordExtras {
+    var parent: CKRecord.Reference?
+}

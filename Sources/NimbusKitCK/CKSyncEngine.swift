@@ -1,0 +1,127 @@
+import Foundation
+
+/// Apple's sync engine (iOS 17) running on NimbusKit's `SyncEngine`: the app's pending changes go
+/// into NimbusKit's durable outbox (the pull model: saves by record ID, records supplied by the
+/// delegate's `nextRecordZoneChangeBatch` when a request is about to carry them), fetched changes
+/// and send outcomes arrive as `handleEvent` events, and `automaticallySync` holds the live
+/// long-poll. See docs/client.md for what differs from Apple's.
+public final class CKSyncEngine: @unchecked Sendable {
+    // Safe: immutable after init; `state` and `bridge` guard their own mutable parts.
+
+    /// How a sync engine is set up (Apple's names).
+    public struct Configuration: @unchecked Sendable {
+        // Safe as Apple's: built by one owner before the engine is made.
+        public var database: CKDatabase
+        /// The last `stateUpdate` event's serialization; nil on first launch.
+        public var stateSerialization: State.Serialization?
+        public weak var delegate: (any CKSyncEngineDelegate)?
+        /// Sends soon after changes are added and fetches as soon as the server has changes.
+        public var automaticallySync = true
+        public var subscriptionID: CKSubscription.ID?
+
+        public init(database: CKDatabase, stateSerialization: State.Serialization?, delegate: any CKSyncEngineDelegate) {
+            self.database = database
+            self.stateSerialization = stateSerialization
+            self.delegate = delegate
+        }
+    }
+
+    public let database: CKDatabase
+    public let state: State
+    weak var delegate: (any CKSyncEngineDelegate)?
+    /// NimbusKit's engine underneath (status, failed entries, conflict policies).
+    public let nimbusEngine: SyncEngine
+    let bridge: CKSyncEngineBridge
+    let automaticallySync: Bool
+
+    /// Where engines keep their state files: `NIMBUS_STATE_DIR`, else Application Support/NimbusKitCK.
+    public static var stateDirectory: URL {
+        if let path = ProcessInfo.processInfo.environment["NIMBUS_STATE_DIR"], !path.isEmpty { return URL(fileURLWithPath: path) }
+        let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
+        return base.appendingPathComponent("NimbusKitCK")
+    }
+
+    /// Opens the engine's state (a new one without a serialization). A database without a server
+    /// configured, or a state file that cannot be opened, stops the program with the reason, as
+    /// a misconfigured CKSyncEngine does.
+    public init(_ configuration: Configuration) {
+        database = configuration.database
+        delegate = configuration.delegate
+        automaticallySync = configuration.automaticallySync
+        let isNew = configuration.stateSerialization == nil
+        let serialization = configuration.stateSerialization ?? State.Serialization.fresh(in: CKSyncEngine.stateDirectory)
+        let bridge = CKSyncEngineBridge()
+        self.bridge = bridge
+        do {
+            try FileManager.default.createDirectory(at: CKSyncEngine.stateDirectory, withIntermediateDirectories: true)
+            nimbusEngine = try SyncEngine(database: configuration.database.nimbusDatabase(), stateURL: serialization.journalURL,
+                                          delegate: bridge)
+        } catch {
+            fatalError("CKSyncEngine could not open its state at \(serialization.journalURL.path): \(error)")
+        }
+        state = State(serialization: serialization, engine: nimbusEngine)
+        bridge.syncEngine = self
+        state.syncEngine = self
+        state.loadPending()
+        let automatic = automaticallySync
+        state.schedule { [self] in
+            if isNew { await self.emit(.stateUpdate(.init(stateSerialization: self.state.serialization))) }
+            await self.checkAccount()
+            if automatic { await self.nimbusEngine.startLive() }
+        }
+    }
+
+    /// Fetches every change since the saved tokens; the delegate gets them as events.
+    public func fetchChanges(_ options: FetchChangesOptions = FetchChangesOptions()) async throws {
+        await state.flush()
+        await emit(.willFetchChanges(.init()))
+        do { try await nimbusEngine.fetchChanges() } catch { throw CKError(error) }
+        await emit(.didFetchChanges(.init()))
+    }
+
+    /// Sends the pending zone changes, then the pending record changes (their records from
+    /// `nextRecordZoneChangeBatch`); outcomes arrive as `sentDatabaseChanges` / `sentRecordZoneChanges`.
+    public func sendChanges(_ options: SendChangesOptions = SendChangesOptions()) async throws {
+        await state.flush()
+        let context = SendChangesContext(reason: .manual, options: options)
+        await emit(.willSendChanges(.init(context: context)))
+        await state.sendDatabaseChanges()
+        bridge.setReason(.manual, options: options)
+        await nimbusEngine.sendChanges()
+        bridge.setReason(.scheduled, options: SendChangesOptions())
+        await emit(.didSendChanges(.init(context: context)))
+    }
+
+    /// Stops automatic sync (the live long-poll and scheduled sends).
+    public func cancelOperations() async { await nimbusEngine.stopLive() }
+
+    func emit(_ event: Event) async {
+        guard let delegate else { return }
+        await delegate.handleEvent(event, syncEngine: self)
+    }
+
+    /// Tells the delegate of a sign-in, sign-out or account switch since the saved state.
+    private func checkAccount() async {
+        let previous = state.serialization.userRecordName
+        let current: String?
+        do {
+            current = try await database.nimbusDatabase().container.currentUserRecordName()
+        } catch let error as NimbusError where error.code == .notAuthenticated {
+            current = nil
+        } catch {
+            return
+        }
+        guard current != previous else { return }
+        let change: Event.AccountChange.ChangeType
+        switch (previous, current) {
+        case (nil, let now?): change = .signIn(currentUser: CKRecord.ID(recordName: now))
+        case (let was?, nil): change = .signOut(previousUser: CKRecord.ID(recordName: was))
+        case (let was?, let now?): change = .switchAccounts(previousUser: CKRecord.ID(recordName: was), currentUser: CKRecord.ID(recordName: now))
+        default: return
+        }
+        state.setUser(current)
+        await emit(.accountChange(.init(changeType: change)))
+        await emit(.stateUpdate(.init(stateSerialization: state.serialization)))
+    }
+}
