@@ -11,8 +11,13 @@ extension SyncEngine {
     /// the server no longer has. Concurrent calls run one after another (a call made while a
     /// fetch runs starts a new one after it, so it sees everything committed before the call).
     public func fetchChanges(in zones: Set<ZoneID>? = nil) async throws {
-        while let running = fetchInProgress { _ = try? await running.value }
-        let task = Task { try await self.fetchOnce(zones) }
+        // Chained, not polled: a loop awaiting the running task could spin on the actor once that
+        // task had ended but its caller had not yet cleared it (two overlapping calls never ended).
+        let previous = fetchInProgress
+        let task = Task {
+            _ = try? await previous?.value
+            try await self.fetchOnce(zones)
+        }
         fetchInProgress = task
         defer { if fetchInProgress == task { fetchInProgress = nil } }
         try await task.value
