@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the `nimbus` of the previous schema version (the commit before the newest migration file
+# Builds the `nimbus` of the previous schema version (main just before the newest migration file
 # was added) and prints the binary's path; the rolling-upgrade scenario serves one database with
 # it and with the current binary at once. The build is kept in .build/previous/<commit> and reused.
 #
@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 newest=$(ls migrations/*.sql | sort | tail -n 1)
-added=$(git log --diff-filter=A --format=%H -n 1 -- "$newest") \
+# Along main's own line (--first-parent): a migration that came in with a merge was added by the
+# merge, whose first parent is main as it was (a branch's intermediate commits need not build).
+added=$(git log --first-parent --diff-filter=A --format=%H -n 1 -- "$newest") \
   || { echo "previous-version.sh: no git history here to find the commit before $newest" >&2; exit 1; }
 [ -n "$added" ] || { echo "previous-version.sh: $newest is not committed yet" >&2; exit 1; }
 previous=$(git rev-parse "$added^")
