@@ -33,7 +33,9 @@ public enum RecoveryPhrase {
             throw NimbusError(.invalidArguments, reason: "The recovery phrase is \(cleaned.count) characters, not a whole number of keys: a group is missing or extra.")
         }
         let payload = bytes.prefix(bytes.count - 4)
-        guard checksum(Data(payload)) == bytes.suffix(4) else {
+        // The last character carries padding bits the checksum does not cover: only the canonical
+        // spelling (padding zero) is accepted, so a typo there is caught too.
+        guard checksum(Data(payload)) == bytes.suffix(4), encode(bytes) == String(cleaned) else {
             throw NimbusError(.invalidArguments, reason: "The recovery phrase's checksum does not match: a character is mistyped. Check each group.")
         }
         var ring = KeyRing()

@@ -153,6 +153,13 @@ struct EncryptionFormatTests {
             typo[index] = characters[index] == "Q" ? "R" : "Q"
             #expect(throws: NimbusError.self) { try RecoveryPhrase.import(String(typo)) }
         }
+        // Every other character in the last position too (it holds padding bits beside data bits).
+        let last = try #require(characters.lastIndex { $0 != "-" })
+        for replacement in RecoveryPhrase.alphabet where replacement != characters[last] {
+            var typo = characters
+            typo[last] = replacement
+            #expect(throws: NimbusError.self, "\(replacement) for \(characters[last])") { try RecoveryPhrase.import(String(typo)) }
+        }
         // A dropped group, and a character outside the alphabet.
         #expect(throws: NimbusError.self) { try RecoveryPhrase.import(String(phrase.dropFirst(5))) }
         #expect(throws: NimbusError.self) { try RecoveryPhrase.import(phrase.replacingOccurrences(of: "-", with: "U", options: [], range: phrase.range(of: "-"))) }
