@@ -337,16 +337,17 @@ expect_header() {
   fi
 }
 
-# json_field NAME [JSON]: the scalar value of "NAME" in compact JSON (strings unquoted), or empty
-# and status 1 when absent. JSON defaults to the last body.
+# json_field NAME [JSON]: the first value of "NAME" in document order (strings unquoted, numbers as
+# written, objects and arrays as compact JSON), or empty and status 1 when absent or not JSON.
+# JSON defaults to the last body. Every JSON read here goes through one real parser, Tests/read-json.py.
 json_field() {
-  local json=${2-$HTTP_BODY} match
-  # (A here-string and `sed -n 1p`: a pipe's early exit would kill the writer of a large body.)
-  match=$(grep -a -o -m1 "\"$1\":\(\"\([^\"\\\\]\|\\\\.\)*\"\|[^,}]*\)" <<<"$json" | sed -n 1p) || return 1
-  [ -n "$match" ] || return 1
-  match=${match#\"$1\":}
-  if [[ $match == \"*\" ]]; then match=${match:1:${#match}-2}; fi
-  printf '%s\n' "$match"
+  json_read first "$1" <<<"${2-$HTTP_BODY}"
+}
+
+# json_read COMMAND ARGS...: Tests/read-json.py over stdin; status 1 when absent, 2 (with the reason on
+# stderr) when the input is not JSON.
+json_read() {
+  python3 -I -S "$REPO_DIR/Tests/read-json.py" "$@"   # (-S: no site-packages, a third of the start-up)
 }
 
 # expect_json_field NAME EXPECTED [JSON]: field NAME equals EXPECTED (strings compared unquoted).
@@ -545,20 +546,16 @@ expect_api_error() {
   expect_error_body "$2"
 }
 
-# record_items [JSON]: the top-level items of a "records" array, one per line (split before each
-# `{"recordName":` or `{"uuid":` (an error item without a name) that follows `[` or `,`;
-# REFERENCE_LIST values would split too).
+# record_items [JSON]: the record items of an answer (records, tombstones, error items: the objects
+# in its lists whose first key is recordName or uuid), one compact line each, in answer order.
 record_items() {
-  printf '%s' "${1-$HTTP_BODY}" | sed 's/\([[,]\){"\(recordName\|uuid\)":/\1\n{"\2":/g' | grep -a '^{"\(recordName\|uuid\)":'
+  json_read record-items <<<"${1-$HTTP_BODY}"
 }
 
 # item_codes [JSON]: each record item's serverErrorCode, or `ok` for a record or deletion, one
 # per line in answer order.
 item_codes() {
-  local line
-  while IFS= read -r line; do
-    json_field serverErrorCode "$line" || echo ok
-  done < <(record_items "${1-$HTTP_BODY}")
+  json_read item-codes <<<"${1-$HTTP_BODY}"
 }
 
 # expect_item_codes EXPECTED [WHAT] [JSON]: item_codes joined by spaces equal EXPECTED.
@@ -571,10 +568,7 @@ expect_item_codes() {
 # record_summary [JSON]: `NAME TAG` for each live record and `NAME -` for each tombstone, in order
 # (records of an answer; a CONFLICT item's serverRecord counts as a record).
 record_summary() {
-  printf '%s' "${1-$HTTP_BODY}" \
-    | grep -a -o '"recordName":"[^"]*","recordType":"[^"]*","\(recordChangeTag":"[^"]*"\|deleted":true\)' \
-    | sed -e 's/^"recordName":"\([^"]*\)","recordType":"[^"]*","recordChangeTag":"\([^"]*\)"$/\1 \2/' \
-          -e 's/^"recordName":"\([^"]*\)","recordType":"[^"]*","deleted":true$/\1 -/'
+  json_read record-summary <<<"${1-$HTTP_BODY}"
 }
 
 # record_tag NAME [JSON]: the recordChangeTag of record NAME in an answer, empty when absent.
@@ -582,14 +576,9 @@ record_tag() {
   record_summary "${2-$HTTP_BODY}" | sed -n "s/^$1 \([^ -][^ ]*\)\$/\1/p" | sed -n 1p
 }
 
-# field_value NAME FIELD [JSON]: the raw JSON value of FIELD of record NAME (scalars only).
-# (No `grep -m1`/`head` behind a writer here or below: an early exit kills the writer with
-# SIGPIPE, which pipefail turns into a spurious failure on large bodies.)
+# field_value NAME FIELD [JSON]: the value of FIELD of record NAME as raw JSON (strings quoted).
 field_value() {
-  local items line
-  items=$(record_items "${3-$HTTP_BODY}")
-  line=$(grep -a -m1 "^{\"recordName\":\"$1\"" <<<"$items") || return 1
-  grep -a -o "\"$2\":{\"value\":\\(\"[^\"]*\"\\|[^,}]*\\)" <<<"$line" | sed -n '1s/^"[^"]*":{"value"://p'
+  json_read field-value "$1" "$2" <<<"${3-$HTTP_BODY}"
 }
 
 # contains TEXT GREP-ARGS...: grep over TEXT from a here-string (see field_value on pipes).
@@ -634,12 +623,7 @@ finish_scenario() {
 # json_last_field NAME [JSON]: like json_field, but the last occurrence (the top-level syncToken
 # of zones/changes comes after the zones' own tokens).
 json_last_field() {
-  local json=${2-$HTTP_BODY} match
-  match=$(printf '%s' "$json" | grep -a -o "\"$1\":\(\"\([^\"\\\\]\|\\\\.\)*\"\|[^,}]*\)" | tail -n 1) || return 1
-  [ -n "$match" ] || return 1
-  match=${match#\"$1\":}
-  if [[ $match == \"*\" ]]; then match=${match:1:${#match}-2}; fi
-  printf '%s\n' "$match"
+  json_read last "$1" <<<"${2-$HTTP_BODY}"
 }
 
 # MARK: - Long-poll (scenarios 40–44)
@@ -797,12 +781,7 @@ lp_batch_kill() {
 # notification_lines [JSON]: one line per notification of a webcourier answer:
 # `subscriptionID notificationType reason recordName recordType zoneName`.
 notification_lines() {
-  local item
-  printf '%s' "${1-$HTTP_BODY}" | sed 's/},{"/}\n{"/g' | grep -a '"notificationID"' | while IFS= read -r item; do
-    printf '%s %s %s %s %s %s\n' "$(json_field subscriptionID "$item")" "$(json_field notificationType "$item")" \
-      "$(json_field reason "$item")" "$(json_field recordName "$item")" "$(json_field recordType "$item")" \
-      "$(printf '%s' "$item" | grep -a -o '"zoneID":{"zoneName":"[^"]*"' | sed 's/.*"zoneName":"//; s/"$//')"
-  done
+  json_read rows notificationID subscriptionID notificationType reason recordName recordType zoneName <<<"${1-$HTTP_BODY}"
 }
 
 # MARK: - Retention (scenario 60)

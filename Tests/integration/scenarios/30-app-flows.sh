@@ -172,7 +172,7 @@ while read -r name tag; do
   ops+="${ops:+,}{\"operationType\":\"delete\",\"record\":{\"recordName\":\"$name\",\"recordChangeTag\":\"$tag\"}}"
 done < <(record_summary)
 api_ok "$MAC" records/modify "{\"zoneID\":{\"zoneName\":\"History\"},\"operations\":[$ops]}"
-[ "$(record_items | tr -d '\n')" = '{"recordName":"h1","deleted":true},{"recordName":"h2","deleted":true},{"recordName":"h3","deleted":true},{"recordName":"h4","deleted":true},{"recordName":"h5","deleted":true}]}' ] \
+[ "$(record_items | paste -sd, -)" = '{"recordName":"h1","deleted":true},{"recordName":"h2","deleted":true},{"recordName":"h3","deleted":true},{"recordName":"h4","deleted":true},{"recordName":"h5","deleted":true}' ] \
   || fail "clear history answered $HTTP_BODY"
 
 api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"History"},"syncToken":"'"$phone_token"'"}'

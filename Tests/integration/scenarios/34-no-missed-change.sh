@@ -67,20 +67,20 @@ writer() {
     fi
     out=$(api_call "$token" records/modify "{\"zoneID\":{\"zoneName\":\"Feed\"},\"operations\":[$ops]}")
     status=${out##* } body=${out% *}
-    if [ "$status" != 200 ] || [ -n "$(item_codes "$body" | grep -v '^ok$')" ]; then
+    items=""
+    [ "$status" != 200 ] || items=$(json_read rows recordName recordName recordChangeTag=- deleted=false serverErrorCode=ok <<<"$body")
+    if [ "$status" != 200 ] || contains "$items" -q -v ' ok$'; then
       printf 'writer %d: %s %s\n' "$k" "$status" "${body:0:300}" >>"$ERRORS"
       continue
     fi
-    while IFS= read -r op; do
-      if [[ $op =~ ^\{\"recordName\":\"([^\"]+)\",\"deleted\":true\} ]]; then
-        name=${BASH_REMATCH[1]}
+    while read -r name tag is_deleted _; do
+      if [ "$is_deleted" = true ]; then
         printf '%s -\n' "$name"
         unset "tags[$name]"
         without live "$name"
         deleted+=("$name")
       else
-        read -r name tag < <(record_summary "$op")
-        [ -n "$tag" ] || { printf 'writer %d: no tag in %s\n' "$k" "${op:0:200}" >>"$ERRORS"; continue; }
+        [ "$tag" != - ] || { printf 'writer %d: no tag for %s in %s\n' "$k" "$name" "${body:0:200}" >>"$ERRORS"; continue; }
         printf '%s %s\n' "$name" "$tag"
         if [[ $name == w* ]]; then
           [ -n "${tags[$name]:-}" ] || live+=("$name")
@@ -88,7 +88,7 @@ writer() {
           without deleted "$name"
         fi
       fi
-    done < <(record_items "$body") >>"$TEST_TMP/acks-$k"
+    done <<<"$items" >>"$TEST_TMP/acks-$k"
   done
 }
 
@@ -112,15 +112,15 @@ reader() {
       break
     fi
     pages=$((pages + 1))
-    summary=$(record_summary "$body")
-    count=$(record_items "$body" | grep -c .)
+    items=$(json_read rows recordName recordName recordChangeTag=- deleted=false <<<"$body")
+    count=$(contains "$items" -c .) || true
     [ "$count" -le "$PAGE" ] || printf 'reader %d: page of %d records, limit %d\n' "$i" "$count" "$PAGE" >>"$ERRORS"
-    [ "$count" = "$(contains "$summary" -c .)" ] || printf 'reader %d: unparsed items in %s\n' "$i" "${body:0:300}" >>"$ERRORS"
     received=$((received + count))
     page_max=$previous_max
     seen=()
-    while read -r name tag; do
+    while read -r name tag deleted; do
       [ -n "$name" ] || continue
+      [ "$deleted" = true ] && tag=-
       [ -z "${seen[$name]:-}" ] || printf 'reader %d: %s twice in one page\n' "$i" "$name" >>"$ERRORS"
       seen[$name]=1
       state[$name]=$tag
@@ -128,10 +128,10 @@ reader() {
       number=$((36#$tag))
       [ "$number" -gt "$page_max" ] || printf 'reader %d: tag %s of %s is not above %d (page %d)\n' "$i" "$tag" "$name" "$page_max" "$pages" >>"$ERRORS"
       page_max=$number
-    done <<<"$summary"
+    done <<<"$items"
     previous_max=$page_max
-    sync=$(json_last_field syncToken "$body") || { printf 'reader %d: no syncToken\n' "$i" >>"$ERRORS"; break; }
-    more=$(json_last_field moreComing "$body")
+    read -r sync more < <(json_read lasts syncToken moreComing <<<"$body")
+    [ "$sync" != - ] || { printf 'reader %d: no syncToken\n' "$i" >>"$ERRORS"; break; }
     if [ "$more" = true ]; then more_pages=$((more_pages + 1)); continue; fi
     [ "$final" = 1 ] && break
     if [ -e "$STOP" ]; then final=1; continue; fi
@@ -194,15 +194,13 @@ names=$(cut -d' ' -f1 "$TEST_TMP/expected")
 while mapfile -t -n 300 batch && [ ${#batch[@]} -gt 0 ]; do
   body=$(printf '{"recordName":"%s"},' "${batch[@]}")
   api_ok "$READER_1" records/lookup "{\"zoneID\":{\"zoneName\":\"Feed\"},\"records\":[${body%,}]}"
-  while IFS= read -r item; do
-    name=$(json_field recordName "$item")
-    code=$(json_field serverErrorCode "$item") || code=ok
+  while read -r name code tag; do
     case $code in
-      ok) printf '%s %s\n' "$name" "$(record_tag "$name" "$item")" ;;
+      ok) printf '%s %s\n' "$name" "$tag" ;;
       NOT_FOUND) printf '%s -\n' "$name" ;;
-      *) fail "lookup of $name: $item" ;;
+      *) fail "lookup of $name: $code in ${HTTP_BODY:0:400}" ;;
     esac
-  done < <(record_items) >>"$TEST_TMP/lookup"
+  done < <(json_read rows recordName recordName serverErrorCode=ok recordChangeTag=- <<<"$HTTP_BODY") >>"$TEST_TMP/lookup"
 done <<<"$names"
 sort -o "$TEST_TMP/lookup" "$TEST_TMP/lookup"
 diff "$TEST_TMP/expected" "$TEST_TMP/lookup" >"$TEST_TMP/lookup.diff" \

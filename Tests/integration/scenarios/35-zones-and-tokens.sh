@@ -22,10 +22,10 @@ modify_zones() { # PAIRS...: create:NAME / delete:NAME
 }
 # zone_items: each zones/modify or zones/lookup item as `NAME ok|deleted|CODE`.
 zone_items() {
-  printf '%s' "$HTTP_BODY" | sed 's/},{"zoneID"/}\n{"zoneID"/g; s/},{"uuid"/}\n{"uuid"/g' | while IFS= read -r item || [ -n "$item" ]; do
-    name=$(contains "$item" -a -o -m1 '"zoneID":{"zoneName":"[^"]*"' | sed 's/.*"zoneName":"//; s/"$//')
-    if code=$(json_field serverErrorCode "$item"); then echo "$name $code"
-    elif [[ $item == *'"deleted":true'* ]]; then echo "$name deleted"
+  local name code deleted
+  json_read rows zoneID,uuid zoneName serverErrorCode=- deleted=false <<<"$HTTP_BODY" | while read -r name code deleted; do
+    if [ "$code" != - ]; then echo "$name $code"
+    elif [ "$deleted" = true ]; then echo "$name deleted"
     else echo "$name ok"; fi
   done | tr '\n' ',' | sed 's/,$//'
 }
@@ -161,7 +161,7 @@ expect_item_codes "ok ok ok ok" "a tree"
 api_ok "$PHONE" records/changes '{"zoneID":{"zoneName":"Tree"}}'
 tree_token=$(json_last_field syncToken)
 api_ok "$MAC" records/modify '{"zoneID":{"zoneName":"Tree"},"operations":[{"operationType":"forceDelete","record":{"recordName":"root"}}]}'
-[ "$(record_items | tr -d '\n')" = '{"recordName":"root","deleted":true}]}' ] || fail "deleting root answered $HTTP_BODY"
+[ "$(record_items)" = '{"recordName":"root","deleted":true}' ] || fail "deleting root answered $HTTP_BODY"
 api_ok "$PHONE" records/changes "{\"zoneID\":{\"zoneName\":\"Tree\"},\"syncToken\":\"$tree_token\"}"
 [ "$(record_summary | sort | tr '\n' ' ')" = "child - grandchild - root - " ] || fail "cascade tombstones: $(record_summary | tr '\n' ' ')"
 api_ok "$PHONE" records/lookup '{"zoneID":{"zoneName":"Tree"},"records":[{"recordName":"loose"},{"recordName":"grandchild"}]}'

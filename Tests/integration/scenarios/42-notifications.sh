@@ -115,8 +115,8 @@ expect_collected "the phone gets all 50 notifications in write order, in $PAGES 
 phone_cursor=$CURSOR_AFTER
 ids=$(printf '%s' "$COLLECTED_RAW" | grep -a -o '"notificationID":"[^"]*"' | sort -u | wc -l)
 [ "$ids" -eq 50 ] || fail "$ids distinct notificationIDs for 50 notifications"
-blocked=$(printf '%s' "$COLLECTED_RAW" | sed 's/},{"/}\n{"/g' | grep -a '"recordName":"evt-01"')
-failed=$(printf '%s' "$COLLECTED_RAW" | sed 's/},{"/}\n{"/g' | grep -a '"recordName":"evt-02"')
+blocked=$(json_read objects notificationID <<<"$COLLECTED_RAW" | grep -a '"recordName":"evt-01"')
+failed=$(json_read objects notificationID <<<"$COLLECTED_RAW" | grep -a '"recordName":"evt-02"')
 [[ $blocked == *'"alert":{'* ]] && [ "$(json_field title "$blocked")" = "Blocked app opened" ] && [ "$(json_field soundName "$blocked")" = default ] \
   || fail "sub-blocked's alert lacks title/soundName: $blocked"
 [[ $blocked != *'"fields"'* ]] && [ "$(json_field contentAvailable "$blocked")" = false ] || fail "sub-blocked's notification: $blocked"
@@ -203,7 +203,7 @@ alert=$(printf '%s' "$COLLECTED_RAW" | grep -a -o '"alert":{[^}]*}')
 [ "$alert" = '"alert":{"body":"Unlock requested"}' ] || fail "an alert with only a body should have only body: $alert"
 cursor=$CURSOR_AFTER
 api_ok "$PHONE" subscriptions/lookup '{"subscriptions":[{"subscriptionID":"cmd-once"},{"subscriptionID":"sub-blocked"}]}'
-first=$(printf '%s' "$HTTP_BODY" | sed 's/},{"/}\n{"/g' | head -n 1)
+first=$(json_read objects subscriptionID <<<"$HTTP_BODY" | sed -n 1p)
 [ "$(json_field serverErrorCode "$first")" = NOT_FOUND ] && [ "$(json_field subscriptionID "$first")" = cmd-once ] \
   || fail "subscriptions/lookup of the spent cmd-once: $HTTP_BODY"
 [[ $HTTP_BODY == *'"subscriptionID":"sub-blocked","subscriptionType":"query"'* ]] || fail "subscriptions/lookup of sub-blocked: $HTTP_BODY"
@@ -258,7 +258,7 @@ expect_collected "deleting Safari events notifies; a Mail event and a Safari Fai
 safari-removed query recordDeleted evt-05 BlockedAppEvent Events
 sub-blocked query recordCreated evt-53 BlockedAppEvent Events
 "
-removed=$(printf '%s' "$COLLECTED_RAW" | sed 's/},{"/}\n{"/g' | grep -a '"recordName":"evt-01"')
+removed=$(json_read objects notificationID <<<"$COLLECTED_RAW" | grep -a '"recordName":"evt-01"')
 [[ $removed == *'"appName":{"value":"Safari","type":"STRING"}'* || $removed == *'"appName":{"type":"STRING","value":"Safari"}'* ]] \
   || fail "the delete notification's fields are not the record as it was: $removed"
 ok "the delete notification carries appName Safari from the deleted record"
@@ -266,8 +266,7 @@ cursor=$CURSOR_AFTER
 
 note "subscriptions/modify: update changes what fires; bad subscriptions are item errors"
 api_ok "$PHONE" subscriptions/modify '{"operations":[{"operationType":"update","subscription":{"subscriptionID":"sub-blocked","subscriptionType":"query","query":{"recordType":"BlockedAppEvent"},"firesOn":["create"],"notificationInfo":{"title":"Blocked (v2)","soundName":"default"}}},{"operationType":"update","subscription":{"subscriptionID":"never-made","subscriptionType":"database"}},{"operationType":"create","subscription":{"subscriptionID":"bad-zone","subscriptionType":"zone","zoneID":{"zoneName":"NoSuchZone"}}},{"operationType":"create","subscription":{"subscriptionID":"bad-type","subscriptionType":"query","query":{"recordType":"NotDeployed"}}},{"operationType":"create","subscription":{"subscriptionID":"bad-comparator","subscriptionType":"query","query":{"recordType":"BlockedAppEvent","filterBy":[{"fieldName":"appName","comparator":"SOUNDS_LIKE","fieldValue":{"value":"x"}}]}}}]}'
-items=$(printf '%s' "$HTTP_BODY" | sed 's/},{"/}\n{"/g' | grep -a '"subscriptionID"' | while IFS= read -r item; do
-  printf '%s:%s ' "$(json_field subscriptionID "$item")" "$(json_field serverErrorCode "$item" || echo ok)"; done)
+items=$(json_read rows subscriptionID subscriptionID serverErrorCode=ok <<<"$HTTP_BODY" | while read -r id code; do printf '%s:%s ' "$id" "$code"; done)
 # docs/api.md says nothing about subscriptions on undeployed types; records/query answers BAD_REQUEST
 # for them in production, so that is what we expect to see, but only note it otherwise.
 case $items in
