@@ -19,11 +19,15 @@ final class HistorySync: SyncEngineDelegate, @unchecked Sendable {
     private var unsent: Set<String>
     /// Records to send again (a pinned item and its contents deleted by a concurrent clear).
     private var resend: [String] = []
+    /// The History zone exists on the server (made by the first Mac; a fetch before it would take
+    /// the missing zone for a deleted one and drop the local history).
+    private var zoneReady: Bool
     private let stateURL: URL
 
     private struct State: Codable {
         var server: [String: Record]
         var unsent: Set<String>
+        var zoneReady: Bool?
     }
 
     init(database: Database, directory: URL, store: any HistoryStore, writable: Bool) throws {
@@ -31,9 +35,10 @@ final class HistorySync: SyncEngineDelegate, @unchecked Sendable {
         self.store = store
         self.writable = writable
         stateURL = directory.appendingPathComponent("system-fields.json")
-        let state = (try? JSONDecoder().decode(State.self, from: Data(contentsOf: stateURL))) ?? State(server: [:], unsent: [])
+        let state = (try? JSONDecoder().decode(State.self, from: Data(contentsOf: stateURL))) ?? State(server: [:], unsent: [], zoneReady: false)
         server = state.server
         unsent = state.unsent
+        zoneReady = state.zoneReady ?? false
         engine = try SyncEngine(database: database, stateURL: directory.appendingPathComponent("engine.journal"),
                                 delegate: self)
     }
@@ -45,7 +50,7 @@ final class HistorySync: SyncEngineDelegate, @unchecked Sendable {
     }
 
     private func persist() {
-        let state = locked { State(server: server, unsent: unsent) }
+        let state = locked { State(server: server, unsent: unsent, zoneReady: zoneReady) }
         try? JSONEncoder().encode(state).write(to: stateURL, options: .atomic)
     }
 
@@ -64,6 +69,11 @@ final class HistorySync: SyncEngineDelegate, @unchecked Sendable {
     /// One round: fetch (applying the server's changes), send what is pending, then take back a pin
     /// key two Macs gave to two items.
     func sync() async throws {
+        if writable, !locked({ zoneReady }) {
+            try await database.createZone(HistoryRecords.zone)
+            locked { zoneReady = true }
+            persist()
+        }
         try await engine.fetchChanges()
         guard writable else { return }
         let again = locked { () -> [String] in defer { resend = [] }; return resend }
