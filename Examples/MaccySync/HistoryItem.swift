@@ -5,6 +5,7 @@ import SwiftData
 // Maccy's two models as the app has them (deploy/schemas/maccy.json lists their fields), plus one
 // line each: `recordName`, the stable name of the item's record on every device (SwiftData's
 // `persistentModelID` is local to one store).
+@available(macOS 14, iOS 17, *)
 @Model
 class HistoryItem {
     var application: String?
@@ -23,6 +24,7 @@ class HistoryItem {
     }
 }
 
+@available(macOS 14, iOS 17, *)
 @Model
 class HistoryItemContent {
     var type: String = ""
@@ -79,11 +81,10 @@ final class HistoryItemContent {
 #endif
 
 // The parts of Maccy's HistoryItem the example reads (its pasteboard types as plain strings).
+@available(macOS 14, iOS 17, *)
 extension HistoryItem {
     static let stringType = "public.utf8-plain-text"
     static let imageTypes = ["public.tiff", "public.png", "public.jpeg", "public.heic"]
-    /// Maccy's pin keys (the macOS app removes the ones bound to its own shortcuts).
-    static let supportedPins = ["b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "r", "s", "t", "u", "x", "y"]
 
     var text: String? {
         contents.first { $0.type == Self.stringType }?.value.flatMap { String(data: $0, encoding: .utf8) }

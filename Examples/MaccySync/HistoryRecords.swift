@@ -46,6 +46,9 @@ enum HistoryRecords {
     /// Values larger than this travel as an asset (a record stays small).
     static let inlineLimit = 64 * 1024
 
+    /// Maccy's pin keys (the macOS app removes the ones bound to its own shortcuts).
+    static let pinKeys = ["b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "r", "s", "t", "u", "x", "y"]
+
     static func id(_ name: String) -> RecordID { RecordID(recordName: name, zoneID: zone) }
 
     /// The record to send: the server's copy (its change tag) with the item's fields set.
@@ -138,7 +141,7 @@ enum HistoryRecords {
         for pin in byPin.keys.sorted() {
             guard let holders = byPin[pin], holders.count > 1 else { continue }
             for var loser in holders.sorted(by: { $0.recordName < $1.recordName }).dropFirst() {
-                loser.pin = HistoryItem.supportedPins.first { !used.contains($0) }
+                loser.pin = pinKeys.first { !used.contains($0) }
                 if let pin = loser.pin { used.insert(pin) }
                 changed.append(loser)
             }

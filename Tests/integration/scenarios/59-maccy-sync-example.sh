@@ -100,14 +100,17 @@ mac sync && imac sync && mac sync && imac sync && iphone sync || fail "sync afte
 server=$(fresh list) || fail "the fresh device failed"
 for d in mac imac iphone; do [ "$($d list)" = "$server" ] || fail "$d has '$($d list)', the server '$server'"; done
 contains "$server" -q -x "shared d" || fail "the item pinned d then e is not 'shared d' (the first pin to reach the server wins): $server"
-alpha=$(sed -n 's/^alpha //p' <<<"$server") beta=$(sed -n 's/^beta //p' <<<"$server")
-{ [ "$alpha" = f ] && [ "$beta" != f ] && [ "$beta" != - ] && [ -n "$beta" ]; } \
-  || fail "the key f given to alpha and beta: alpha '$alpha', beta '$beta' (alpha keeps f, beta gets a free key)"
+# The item with the smaller record name keeps f; the other gets a free key.
+keeper=$(fresh dump | awk -F'|' '$2 == "alpha" || $2 == "beta" { print $1, $2 }' | sort | head -1 | cut -d' ' -f2)
+other=$([ "$keeper" = alpha ] && echo beta || echo alpha)
+kept=$(sed -n "s/^$keeper //p" <<<"$server") moved=$(sed -n "s/^$other //p" <<<"$server")
+{ [ "$kept" = f ] && [ "$moved" != f ] && [ "$moved" != - ] && [ -n "$moved" ]; } \
+  || fail "the key f given to alpha and beta: $keeper has '$kept', $other '$moved' ($keeper keeps f, $other gets a free key)"
 [ "$(cut -d' ' -f2 <<<"$server" | grep -v '^-$' | sort | uniq -d)" = "" ] || fail "two items share a pin: $server"
 contains "$server" -q -x "diagram.png g" || fail "the image pinned on the iMac while the MacBook cleared is gone: $server"
 contains "$server" -q "^gamma " && fail "gamma (unpinned) survived the clear: $server"
 ok "one item pinned with two keys: the first pin stands on every device"
-ok "one key pinned to two items: alpha keeps f, beta got $beta, on every device"
+ok "one key pinned to two items: $keeper keeps f, $other got $moved, on every device"
 ok "a pin on the iMac beats the MacBook's concurrent clear: the item stays everywhere"
 
 note "every replica equals the server"
