@@ -76,6 +76,13 @@ final class HistorySync: SyncEngineDelegate, @unchecked Sendable {
         }
         try await engine.fetchChanges()
         guard writable else { return }
+        try await send()
+    }
+
+    /// Sends what is pending without fetching first (as the engine's live mode does right after a
+    /// save): a concurrent edit on the server comes back as a conflict and is merged in `resolve`.
+    func send() async throws {
+        guard writable else { return }
         let again = locked { () -> [String] in defer { resend = [] }; return resend }
         if !again.isEmpty { try await engine.enqueueSaves(again.map(HistoryRecords.id)) }
         _ = await engine.sendChanges()

@@ -9,6 +9,7 @@ import NimbusKit
 //   MaccySync mac add-images DIR [APP]    every file of DIR as an image item titled with its name
 //   MaccySync mac pin TITLE KEY | unpin TITLE | delete TITLE | clear | clear-all
 //   MaccySync ROLE sync                   fetch, send what is pending (writes above only save locally)
+//   MaccySync mac send                    send without fetching first (as live mode does after a save)
 //   MaccySync ROLE list | search QUERY    "title pin" per item (search: pinned first)
 //   MaccySync ROLE dump                   every item and content, canonical (to compare replicas)
 //   MaccySync ROLE export DIR             each image item's bytes into DIR/TITLE
@@ -72,6 +73,8 @@ func run(_ arguments: [String]) async throws {
         try await history.clearAll()
     case ("sync", 0):
         try await storage.sync.sync()
+    case ("send", 0):
+        try await storage.sync.send()
     case ("list", 0):
         for item in history.items.sorted(by: { $0.title < $1.title }) { print("\(item.title) \(item.pin ?? "-")") }
     case ("search", 1):

@@ -92,8 +92,11 @@ imac sync || fail "the iMac's first sync failed"
 mac add shared && mac add alpha && mac add beta && mac add gamma || fail "mac add failed"
 head -c 1048576 /dev/urandom >"$TEST_TMP/later/diagram.png"
 mac add-images "$TEST_TMP/later" && mac sync && imac sync || fail "sync failed"
-# Offline edits on both Macs, then both send.
-mac pin shared d && imac pin shared e || fail "pin shared failed"
+# Both Macs pin one item, each sending at once (as live mode does after a save): the iMac's save
+# meets the MacBook's on the server, a conflict its engine hands to Maccy's merge.
+mac pin shared d && imac pin shared e && mac send && imac send || fail "pin shared failed"
+[ "$(imac list | grep '^shared ')" = "shared d" ] || fail "after the conflict the iMac has: $(imac list | grep '^shared ')"
+# Offline edits on both Macs, then both sync.
 mac pin alpha f && imac pin beta f || fail "pin f failed"
 imac pin diagram.png g && mac clear || fail "pin/clear failed"
 mac sync && imac sync && mac sync && imac sync && iphone sync || fail "sync after the conflicts failed"
