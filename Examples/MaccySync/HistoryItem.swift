@@ -28,7 +28,7 @@ class HistoryItem {
 @Model
 class HistoryItemContent {
     var type: String = ""
-    @Attribute(.externalStorage) var value: Data?
+    var value: Data?
     var recordName = UUID().uuidString
 
     @Relationship
