@@ -27,7 +27,7 @@ final class SwiftDataSync {
         let writable = false  // the iPhone only views and copies
         #endif
         store = SwiftDataHistoryStore(container: container, outgoing: directory.appendingPathComponent("Outgoing", isDirectory: true))
-        sync = try HistorySync(database: try MaccyNimbus.database(directory: directory, createKey: writable),
+        sync = try HistorySync(database: try MaccyNimbus.container(directory: directory, createKey: writable).privateDatabase,
                                directory: directory, store: store, writable: writable)
         let main = container.mainContext
         for item in (try? main.fetch(FetchDescriptor<HistoryItem>())) ?? [] { remember(item) }

@@ -8,6 +8,8 @@ import NimbusKit
 //   MaccySync mac add TEXT [APP]          a copy (the same text again counts a copy)
 //   MaccySync mac add-images DIR [APP]    every file of DIR as an image item titled with its name
 //   MaccySync mac pin TITLE KEY | unpin TITLE | delete TITLE | clear | clear-all
+//   MaccySync mac pair NAME               a pairing URL for a new device, the account key in its fragment
+//   MaccySync ROLE enroll URL NAME        this device joins with that URL (token and key kept in MACCY_DIR)
 //   MaccySync ROLE sync                   fetch, send what is pending (writes above only save locally)
 //   MaccySync mac send                    send without fetching first (as live mode does after a save)
 //   MaccySync ROLE list | search QUERY    "title pin" per item (search: pinned first)
@@ -42,6 +44,11 @@ func run(_ arguments: [String]) async throws {
     guard arguments.count >= 2, ["mac", "iphone"].contains(arguments[0]) else { usage() }
     let writable = arguments[0] == "mac"
     let directory = URL(fileURLWithPath: ProcessInfo.processInfo.environment["MACCY_DIR"] ?? FileManager.default.currentDirectoryPath)
+    if arguments[1] == "enroll", arguments.count == 4, let url = URL(string: arguments[2]) {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try await MaccyNimbus.enroll(pairingURL: url, deviceName: arguments[3], directory: directory)
+        return
+    }
     let storage = try Storage(directory: directory, writable: writable)
     let history = History(context: storage.context)
     let command = arguments[1], rest = Array(arguments.dropFirst(2))
@@ -71,6 +78,8 @@ func run(_ arguments: [String]) async throws {
         try await history.clear()
     case ("clear-all", 0):
         try await history.clearAll()
+    case ("pair", 1):
+        print(try await storage.container.pairNewDevice(deviceName: rest[0], handingOverKeys: true).pairingURL.absoluteString)
     case ("sync", 0):
         try await storage.sync.sync()
     case ("send", 0):

@@ -3,6 +3,7 @@
 # HistoryItemContent models, the history's add, delete, pin and clear paths feeding the engine,
 # title / value / images end-to-end encrypted as deploy/schemas/maccy.json declares) as device
 # processes against the real server: a MacBook and an iMac (writable) and an iPhone (read-only):
+# - the iPhone, the iMac and a fresh device enroll by pairing, the URL handing over the account key;
 # - the MacBook copies 200 images of 1 MiB; the iPhone's first sync brings them all, byte-equal,
 #   and the server holds neither the titles nor the images' bytes in clear;
 # - live additions: the iPhone in live mode sees a copy made on the Mac; its search finds it;
@@ -22,17 +23,17 @@ start_store_server
 nimbus_admin schema import "$REPO_DIR/deploy/schemas/maccy.json" >/dev/null
 nimbus_admin user add maria >/dev/null
 issue_token MACBOOK maria macbook
-issue_token IMAC maria imac
-issue_token IPHONE maria iphone
-issue_token FRESH maria fresh
-# The account key the MacBook makes; the other devices hold the same key (pairing hands it over).
-export NIMBUS_URL MACCY_KEY_FILE="$TEST_TMP/account.key"
+export NIMBUS_URL
 
-device() { local dir=$1 token=$2; shift 2; MACCY_DIR="$TEST_TMP/$dir" NIMBUS_TOKEN=$token timeout 120 "$APP" "$@"; }
-mac() { device macbook "$MACBOOK" mac "$@"; }
-imac() { device imac "$IMAC" mac "$@"; }
-iphone() { device iphone "$IPHONE" iphone "$@"; }
-fresh() { rm -rf "$TEST_TMP/fresh"; device fresh "$FRESH" iphone sync && device fresh "$FRESH" iphone "$@"; }
+device() { local dir=$1; shift; MACCY_DIR="$TEST_TMP/$dir" timeout 120 "$APP" "$@"; }
+mac() { NIMBUS_TOKEN=$MACBOOK device macbook mac "$@"; }
+imac() { device imac mac "$@"; }
+iphone() { device iphone iphone "$@"; }
+# A fresh copy of the server: the fresh device's store and engine state dropped, then one sync.
+fresh() {
+  (cd "$TEST_TMP/fresh" && rm -rf history.json engine.journal* system-fields.json values cache)
+  device fresh iphone sync && device fresh iphone "$@"
+}
 elapsed() { echo "$(( $(now_ms) - $1 )) ms"; }
 # same_images DEVICE DIR...: the device's exported images are byte-equal to the files of the DIRs.
 same_images() {
@@ -42,6 +43,15 @@ same_images() {
   for dir in "$@"; do (cd "$dir" && sha256sum *); done | sort >"$out.expected"
   cmp -s "$out.sums" "$out.expected" || fail "$device's images differ from the originals: $(diff "$out.expected" "$out.sums" | head -5)"
 }
+
+note "the MacBook makes the account key; the iPhone, the iMac and a fresh device pair with it"
+for d in iphone imac fresh; do
+  url=$(mac pair "$d") || fail "mac pair failed: $url"
+  contains "$url" -q '#k=1\.' || fail "the pairing URL carries no key: $url"
+  device "$d" "$([ $d = imac ] && echo mac || echo iphone)" enroll "$url" "$d" || fail "$d could not enroll"
+done
+cmp -s "$TEST_TMP/macbook/account.key" "$TEST_TMP/iphone/account.key" || fail "the iPhone did not get the MacBook's key"
+ok "three devices enrolled by pairing URLs carrying the account key"
 
 note "the MacBook copies $IMAGES images of 1 MiB"
 mkdir -p "$TEST_TMP/images" "$TEST_TMP/later"
