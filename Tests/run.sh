@@ -61,7 +61,13 @@ for test in "${QUIET_TESTS[@]}"; do
   swift test --skip-build --filter "$test" 2>&1 | tee -a "$test_log" || status=1
 done
 
-export NIMBUS_BIN="$(swift build --show-bin-path)/nimbus"
+# The scenarios run against the release server, the one users run (built like deploy/serve.sh
+# builds it, with the HTTP core's exclusivity checks off); the client programs they start as
+# devices (nimbus-sync, the examples) come from the debug build above.
+debug_bin_dir="$(swift build --show-bin-path)"
+swift build -c release --product nimbus || status=1
+export NIMBUS_BIN="$(swift build -c release --show-bin-path)/nimbus"
+export NIMBUS_CLIENT_BIN_DIR="$debug_bin_dir"
 # The rolling-upgrade scenario serves one database with this binary and the previous schema
 # version's, built here (outside the scenario's time limit; kept in .build/previous).
 NIMBUS_PREVIOUS_BIN=$(bash Tests/previous-version.sh) || { echo "run.sh: the previous version could not be built"; status=1; }
@@ -69,7 +75,7 @@ export NIMBUS_PREVIOUS_BIN
 bash Tests/integration/run.sh || status=1
 # Every benchmark's smoke mode (bench/smoke.sh: tiny sizes, this build's binaries, each bounded;
 # push's included): a bench that no longer starts or whose pipeline broke fails here; the figures print.
-BENCH_NIMBUS_BIN="$NIMBUS_BIN" bash bench/smoke.sh || status=1
+BENCH_NIMBUS_BIN="$debug_bin_dir/nimbus" bash bench/smoke.sh || status=1
 # A few scenarios again as a normal user with a normal user's PATH (root only: it switches users).
 bash Tests/normal-user.sh || status=1
 bash Tests/fuzz-smoke.sh || status=1

@@ -35,6 +35,11 @@ if [ -z "${NIMBUS_BIN:-}" ]; then
   NIMBUS_BIN="$(cd "$REPO_DIR" && swift build --show-bin-path)/nimbus"
 fi
 export NIMBUS_BIN
+# The client programs the scenarios run as devices (nimbus-sync, the examples) come from the debug
+# build even when NIMBUS_BIN is the release server (Tests/run.sh runs the scenarios on the release
+# binary, the one users run; only `nimbus` is built in release there).
+NIMBUS_CLIENT_BIN_DIR=${NIMBUS_CLIENT_BIN_DIR:-$(dirname "$NIMBUS_BIN")}
+export NIMBUS_CLIENT_BIN_DIR
 # Every server a scenario starts gets its admin console on a free port (the default, 8081, would
 # collide between instances); admin_url finds it.
 export NIMBUS_ADMIN_LISTEN=${NIMBUS_ADMIN_LISTEN:-127.0.0.1:0}

@@ -8,7 +8,7 @@
 # - setupPushSubscriptions, then a Mac event reaches the phone's notification channel with its title.
 source "$(dirname "$0")/../lib.sh"
 
-APP=${APPLOCKER_SYNC_BIN:-$(dirname "$NIMBUS_BIN")/AppLockerSync}
+APP=${APPLOCKER_SYNC_BIN:-$NIMBUS_CLIENT_BIN_DIR/AppLockerSync}
 [ -x "$APP" ] || fail "no AppLockerSync binary at $APP (swift build builds it)"
 
 start_store_server

@@ -11,7 +11,7 @@
 # - at the end both replicas equal the server.
 source "$(dirname "$0")/../lib.sh"
 
-APP=${CKSYNCENGINE_SAMPLE_BIN:-$(dirname "$NIMBUS_BIN")/CKSyncEngineSample}
+APP=${CKSYNCENGINE_SAMPLE_BIN:-$NIMBUS_CLIENT_BIN_DIR/CKSyncEngineSample}
 [ -x "$APP" ] || fail "no CKSyncEngineSample binary at $APP (swift build builds it)"
 
 start_store_server

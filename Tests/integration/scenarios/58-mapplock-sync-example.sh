@@ -9,7 +9,7 @@
 # - every replica equals the server (a fresh device's copy).
 source "$(dirname "$0")/../lib.sh"
 
-APP=${MAPPLOCK_SYNC_BIN:-$(dirname "$NIMBUS_BIN")/MappLockSync}
+APP=${MAPPLOCK_SYNC_BIN:-$NIMBUS_CLIENT_BIN_DIR/MappLockSync}
 [ -x "$APP" ] || fail "no MappLockSync binary at $APP (swift build builds it)"
 
 start_store_server

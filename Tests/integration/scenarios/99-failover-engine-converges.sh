@@ -12,7 +12,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../proxies.sh"
 source "$(dirname "$0")/../failover.sh"
 
-SYNC_BIN=${NIMBUS_SYNC_BIN:-$(dirname "$NIMBUS_BIN")/nimbus-sync}
+SYNC_BIN=${NIMBUS_SYNC_BIN:-$NIMBUS_CLIENT_BIN_DIR/nimbus-sync}
 [ -x "$SYNC_BIN" ] || fail "no nimbus-sync at $SYNC_BIN (swift build --product nimbus-sync)"
 failover_setup
 issue_token SENDER alice engine-sender
