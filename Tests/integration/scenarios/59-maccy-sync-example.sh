@@ -14,7 +14,7 @@
 # - every replica equals the server (a fresh device's copy).
 source "$(dirname "$0")/../lib.sh"
 
-APP=${MACCY_SYNC_BIN:-$(dirname "$NIMBUS_BIN")/MaccySync}
+APP=${MACCY_SYNC_BIN:-$NIMBUS_CLIENT_BIN_DIR/MaccySync}
 [ -x "$APP" ] || fail "no MaccySync binary at $APP (swift build builds it)"
 IMAGES=${MACCY_IMAGES:-200}
 
