@@ -19,6 +19,8 @@ final class HistorySync: SyncEngineDelegate, @unchecked Sendable {
     private var unsent: Set<String>
     /// Records to send again (a pinned item and its contents deleted by a concurrent clear).
     private var resend: [String] = []
+    /// Items whose contents a clear elsewhere deleted: deleted here too at the next send.
+    private var emptied: [String] = []
     /// The History zone exists on the server (made by the first Mac; a fetch before it would take
     /// the missing zone for a deleted one and drop the local history).
     private var zoneReady: Bool
@@ -85,6 +87,8 @@ final class HistorySync: SyncEngineDelegate, @unchecked Sendable {
         guard writable else { return }
         let again = locked { () -> [String] in defer { resend = [] }; return resend }
         if !again.isEmpty { try await engine.enqueueSaves(again.map(HistoryRecords.id)) }
+        let gone = locked { () -> [String] in defer { emptied = [] }; return emptied }
+        if !gone.isEmpty { try await engine.enqueue(gone.map { .delete(HistoryRecords.id($0)) }) }
         _ = await engine.sendChanges()
         let repinned = HistoryRecords.repinDuplicates(await store.items())
         if !repinned.isEmpty {
@@ -121,6 +125,13 @@ final class HistorySync: SyncEngineDelegate, @unchecked Sendable {
                 } else {
                     try await store.removeContent(name)
                     forget(name)
+                    // Its item was saved here meanwhile (a copy counted) and re-created on the server
+                    // without its contents: the clear wins, the empty item goes too.
+                    if let owner, !deletedWithItem, await store.contents(of: owner.recordName).isEmpty {
+                        try await store.removeItem(owner.recordName)
+                        forget(owner.recordName)
+                        locked { emptied.append(owner.recordName) }
+                    }
                 }
             }
         }

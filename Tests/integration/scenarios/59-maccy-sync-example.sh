@@ -10,7 +10,8 @@
 # - clear history: unpinned items go everywhere, pinned ones stay;
 # - pin conflicts from both Macs: one item pinned with two keys (the first pin on the server wins),
 #   one key given to two items (one keeps it, the other gets a free key), and a pin made on one Mac
-#   while the other clears (the pinned item and its image survive everywhere);
+#   while the other clears (the pinned item and its image survive everywhere); a copy counted on one
+#   Mac while the other clears (the clear wins);
 # - every replica equals the server (a fresh device's copy).
 source "$(dirname "$0")/../lib.sh"
 
@@ -125,6 +126,15 @@ contains "$server" -q "^gamma " && fail "gamma (unpinned) survived the clear: $s
 ok "one item pinned with two keys: the first pin stands on every device"
 ok "one key pinned to two items: $keeper keeps f, $other got $moved, on every device"
 ok "a pin on the iMac beats the MacBook's concurrent clear: the item stays everywhere"
+
+# The iMac copies delta again (an update, sent at once) after the MacBook's clear deleted it: the
+# engine re-creates the item without its contents; the clear wins and the empty item goes.
+mac add delta && mac sync && imac sync || fail "delta failed"
+mac clear && mac sync && imac add delta && imac send && imac sync && mac sync && iphone sync || fail "delta after the clear failed"
+server=$(fresh list) || fail "the fresh device failed"
+contains "$server" -q "^delta " && fail "delta, copied on the iMac while the MacBook cleared, came back: $server"
+for d in mac imac iphone; do [ "$($d list)" = "$server" ] || fail "$d has '$($d list)', the server '$server'"; done
+ok "a copy counted on the iMac while the MacBook cleared: the clear wins everywhere"
 
 note "every replica equals the server"
 server=$(fresh dump) || fail "the fresh device's dump failed"
