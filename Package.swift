@@ -94,6 +94,15 @@ let package = Package(
             exclude: ["CloudSyncService.seed.swift.txt"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // Maccy's history (its SwiftData models) on NimbusKit's engine; the SwiftData adapter is
+        // compiled only where SwiftData exists, Linux runs a file-backed store of the same shape.
+        .executableTarget(
+            name: "MaccySync",
+            dependencies: ["NimbusKit"],
+            path: "Examples/MaccySync",
+            exclude: ["Storage.seed.swift.txt"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .executableTarget(
             name: "CKSyncEngineSample",
             dependencies: ["NimbusKitCK"],
