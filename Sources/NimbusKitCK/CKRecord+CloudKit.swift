@@ -101,3 +101,21 @@ extension CKRecord {
 struct CKRecordExtras {
     var parent: CKRecord.Reference?
 }
+
+extension CKRecord {
+    /// The words of the record's string fields (string lists included), split at whitespace, as
+    /// CloudKit's `allTokens()`. Nimbus has no full-text search: save them in a STRING_LIST field
+    /// and query it with `CONTAINS` instead of `self CONTAINS`.
+    public func allTokens() -> [String] {
+        storage.withLock { record in
+            record.fields.keys.sorted().flatMap { key -> [String] in
+                switch record.fields[key] {
+                case .string(let text)?: return text.split(whereSeparator: \.isWhitespace).map(String.init)
+                case .list(let values, .string)?:
+                    return values.compactMap(\.stringValue).flatMap { $0.split(whereSeparator: \.isWhitespace).map(String.init) }
+                default: return []
+                }
+            }
+        }
+    }
+}

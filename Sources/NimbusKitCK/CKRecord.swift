@@ -61,27 +61,8 @@ public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
     public func object(forKey key: String) -> CKRecordValue? { self[key] }
     public func setObject(_ object: CKRecordValue?, forKey key: String) { self[key] = object }
 
-    /// A record's identity.
-    public final class ID: NSObject, @unchecked Sendable {
-        // Safe: immutable after init.
-        public let recordName: String
-        public let zoneID: CKRecordZone.ID
-
-        public init(recordName: String, zoneID: CKRecordZone.ID = .default) {
-            self.recordName = recordName
-            self.zoneID = zoneID
-        }
-
-        var nimbus: RecordID { RecordID(recordName: recordName, zoneID: zoneID.nimbus) }
-        convenience init(_ id: RecordID) { self.init(recordName: id.recordName, zoneID: CKRecordZone.ID(id.zoneID)) }
-
-        public override func isEqual(_ object: Any?) -> Bool {
-            guard let other = object as? ID else { return false }
-            return other.recordName == recordName && other.zoneID.zoneName == zoneID.zoneName
-        }
-        public override var hash: Int { recordName.hashValue ^ zoneID.zoneName.hashValue }
-        public override var description: String { "<CKRecordID: \(recordName); zone \(zoneID.zoneName)>" }
-    }
+    /// A record's identity (`CKRecordID`, archived with `NSSecureCoding`).
+    public typealias ID = CKRecordID
 
     /// A `REFERENCE` value.
     public final class Reference: NSObject, CKRecordValueProtocol, @unchecked Sendable {

@@ -31,6 +31,12 @@ public final class NSPredicate: @unchecked Sendable, CustomStringConvertible {
             .mapError { $0 as? NimbusError ?? NimbusError(.invalidArguments, reason: "\($0)") }
     }
 
+    /// A predicate restored from an archive: its format and the filters it was parsed into.
+    init(format: String, filters: [Filter]) {
+        predicateFormat = format
+        parsed = .success(filters)
+    }
+
     public var description: String { predicateFormat }
 
     func nimbusFilters() throws -> [Filter] {
