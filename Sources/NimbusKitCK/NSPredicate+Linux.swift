@@ -56,13 +56,17 @@ public final class NSSortDescriptor: @unchecked Sendable {
     }
 }
 
-// `Date` and arrays are predicate arguments (`%@`), as on Apple platforms.
+// `Date`, `NSDate`, `NSNumber` and arrays are predicate arguments (`%@`), as on Apple platforms.
 extension Date: @retroactive CVarArg {
     public var _cVarArgEncoding: [Int] { timeIntervalSinceReferenceDate._cVarArgEncoding }
 }
 
 extension NSDate: @retroactive CVarArg {
     public var _cVarArgEncoding: [Int] { timeIntervalSinceReferenceDate._cVarArgEncoding }
+}
+
+extension NSNumber: @retroactive CVarArg {
+    public var _cVarArgEncoding: [Int] { doubleValue._cVarArgEncoding }
 }
 
 extension Array: @retroactive CVarArg {

@@ -31,11 +31,7 @@ struct PredicateParser {
     private mutating func conjunction() throws -> [Filter] {
         var filters = try term()
         while position < tokens.count {
-            if tokens[position] == .word("OR") || tokens[position] == .symbol("||") {
-                throw NimbusError(.invalidArguments, reason: "NSPredicate \"\(format)\": Only AND compound predicates are allowed "
-                    + "(CloudKit refuses OR in a query or subscription too). Run one query per alternative, or for "
-                    + "alternatives of one field use key IN %@.")
-            }
+            if tokens[position] == .word("OR") || tokens[position] == .symbol("||") { throw orRefusal() }
             guard tokens[position] == .word("AND") || tokens[position] == .symbol("&&") else { break }
             position += 1
             filters += try term()
@@ -87,6 +83,7 @@ struct PredicateParser {
         case .word("IN"): comparator = .in
         case .word("BEGINSWITH"): comparator = .beginsWith
         case .word("CONTAINS"): comparator = .listContains
+        case .word("OR"), .symbol("||"): throw orRefusal()
         default: throw failure("unsupported operator \(tokens[position])")
         }
         position += 1
@@ -177,6 +174,12 @@ struct PredicateParser {
         default: break
         }
         return filter
+    }
+
+    private func orRefusal() -> NimbusError {
+        NimbusError(.invalidArguments, reason: "NSPredicate \"\(format)\": Only AND compound predicates are allowed "
+            + "(CloudKit refuses OR in a query or subscription too). Run one query per alternative, or for "
+            + "alternatives of one field use key IN %@.")
     }
 
     private func failure(_ what: String) -> NimbusError {
