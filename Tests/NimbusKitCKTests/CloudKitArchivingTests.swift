@@ -103,5 +103,7 @@ struct CloudKitArchivingTests {
         #expect(types[3] == "DOUBLE_LIST", "integers among fractions are a DOUBLE list")
         #expect(types[4] == "STRING")
         #expect(try NSPredicate(format: "ratio > %f", 2.0).nimbusFilters().first?.typedBySchema == false)
+        let probe = try #require(Issue32Probe.subscriptionsAndErrors()[0] as? CKQuerySubscription)
+        #expect(try probe.nimbusSubscription().filters.count == 5, "the issue's predicate forms parse")
     }
 }
