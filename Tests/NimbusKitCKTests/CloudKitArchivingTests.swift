@@ -55,6 +55,26 @@ struct CloudKitArchivingTests {
         #expect(try roundTrip(info)?.category == "contacts")
     }
 
+    @Test func aWholeRecordAndAReferenceRoundTrip() throws {
+        var stored = Record(recordType: "Contact", id: RecordID(recordName: "ada", zoneID: ZoneID("Contacts")))
+        stored.changeTag = "tag-7"
+        let record = CKRecord(record: stored)
+        record["name"] = "Ada"
+        record["age"] = 36
+        record["tags"] = ["math", "engines"]
+        record["friend"] = CKRecord.Reference(recordID: CKRecord.ID(recordName: "charles"), action: .deleteSelf)
+        record.setParent(CKRecord.ID(recordName: "folder"))
+        let back = try #require(try roundTrip(record))
+        #expect(back.recordID == record.recordID && back.recordType == "Contact" && back.recordChangeTag == "tag-7")
+        #expect(back["name"] as? String == "Ada" && (back["age"] as? NSNumber)?.intValue == 36 && back["tags"] as? [String] == ["math", "engines"])
+        #expect((back["friend"] as? CKRecord.Reference)?.recordID.recordName == "charles" && back.parent?.recordID.recordName == "folder")
+        #expect((record.copy() as? CKRecord)?["name"] as? String == "Ada", "copy() is NSObject's, through copy(with:)")
+
+        let reference = CKRecord.Reference(recordID: CKRecord.ID(recordName: "x", zoneID: CKRecordZone.ID(zoneName: "Z")), action: .deleteSelf)
+        let referenceBack = try #require(try roundTrip(reference))
+        #expect(referenceBack == reference && referenceBack.action == .deleteSelf && referenceBack.recordID.zoneID.zoneName == "Z")
+    }
+
     @Test func aQueryCursorRoundTripsWithItsQuery() throws {
         var filter = Filter.greaterThan("duration", Int64(30))
         filter.typedBySchema = true
