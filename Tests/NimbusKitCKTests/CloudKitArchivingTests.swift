@@ -75,6 +75,14 @@ struct CloudKitArchivingTests {
         #expect(referenceBack == reference && referenceBack.action == .deleteSelf && referenceBack.recordID.zoneID.zoneName == "Z")
     }
 
+    @Test func aQueryRoundTrips() throws {
+        let query = CKQuery(recordType: "Session", predicate: NSPredicate(format: "duration > %d AND name BEGINSWITH %@", 30, "S"))
+        query.sortDescriptors = [NSSortDescriptor(key: "duration", ascending: false)]
+        query.filters = [.equals("kind", "focus")]
+        let back = try #require(try roundTrip(query))
+        #expect(try back.nimbusQuery() == query.nimbusQuery() && back.predicate.predicateFormat == query.predicate.predicateFormat)
+    }
+
     @Test func aQueryCursorRoundTripsWithItsQuery() throws {
         var filter = Filter.greaterThan("duration", Int64(30))
         filter.typedBySchema = true
