@@ -5,12 +5,8 @@ public final class CKQueryOperation: CKDatabaseOperation, @unchecked Sendable {
     /// As many as the server gives in one page (its `maxResultsLimit`).
     public static let maximumResults = 0
 
-    /// Where the next page of a query starts.
-    public final class Cursor: NSObject, @unchecked Sendable {
-        // Safe: immutable after init.
-        let cursor: QueryCursor
-        init(_ cursor: QueryCursor) { self.cursor = cursor }
-    }
+    /// Where the next page of a query starts (`CKQueryCursor`, archived with `NSSecureCoding`).
+    public typealias Cursor = CKQueryCursor
 
     public var query: CKQuery?
     public var cursor: Cursor?

@@ -1,7 +1,7 @@
 import Foundation
 
 /// CloudKit's nested names of a record.
-extension CKRecord {
+extension CKRecord: NSCopying {
     public typealias RecordType = String
     public typealias FieldKey = String
     public typealias ReferenceAction = Reference.Action
@@ -38,66 +38,50 @@ extension CKRecord {
 
     /// Key-value coding over the fields, as CloudKit's `CKRecord` does it; values that are not
     /// `CKRecordValue`s (and `NSNull`) remove the field.
+#if !canImport(Darwin)
+    // Linux's NSObject has no key-value coding; on Apple platforms CKRecord overrides NSObject's (CKRecord.swift).
     public func setValuesForKeys(_ keyedValues: [String: Any]) {
         for (key, value) in keyedValues { setValue(value, forKey: key) }
     }
 
     public func setValue(_ value: Any?, forKey key: String) { self[key] = value as? any CKRecordValueProtocol }
     public func value(forKey key: String) -> Any? { self[key] }
-    public func dictionaryWithValues(forKeys keys: [String]) -> [String: Any] {
+    public func dictionaryWithValues(forKeys keys: [String]) -> [String: Any] { fieldValues(forKeys: keys) }
+#endif
+
+    func fieldValues(forKeys keys: [String]) -> [String: Any] {
         var values: [String: Any] = [:]
         for key in keys { values[key] = self[key] ?? NSNull() }
         return values
     }
 
-    /// A copy with the same identity, system fields and fields (CloudKit's `NSCopying`).
-    public func copy() -> Any { copy(with: nil) }
+    /// A copy with the same identity, system fields and fields (CloudKit's `NSCopying`; `copy()` is NSObject's).
     public func copy(with zone: NSZone? = nil) -> Any {
         let copy = CKRecord(record: record, database: database)
         copy.parent = parent
         return copy
-    }
-
-    // MARK: - System fields archived with NSSecureCoding
-
-    static let systemFieldsKey = "NimbusRecordSystemFields"
-    static let parentNameKey = "NimbusRecordParentName"
-    static let parentZoneKey = "NimbusRecordParentZone"
-
-    /// Archives the record's identity, type and change tag (not its fields), so that a record
-    /// saved after a relaunch is an update of the server's copy rather than a create.
-    public func encodeSystemFields(with coder: NSCoder) {
-        var system = record
-        system.fields = [:]
-        guard let json = try? JSONEncoder().encode(system),
-              var object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else { return }
-        object["serverFields"] = nil
-        guard let stripped = try? JSONSerialization.data(withJSONObject: object) else { return }
-        coder.encode(NSData(data: stripped), forKey: CKRecord.systemFieldsKey)
-        if let parent {
-            coder.encode(NSString(string: parent.recordID.recordName), forKey: CKRecord.parentNameKey)
-            coder.encode(NSString(string: parent.recordID.zoneID.zoneName), forKey: CKRecord.parentZoneKey)
-        }
-    }
-
-    /// A record from `encodeSystemFields(with:)`'s archive: no fields, the server's change tag.
-    public convenience init?(coder: NSCoder) {
-        guard coder.containsValue(forKey: CKRecord.systemFieldsKey),
-              let data = coder.decodeObject(of: NSData.self, forKey: CKRecord.systemFieldsKey),
-              let record = try? JSONDecoder().decode(Record.self, from: Data(referencing: data)) else { return nil }
-        self.init(record: record)
-        // A missing key is a decoding failure on Linux's NSKeyedUnarchiver: ask first.
-        if coder.containsValue(forKey: CKRecord.parentNameKey),
-           let name = coder.decodeObject(of: NSString.self, forKey: CKRecord.parentNameKey) {
-            let zone = coder.containsValue(forKey: CKRecord.parentZoneKey)
-                ? coder.decodeObject(of: NSString.self, forKey: CKRecord.parentZoneKey).map { String(describing: $0) } : nil
-            parent = Reference(recordID: ID(recordName: String(describing: name), zoneID: CKRecordZone.ID(zoneName: zone ?? "_defaultZone")),
-                               action: .none)
-        }
     }
 }
 
 /// The parts of a CloudKit record Nimbus keeps only on the client.
 struct CKRecordExtras {
     var parent: CKRecord.Reference?
+}
+
+extension CKRecord {
+    /// The words of the record's string fields (string lists included), split at whitespace, as
+    /// CloudKit's `allTokens()`. Nimbus has no full-text search: save them in a STRING_LIST field
+    /// and query it with `CONTAINS` instead of `self CONTAINS`.
+    public func allTokens() -> [String] {
+        storage.withLock { record in
+            record.fields.keys.sorted().flatMap { key -> [String] in
+                switch record.fields[key] {
+                case .string(let text)?: return text.split(whereSeparator: \.isWhitespace).map(String.init)
+                case .list(let values, .string)?:
+                    return values.compactMap(\.stringValue).flatMap { $0.split(whereSeparator: \.isWhitespace).map(String.init) }
+                default: return []
+                }
+            }
+        }
+    }
 }

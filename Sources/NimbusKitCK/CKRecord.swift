@@ -17,8 +17,9 @@ extension Data: CKRecordValueProtocol {}
 extension NSNumber: CKRecordValueProtocol {}
 extension Array: CKRecordValueProtocol where Element: CKRecordValueProtocol {}
 
-/// A record, as CloudKit's class: fields by subscript, system fields read-only.
-public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
+/// A record, as CloudKit's class: fields by subscript, system fields read-only. It archives with
+/// `NSSecureCoding` whole (`encode(with:)`) or as its system fields (`encodeSystemFields(with:)`).
+public final class CKRecord: NSObject, NSSecureCoding, @unchecked Sendable {
     // Safe as CloudKit's CKRecord is: one owner mutates it at a time; the lock guards the storage.
     let storage: Locked<Record>
     /// Where a fetched record's assets download from.
@@ -48,7 +49,7 @@ public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
     public var recordChangeTag: String? { storage.withLock { $0.changeTag } }
     public var creationDate: Date? { storage.withLock { $0.created?.timestamp } }
     public var modificationDate: Date? { storage.withLock { $0.modified?.timestamp } }
-    public var description: String { "<CKRecord \(recordType) \(recordID.recordName)>" }
+    public override var description: String { "<CKRecord \(recordType) \(recordID.recordName)>" }
 
     public func allKeys() -> [String] { storage.withLock { $0.fields.keys.sorted() } }
     public func changedKeys() -> [String] { storage.withLock { $0.changedKeys } }
@@ -61,42 +62,21 @@ public final class CKRecord: @unchecked Sendable, CustomStringConvertible {
     public func object(forKey key: String) -> CKRecordValue? { self[key] }
     public func setObject(_ object: CKRecordValue?, forKey key: String) { self[key] = object }
 
-    /// A record's identity.
-    public final class ID: NSObject, @unchecked Sendable {
-        // Safe: immutable after init.
-        public let recordName: String
-        public let zoneID: CKRecordZone.ID
-
-        public init(recordName: String, zoneID: CKRecordZone.ID = .default) {
-            self.recordName = recordName
-            self.zoneID = zoneID
-        }
-
-        var nimbus: RecordID { RecordID(recordName: recordName, zoneID: zoneID.nimbus) }
-        convenience init(_ id: RecordID) { self.init(recordName: id.recordName, zoneID: CKRecordZone.ID(id.zoneID)) }
-
-        public override func isEqual(_ object: Any?) -> Bool {
-            guard let other = object as? ID else { return false }
-            return other.recordName == recordName && other.zoneID.zoneName == zoneID.zoneName
-        }
-        public override var hash: Int { recordName.hashValue ^ zoneID.zoneName.hashValue }
-        public override var description: String { "<CKRecordID: \(recordName); zone \(zoneID.zoneName)>" }
+#if canImport(Darwin)
+    // Key-value coding over the fields, overriding NSObject's (Linux's NSObject has none: CKRecord+CloudKit.swift).
+    public override func setValuesForKeys(_ keyedValues: [String: Any]) {
+        for (key, value) in keyedValues { setValue(value, forKey: key) }
     }
+    public override func setValue(_ value: Any?, forKey key: String) { self[key] = value as? any CKRecordValueProtocol }
+    public override func value(forKey key: String) -> Any? { self[key] }
+    public override func dictionaryWithValues(forKeys keys: [String]) -> [String: Any] { fieldValues(forKeys: keys) }
+#endif
 
-    /// A `REFERENCE` value.
-    public final class Reference: NSObject, CKRecordValueProtocol, @unchecked Sendable {
-        // Safe: immutable after init.
-        public enum Action: UInt, Sendable { case none = 0, deleteSelf = 1 }
-        public let recordID: ID
-        public let action: Action
+    /// A record's identity (`CKRecordID`, archived with `NSSecureCoding`).
+    public typealias ID = CKRecordID
 
-        public init(recordID: ID, action: Action) {
-            self.recordID = recordID
-            self.action = action
-        }
-
-        public convenience init(record: CKRecord, action: Action) { self.init(recordID: record.recordID, action: action) }
-    }
+    /// A `REFERENCE` value (`CKReference`, archived with `NSSecureCoding`).
+    public typealias Reference = CKReference
 
     // MARK: - Values both ways
 

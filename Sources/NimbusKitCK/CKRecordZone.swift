@@ -1,32 +1,29 @@
 import Foundation
 
-/// A zone (only its identity: NimbusKitCK creates zones through `CKDatabase`).
-public final class CKRecordZone: @unchecked Sendable {
+/// A zone (only its identity: NimbusKitCK creates zones through `CKDatabase`). It archives with
+/// `NSSecureCoding`, as CloudKit's does.
+public final class CKRecordZone: NSObject, NSSecureCoding, @unchecked Sendable {
     // Safe: immutable after init.
     public let zoneID: ID
 
     public init(zoneID: ID) { self.zoneID = zoneID }
     public convenience init(zoneName: String) { self.init(zoneID: ID(zoneName: zoneName)) }
 
-    /// A zone's identity.
-    public final class ID: NSObject, @unchecked Sendable {
-        // Safe: immutable after init.
-        public let zoneName: String
-        public let ownerName: String
+    /// A zone's identity (`CKRecordZoneID`, archived with `NSSecureCoding`).
+    public typealias ID = CKRecordZoneID
 
-        public init(zoneName: String = "_defaultZone", ownerName: String = "__defaultOwner__") {
-            self.zoneName = zoneName
-            self.ownerName = ownerName
-        }
+    public static var supportsSecureCoding: Bool { true }
+    static let zoneIDKey = "zoneID"
 
-        /// The zone every database has.
-        public static let `default` = ID()
+    public func encode(with coder: NSCoder) { coder.encode(zoneID, forKey: CKRecordZone.zoneIDKey) }
 
-        var nimbus: ZoneID { ZoneID(zoneName) }
-        convenience init(_ zone: ZoneID) { self.init(zoneName: zone.zoneName) }
-
-        public override func isEqual(_ object: Any?) -> Bool { (object as? ID)?.zoneName == zoneName }
-        public override var hash: Int { zoneName.hashValue }
-        public override var description: String { "<CKRecordZoneID: \(zoneName)>" }
+    public init?(coder: NSCoder) {
+        guard coder.containsValue(forKey: CKRecordZone.zoneIDKey),
+              let zoneID = coder.decodeObject(of: CKRecordZoneID.self, forKey: CKRecordZone.zoneIDKey) else { return nil }
+        self.zoneID = zoneID
     }
+
+    public override func isEqual(_ object: Any?) -> Bool { (object as? CKRecordZone)?.zoneID == zoneID }
+    public override var hash: Int { zoneID.hash }
+    public override var description: String { "<CKRecordZone: \(zoneID.zoneName)>" }
 }

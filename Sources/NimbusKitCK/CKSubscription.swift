@@ -3,46 +3,33 @@ import Foundation
 /// A subscription. Its notifications arrive through the notification channel
 /// (`CKDatabase.notifications()`) while the app runs, and as APNs pushes when the server has push
 /// configured and the device registered (`CKContainer.registerForRemoteNotifications`).
-public class CKSubscription: @unchecked Sendable {
+/// Archives with `NSSecureCoding` (as CloudKit's does), its subclasses included.
+public class CKSubscription: NSObject, NSSecureCoding, @unchecked Sendable {
     // Safe as CloudKit's CKSubscription is: configured by one owner before it is saved.
     public let subscriptionID: String
     public var notificationInfo: NotificationInfo?
 
     init(subscriptionID: String) { self.subscriptionID = subscriptionID }
 
-    /// What a notification shows.
-    public final class NotificationInfo: @unchecked Sendable {
-        // Safe: configured by one owner before the subscription is saved.
-        public var title: String?
-        public var alertBody: String?
-        public var alertLocalizationKey: String?
-        public var soundName: String?
-        public var shouldBadge = false
-        public var shouldSendContentAvailable = false
-        public var desiredKeys: [String]?
-        /// The app's notification category. Nimbus pushes carry no category: it stays on this
-        /// object (an app sets it on the notification it shows).
-        public var category: String?
+    public class var supportsSecureCoding: Bool { true }
+    static let idKey = "subscriptionID", infoKey = "notificationInfo"
 
-        public init() {}
-
-        var nimbus: Subscription.NotificationInfo {
-            Subscription.NotificationInfo(title: title, alertBody: alertBody, alertLocalizationKey: alertLocalizationKey,
-                                          soundName: soundName, shouldBadge: shouldBadge,
-                                          shouldSendContentAvailable: shouldSendContentAvailable, desiredKeys: desiredKeys)
-        }
-
-        convenience init(_ info: Subscription.NotificationInfo) {
-            self.init()
-            title = info.title
-            alertBody = info.alertBody
-            alertLocalizationKey = info.alertLocalizationKey
-            soundName = info.soundName
-            shouldBadge = info.shouldBadge
-            shouldSendContentAvailable = info.shouldSendContentAvailable
-            desiredKeys = info.desiredKeys
-        }
+    public func encode(with coder: NSCoder) {
+        coder.encode(NSString(string: subscriptionID), forKey: CKSubscription.idKey)
+        if let notificationInfo { coder.encode(notificationInfo, forKey: CKSubscription.infoKey) }
     }
+
+    public required init?(coder: NSCoder) {
+        guard let id = coder.decodeString(forKey: CKSubscription.idKey) else { return nil }
+        subscriptionID = id
+        notificationInfo = coder.containsValue(forKey: CKSubscription.infoKey)
+            ? coder.decodeObject(of: NotificationInfo.self, forKey: CKSubscription.infoKey) : nil
+    }
+
+    public override var description: String { "<\(type(of: self)) \(subscriptionID)>" }
+
+    /// What a notification shows (`CKNotificationInfo`, archived with `NSSecureCoding`).
+    public typealias NotificationInfo = CKNotificationInfo
 
     func nimbusSubscription() throws -> Subscription {
         Subscription(subscriptionID: subscriptionID, kind: .database, notificationInfo: notificationInfo?.nimbus ?? .init())
@@ -101,6 +88,32 @@ public final class CKQuerySubscription: CKSubscription, @unchecked Sendable {
         super.init(subscriptionID: subscriptionID)
     }
 
+    static let recordTypeKey = "recordType", predicateKey = "predicate", optionsKey = "querySubscriptionOptions"
+    static let zoneIDKey = "zoneID", filtersKey = "NimbusFilters"
+
+    public override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(NSString(string: recordType), forKey: CKQuerySubscription.recordTypeKey)
+        predicate.encode(to: coder, forKey: CKQuerySubscription.predicateKey)
+        coder.encode(NSNumber(value: querySubscriptionOptions.rawValue), forKey: CKQuerySubscription.optionsKey)
+        if let zoneID { coder.encode(zoneID, forKey: CKQuerySubscription.zoneIDKey) }
+        if !filters.isEmpty { coder.encodeJSON(filters.map(FilterArchive.init), forKey: CKQuerySubscription.filtersKey) }
+    }
+
+    public required init?(coder: NSCoder) {
+        guard let recordType = coder.decodeString(forKey: CKQuerySubscription.recordTypeKey),
+              let predicate = NSPredicate.decode(from: coder, forKey: CKQuerySubscription.predicateKey),
+              coder.containsValue(forKey: CKQuerySubscription.optionsKey),
+              let options = coder.decodeObject(of: NSNumber.self, forKey: CKQuerySubscription.optionsKey) else { return nil }
+        self.recordType = recordType
+        self.predicate = predicate
+        querySubscriptionOptions = Options(rawValue: options.uintValue)
+        zoneID = coder.containsValue(forKey: CKQuerySubscription.zoneIDKey)
+            ? coder.decodeObject(of: CKRecordZoneID.self, forKey: CKQuerySubscription.zoneIDKey) : nil
+        filters = coder.decodeJSON([FilterArchive].self, forKey: CKQuerySubscription.filtersKey)?.compactMap(\.filter) ?? []
+        super.init(coder: coder)
+    }
+
     override func nimbusSubscription() throws -> Subscription {
         var events: Set<Subscription.Event> = []
         if querySubscriptionOptions.contains(.firesOnRecordCreation) { events.insert(.create) }
@@ -123,6 +136,18 @@ public final class CKRecordZoneSubscription: CKSubscription, @unchecked Sendable
         super.init(subscriptionID: subscriptionID)
     }
 
+    public override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(zoneID, forKey: CKQuerySubscription.zoneIDKey)
+    }
+
+    public required init?(coder: NSCoder) {
+        guard coder.containsValue(forKey: CKQuerySubscription.zoneIDKey),
+              let zoneID = coder.decodeObject(of: CKRecordZoneID.self, forKey: CKQuerySubscription.zoneIDKey) else { return nil }
+        self.zoneID = zoneID
+        super.init(coder: coder)
+    }
+
     override func nimbusSubscription() throws -> Subscription {
         Subscription(subscriptionID: subscriptionID, kind: .zone, zoneID: zoneID.nimbus, notificationInfo: notificationInfo?.nimbus ?? .init())
     }
@@ -131,4 +156,5 @@ public final class CKRecordZoneSubscription: CKSubscription, @unchecked Sendable
 /// Notifies of every change in the database.
 public final class CKDatabaseSubscription: CKSubscription, @unchecked Sendable {
     public override init(subscriptionID: String) { super.init(subscriptionID: subscriptionID) }
+    public required init?(coder: NSCoder) { super.init(coder: coder) }
 }

@@ -12,6 +12,10 @@ extension NSPredicate {
                 return try predicate.nimbusFilters()
             }
         }
+        if let compound = self as? NSCompoundPredicate, compound.compoundPredicateType == .or {
+            throw CKError(NimbusError(.invalidArguments, reason: "NSPredicate \"\(predicateFormat)\": Only AND compound predicates are allowed "
+                + "(CloudKit refuses OR too). Run one query per alternative, or use key IN %@."))
+        }
         guard let comparison = self as? NSComparisonPredicate,
               comparison.leftExpression.expressionType == .keyPath,
               comparison.rightExpression.expressionType == .constantValue,
@@ -29,7 +33,7 @@ extension NSPredicate {
         case .beginsWith: comparator = .beginsWith
         default: throw unsupported()
         }
-        return [Filter(comparison.leftExpression.keyPath, comparator, value)]
+        return [PredicateParser.widening(Filter(comparison.leftExpression.keyPath, comparator, value))]
     }
 
     private func unsupported() -> CKError {

@@ -31,6 +31,12 @@ public final class NSPredicate: @unchecked Sendable, CustomStringConvertible {
             .mapError { $0 as? NimbusError ?? NimbusError(.invalidArguments, reason: "\($0)") }
     }
 
+    /// A predicate restored from an archive: its format and the filters it was parsed into.
+    init(format: String, filters: [Filter]) {
+        predicateFormat = format
+        parsed = .success(filters)
+    }
+
     public var description: String { predicateFormat }
 
     func nimbusFilters() throws -> [Filter] {
@@ -50,13 +56,17 @@ public final class NSSortDescriptor: @unchecked Sendable {
     }
 }
 
-// `Date` and arrays are predicate arguments (`%@`), as on Apple platforms.
+// `Date`, `NSDate`, `NSNumber` and arrays are predicate arguments (`%@`), as on Apple platforms.
 extension Date: @retroactive CVarArg {
     public var _cVarArgEncoding: [Int] { timeIntervalSinceReferenceDate._cVarArgEncoding }
 }
 
 extension NSDate: @retroactive CVarArg {
     public var _cVarArgEncoding: [Int] { timeIntervalSinceReferenceDate._cVarArgEncoding }
+}
+
+extension NSNumber: @retroactive CVarArg {
+    public var _cVarArgEncoding: [Int] { doubleValue._cVarArgEncoding }
 }
 
 extension Array: @retroactive CVarArg {

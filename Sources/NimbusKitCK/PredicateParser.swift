@@ -20,24 +20,36 @@ struct PredicateParser {
 
     mutating func parse() throws -> [Filter] {
         if tokens == [.word("TRUEPREDICATE")] { return [] }
-        var filters = [try comparison()]
-        while position < tokens.count {
-            guard tokens[position] == .word("AND") || tokens[position] == .symbol("&&") else {
-                throw failure("only AND joins comparisons")
-            }
-            position += 1
-            filters.append(try comparison())
-        }
+        let filters = try conjunction()
+        if position < tokens.count { throw failure("unexpected \(tokens[position])") }
         guard argumentIndex == arguments.count else { throw failure("\(arguments.count) arguments for \(argumentIndex) placeholders") }
+        return filters.map(PredicateParser.widening)
+    }
+
+    /// Comparisons joined by AND. CloudKit allows only AND compound predicates (CKQuery.h:
+    /// "Only AND compound predicates are allowed."): OR is refused with that rule, as CloudKit does.
+    private mutating func conjunction() throws -> [Filter] {
+        var filters = try term()
+        while position < tokens.count {
+            if tokens[position] == .word("OR") || tokens[position] == .symbol("||") { throw orRefusal() }
+            guard tokens[position] == .word("AND") || tokens[position] == .symbol("&&") else { break }
+            position += 1
+            filters += try term()
+        }
         return filters
     }
 
-    private mutating func comparison() throws -> Filter {
+    /// One comparison, or a parenthesized conjunction.
+    private mutating func term() throws -> [Filter] {
         if accept(.symbol("(")) {
-            let inner = try comparison()
+            let inner = try conjunction()
             guard accept(.symbol(")")) else { throw failure("a ( is not closed") }
             return inner
         }
+        return [try comparison()]
+    }
+
+    private mutating func comparison() throws -> Filter {
         if accept(.word("NOT")) {
             // NOT (key IN %@) and NOT key IN %@: NOT_IN.
             let parenthesized = accept(.symbol("("))
@@ -54,7 +66,9 @@ struct PredicateParser {
         }
         if tokens.count > position + 1, tokens[position] == .word("self") || tokens[position] == .word("SELF"),
            tokens[position + 1] == .word("CONTAINS") {
-            throw failure("self CONTAINS (full-text search) has no Nimbus counterpart")
+            throw NimbusError(.invalidArguments, reason: "NSPredicate \"\(format)\": self CONTAINS is CloudKit's full-text token search, "
+                + "which the Nimbus server does not have (its comparators: docs/api.md). Keep the words in a STRING_LIST field "
+                + "(record[\"tokens\"] = record.allTokens()) and query tokens CONTAINS %@.")
         }
         let key = try keyOperand()
         guard position < tokens.count else { throw failure("a comparison ends after \(key)") }
@@ -69,6 +83,7 @@ struct PredicateParser {
         case .word("IN"): comparator = .in
         case .word("BEGINSWITH"): comparator = .beginsWith
         case .word("CONTAINS"): comparator = .listContains
+        case .word("OR"), .symbol("||"): throw orRefusal()
         default: throw failure("unsupported operator \(tokens[position])")
         }
         position += 1
@@ -132,8 +147,12 @@ struct PredicateParser {
             let kind = String(cString: v.objCType)
             return kind == "d" || kind == "f" ? .double(v.doubleValue) : .int64(v.int64Value)
         case ("%@", let v as [Any]):
-            let values = v.compactMap { value($0, placeholder: "%@") }
+            var values = v.compactMap { value($0, placeholder: "%@") }
             guard values.count == v.count else { return nil }
+            // Integers among fractions: a DOUBLE list, as the server types a mixed JSON list.
+            if values.contains(where: { $0.fieldType == .double }), values.allSatisfy({ $0.fieldType == .double || $0.fieldType == .int64 }) {
+                values = values.map { $0.int64Value.map { .double(Double($0)) } ?? $0 }
+            }
             return .list(values, elementType: values.first?.fieldType ?? .string)
         case ("%@", let v as any RecordValueConvertible): return v.recordValue
         case ("%d", let v as any BinaryInteger), ("%i", let v as any BinaryInteger), ("%ld", let v as any BinaryInteger):
@@ -144,10 +163,29 @@ struct PredicateParser {
         }
     }
 
+    /// An integer argument goes without its type: the server types it from the field's schema, so
+    /// it is compared with a DOUBLE field as a DOUBLE (CloudKit compares an integer NSNumber with
+    /// one). Against a TIMESTAMP field it is taken as milliseconds since 1970.
+    static func widening(_ filter: Filter) -> Filter {
+        var filter = filter
+        switch filter.value {
+        case .int64: filter.typedBySchema = true
+        case .list(let values, _): filter.typedBySchema = !values.isEmpty && values.allSatisfy { $0.fieldType == .int64 }
+        default: break
+        }
+        return filter
+    }
+
+    private func orRefusal() -> NimbusError {
+        NimbusError(.invalidArguments, reason: "NSPredicate \"\(format)\": Only AND compound predicates are allowed "
+            + "(CloudKit refuses OR in a query or subscription too). Run one query per alternative, or for "
+            + "alternatives of one field use key IN %@.")
+    }
+
     private func failure(_ what: String) -> NimbusError {
         NimbusError(.invalidArguments, reason: "NSPredicate \"\(format)\": \(what). NimbusKitCK supports key OP %@ "
             + "(< <= > >= == !=), IN, NOT (k IN %@), BEGINSWITH, CONTAINS and ANY k == %@ on lists, "
-            + "parentheses and AND; use CKQuery.filters for anything else.")
+            + "parentheses and AND (as CloudKit, no OR); use CKQuery.filters for anything else.")
     }
 
     static func tokenize(_ format: String) throws -> [Token] {
@@ -188,14 +226,14 @@ struct PredicateParser {
                 while j < characters.count && (characters[j].isLetter || characters[j].isNumber || characters[j] == "_") { j += 1 }
                 let word = String(characters[i..<j])
                 let upper = word.uppercased()
-                tokens.append(["AND", "IN", "BEGINSWITH", "TRUEPREDICATE", "NOT", "ANY", "CONTAINS"].contains(upper) ? .word(upper) : .word(word))
+                tokens.append(["AND", "OR", "IN", "BEGINSWITH", "TRUEPREDICATE", "NOT", "ANY", "CONTAINS"].contains(upper) ? .word(upper) : .word(word))
                 i = j
             } else if c == "(" || c == ")" {
                 tokens.append(.symbol(String(c)))
                 i += 1
             } else {
                 var j = i
-                while j < characters.count && "<>=!&".contains(characters[j]) { j += 1 }
+                while j < characters.count && "<>=!&|".contains(characters[j]) { j += 1 }
                 guard j > i else { throw NimbusError(.invalidArguments, reason: "NSPredicate \"\(format)\": unexpected \"\(c)\"") }
                 tokens.append(.symbol(String(characters[i..<j])))
                 i = j

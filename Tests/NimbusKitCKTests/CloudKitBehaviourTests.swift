@@ -190,4 +190,69 @@ struct CloudKitBehaviourTests {
         #expect(try await names("ANY tags == %@", ["home"]) == ["a", "b"])
         #expect(try await names("NOT (name IN %@)", [["a", "b"]]) == ["c"])
     }
+
+    @Test func integerArgumentsAgainstADoubleFieldAreWidened() async throws {
+        let server = try LiveServer.start()
+        defer { server.stop() }
+        let database = CKContainer(identifier: LiveServer.container, configuration: try server.configuration(user: "fa", device: "mac"))
+            .privateCloudDatabase
+        for (name, duration) in [("short", 12.5), ("long", 90.0)] {
+            let record = CKRecord(recordType: "SessionConfiguration", recordID: CKRecord.ID(recordName: name))
+            record["name"] = name
+            record["duration"] = duration
+            _ = try await database.save(record)
+        }
+        func names(_ format: String, _ arguments: [Any] = []) async throws -> [String] {
+            let predicate = NSPredicate(format: format, argumentArray: arguments)
+            return try await database.records(matching: CKQuery(recordType: "SessionConfiguration", predicate: predicate))
+                .matchResults.compactMap { try? $0.1.get()["name"] as? String }
+        }
+        #expect(try await names("duration > %d", [30]) == ["long"])
+        #expect(try await names("duration < 30") == ["short"])
+        #expect(try await names("duration IN %@", [[90]]) == ["long"])
+        let subscription = CKQuerySubscription(recordType: "SessionConfiguration", predicate: NSPredicate(format: "duration >= %@", NSNumber(value: 60)),
+                                               subscriptionID: "long-sessions", options: [.firesOnRecordCreation])
+        _ = try await database.save(subscription)
+        let fetched = try await database.subscription(for: "long-sessions")
+        #expect((fetched as? CKQuerySubscription)?.filters.first?.typedBySchema == true, "an untyped value comes back untyped")
+    }
+
+    @Test func zonesAndSubscriptionsAreFetchedThroughOperations() async throws {
+        let server = try LiveServer.start()
+        defer { server.stop() }
+        let database = CKContainer(identifier: LiveServer.container, configuration: try server.configuration(user: "gu", device: "mac"))
+            .privateCloudDatabase
+        _ = try await database.modifyRecordZones(saving: [CKRecordZone(zoneName: "A"), CKRecordZone(zoneName: "B")], deleting: [])
+        _ = try await database.modifySubscriptions(saving: [CKDatabaseSubscription(subscriptionID: "all"),
+                                                            CKRecordZoneSubscription(zoneID: CKRecordZone.ID(zoneName: "A"), subscriptionID: "a")],
+                                                   deleting: [])
+        let everyZone = CKFetchRecordZonesOperation.fetchAllRecordZonesOperation()
+        var seen: [String] = []
+        everyZone.perRecordZoneResultBlock = { id, result in if case .success = result { seen.append(id.zoneName) } }
+        let zones: [CKRecordZone.ID: CKRecordZone] = try await wait { done in
+            everyZone.fetchRecordZonesCompletionBlock = { zones, error in done(zones.map { .success($0) } ?? .failure(error ?? CKError(.internalError))) }
+            database.add(everyZone)
+        }
+        #expect(Set(zones.keys.map(\.zoneName)) == ["_defaultZone", "A", "B"] && Set(seen) == Set(zones.keys.map(\.zoneName)))
+
+        let someZones = CKFetchRecordZonesOperation(recordZoneIDs: [CKRecordZone.ID(zoneName: "A"), CKRecordZone.ID(zoneName: "Nope")])
+        var missing: CKError?
+        someZones.perRecordZoneResultBlock = { id, result in if case .failure(let error) = result, id.zoneName == "Nope" { missing = error as? CKError } }
+        let outcome: Void? = try? await wait { done in someZones.fetchRecordZonesResultBlock = { done($0) }; database.add(someZones) }
+        #expect(outcome == nil && missing?.code == .zoneNotFound, "a missing zone fails its item and the operation (partialFailure)")
+
+        let everySubscription = CKFetchSubscriptionsOperation.fetchAllSubscriptionsOperation()
+        let subscriptions: [CKSubscription.ID: CKSubscription] = try await wait { done in
+            everySubscription.fetchSubscriptionCompletionBlock = { found, error in
+                done(found.map { .success($0) } ?? .failure(error ?? CKError(.internalError)))
+            }
+            database.add(everySubscription)
+        }
+        #expect(Set(subscriptions.keys) == ["all", "a"] && subscriptions["a"] is CKRecordZoneSubscription)
+        let one = CKFetchSubscriptionsOperation(subscriptionIDs: ["a", "gone"])
+        var results: [CKSubscription.ID: Bool] = [:]
+        one.perSubscriptionResultBlock = { id, result in results[id] = (try? result.get()) != nil }
+        let failed: Void? = try? await wait { done in one.fetchSubscriptionsResultBlock = { done($0) }; database.add(one) }
+        #expect(failed == nil && results == ["a": true, "gone": false])
+    }
 }

@@ -242,4 +242,11 @@ public struct QueryCursor: Sendable, Hashable {
     public var marker: String
     public var query: Query
     public var zoneID: ZoneID
+
+    /// A cursor restored from an archive (NimbusKitCK's `CKQueryOperation.Cursor`).
+    package init(marker: String, query: Query, zoneID: ZoneID) {
+        self.marker = marker
+        self.query = query
+        self.zoneID = zoneID
+    }
 }

@@ -39,6 +39,9 @@ public struct Filter: Sendable, Hashable {
     public var fieldName: String
     public var comparator: Comparator
     public var value: RecordValue
+    /// Sent without its type, for the server to type from the field's schema: NimbusKitCK's
+    /// integer predicate arguments, which CloudKit compares with a DOUBLE field too (widened there).
+    package var typedBySchema = false
 
     public init(_ fieldName: String, _ comparator: Comparator, _ value: any RecordValueConvertible) {
         self.fieldName = fieldName
@@ -69,8 +72,25 @@ public struct Filter: Sendable, Hashable {
         Filter(field, .listContains, element)
     }
 
+    /// A filter value from the wire: typed, or (sent `typedBySchema`) a JSON number or list of numbers.
+    static func valueFromWire(_ field: Any?) throws -> RecordValue? {
+        guard let object = JSON.object(field), object["type"] == nil else { return try RecordValue.fromWire(field, zoneID: .default) }
+        func number(_ value: Any?) -> RecordValue? {
+            if let int = JSON.int64(value) { return .int64(int) }
+            return JSON.double(value).map(RecordValue.double)
+        }
+        if let items = JSON.array(object["value"]) {
+            let values = items.compactMap(number)
+            guard values.count == items.count else { return nil }
+            return .list(values, elementType: values.first?.fieldType ?? .int64)
+        }
+        return number(object["value"])
+    }
+
     func wireFilter() -> JSONObject {
-        ["fieldName": fieldName, "comparator": comparator.rawValue, "fieldValue": value.wireField()]
+        var field = value.wireField()
+        if typedBySchema { field["type"] = nil }
+        return ["fieldName": fieldName, "comparator": comparator.rawValue, "fieldValue": field]
     }
 }
 

@@ -90,10 +90,13 @@ public struct Subscription: Sendable, Hashable {
         let filters = try (JSON.array(query?["filterBy"]) ?? []).map { item -> Filter in
             guard let f = JSON.object(item), let name = JSON.string(f["fieldName"]),
                   let comparator = Filter.Comparator(rawValue: JSON.string(f["comparator"]) ?? ""),
-                  let value = try RecordValue.fromWire(f["fieldValue"], zoneID: .default) else {
+                  let value = try Filter.valueFromWire(f["fieldValue"]) else {
                 throw JSON.bad("A subscription filter is malformed")
             }
-            return Filter(name, comparator, value)
+            var filter = Filter(name, comparator, value)
+            // The server answers a subscription's query as it was sent: a value sent untyped comes back so.
+            filter.typedBySchema = JSON.object(f["fieldValue"])?["type"] == nil
+            return filter
         }
         let firesOn = Set((JSON.array(object["firesOn"]) ?? []).compactMap { JSON.string($0).flatMap(Event.init(rawValue:)) })
         let info = JSON.object(object["notificationInfo"]) ?? [:]
