@@ -25,27 +25,23 @@ struct RecordWriteRequest: Sendable {
     var operations: [Result<RecordOperation, ItemError>]
     var atomic: Bool
     var limits: Limits
-    /// Set when `session` came from `AccountStore.cachedSession` for this token, unchecked.
-    var unverifiedTokenDigest: [UInt8]?
+    /// `.cached` when `session` came from `AccountStore.cachedSession`, unchecked.
+    var proof: SessionProof = .verified
 }
 
 extension RecordStore {
     /// `records/modify`: the first of `writeStrategies` that takes the request writes it.
     ///
-    /// `unverifiedTokenDigest`: the session came from `cachedSession` for this token, unchecked;
-    /// the write checks the token itself, or it is looked up again before anything else.
+    /// `proof`: a session from the cache is checked by the write itself, or its token is looked
+    /// up again before anything else.
     package func modifyRecords(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
-                               atomic: Bool, limits: Limits, unverifiedTokenDigest: [UInt8]? = nil) async throws -> [ModifyResult] {
+                               atomic: Bool, limits: Limits, proof: SessionProof = .verified) async throws -> [ModifyResult] {
         var request = RecordWriteRequest(session: session, zoneName: zoneName, operations: operations, atomic: atomic,
-                                         limits: limits, unverifiedTokenDigest: unverifiedTokenDigest)
+                                         limits: limits, proof: proof)
         for strategy in Self.writeStrategies {
-            if !strategy.checksTokenItself, let digest = request.unverifiedTokenDigest {
-                guard let verified = try await accounts.session(tokenDigest: digest, container: session.container,
-                                                                environment: session.environment) else {
-                    throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
-                }
-                request.session = verified
-                request.unverifiedTokenDigest = nil
+            if !strategy.checksTokenItself, request.proof != .verified {
+                request.session = try await accounts.verify(request.session, proof: request.proof)
+                request.proof = .verified
             }
             if let results = try await strategy.write(request, in: self) { return try await advised(results, session: session) }
         }
