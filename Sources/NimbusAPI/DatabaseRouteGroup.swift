@@ -69,14 +69,13 @@ struct DatabaseRouteGroup {
         let baseURL = Wire.baseURL(request, publicURL: publicURL)
         if route.sessionMayBeCached, let cached = accounts.cachedSession(tokenDigest: digest, container: container, environment: environment) {
             answering.who.set(user: cached.userRecordName, device: cached.deviceID)
+            let proof = SessionProof.cached(tokenDigest: digest)
             do {
-                return try await route.run(DatabaseRoutes.Context(session: cached, tokenDigest: digest, sessionIsVerified: false,
+                return try await route.run(DatabaseRoutes.Context(session: cached, proof: proof,
                                                                   request: request, answering: answering, baseURL: baseURL, limits: limits))
             } catch {
                 // Every failure of a cached session's request is checked against the database.
-                guard try await accounts.session(tokenDigest: digest, container: container, environment: environment) != nil else {
-                    throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
-                }
+                _ = try await accounts.verify(cached, proof: proof)
                 throw error
             }
         }
@@ -84,7 +83,7 @@ struct DatabaseRouteGroup {
             throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         }
         answering.who.set(user: session.userRecordName, device: session.deviceID)
-        return try await route.run(DatabaseRoutes.Context(session: session, tokenDigest: digest, sessionIsVerified: true,
+        return try await route.run(DatabaseRoutes.Context(session: session, proof: .verified,
                                                           request: request, answering: answering, baseURL: baseURL, limits: limits))
     }
 

@@ -15,11 +15,9 @@ struct DatabaseRoutes: Sendable {
     /// An authenticated request (its body is decoded by the operation's route: `DatabaseRequest`).
     struct Context: Sendable {
         var session: Session
-        /// The SHA-256 of the request's bearer token.
-        var tokenDigest: [UInt8]
-        /// False when `session` was taken from this instance's cache without asking the database
-        /// (records/modify only): the store checks the token inside its write.
-        var sessionIsVerified: Bool
+        /// `.cached` when `session` was taken from this instance's cache without asking the
+        /// database (routes with `sessionMayBeCached`): the store checks the token itself.
+        var proof: SessionProof
         var request: HTTPRequest
         /// For operations that park: they answer through it and return nil.
         var answering: API.Answering

@@ -17,7 +17,7 @@ struct RecordHandlers: Sendable {
     func modify(_ context: DatabaseRoutes.Context, _ request: ModifyRecordsRequest) async throws -> HTTPResponse {
         let operations = request.operations
         let results = try await records.modifyRecords(context.session, zoneName: request.zoneName, operations: operations, atomic: request.atomic, limits: limits,
-                                                    unverifiedTokenDigest: context.sessionIsVerified ? nil : context.tokenDigest)
+                                                    proof: context.proof)
         let keysByName = request.desiredKeysByName
         // Written straight to bytes; saved records without assets (no download URLs to add) and
         // without desiredKeys skip the JSON tree (the same bytes: RecordTests).
@@ -87,7 +87,7 @@ struct RecordHandlers: Sendable {
     func changes(_ context: DatabaseRoutes.Context, _ request: RecordChangesRequest) async throws -> HTTPResponse? {
         let zoneName = request.zoneName, token = request.syncToken, limit = request.resultsLimit, wait = request.wait
         let records = records, session = context.session, keys = request.desiredKeys, recordTypes = request.desiredRecordTypes, renderer = context.renderer(assets: assets)
-        let unverifiedDigest = context.sessionIsVerified ? nil : context.tokenDigest
+        let proof = context.proof
         // Without desiredKeys most records go out as the store wrote them from their rows.
         let renderingWireJSON = keys == nil
         @Sendable func answer(_ changes: RecordChanges) -> [UInt8] {
@@ -115,7 +115,7 @@ struct RecordHandlers: Sendable {
             return bytes
         }
         let first = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: recordTypes,
-                                                  renderingWireJSON: renderingWireJSON, unverifiedTokenDigest: unverifiedDigest)
+                                                  renderingWireJSON: renderingWireJSON, proof: proof)
         if !first.changes.isEmpty || wait == 0 {
             return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: answer(first))
         }
@@ -128,7 +128,7 @@ struct RecordHandlers: Sendable {
         // itself, so only requests with that token share it.
         let shareKey = [String(session.databaseID), String(zoneID), token ?? "", String(limit),
                         recordTypes.map { $0.sorted().joined(separator: ",") } ?? "*", keys.map { $0.sorted().joined(separator: ",") } ?? "*",
-                        context.baseURL, unverifiedDigest.map { Base64URL.encode($0) } ?? ""].joined(separator: "\u{1}")
+                        context.baseURL, proof.uncheckedTokenDigest.map { Base64URL.encode($0) } ?? ""].joined(separator: "\u{1}")
         let poll = LongPoll(writer: context.answering.writer, hub: hub, tokenID: session.tokenID, liveTokens: liveTokens,
                             emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { event in
@@ -139,7 +139,7 @@ struct RecordHandlers: Sendable {
                                 try await hub.sharedReads.read(shareKey, notBefore: wokenAt, current: hub.wakeGeneration) {
                                     let changes = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
                                                                                 desiredRecordTypes: recordTypes, renderingWireJSON: renderingWireJSON,
-                                                                                unverifiedTokenDigest: unverifiedDigest)
+                                                                                proof: proof)
                                     return changes.changes.isEmpty ? nil : answer(changes)
                                 }
                             })

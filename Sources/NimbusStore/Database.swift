@@ -53,7 +53,9 @@ package final class Database: Sendable {
     }
 }
 
-/// A store: a view of the shared `Database` that owns one aggregate's SQL.
+/// A store: a view of the shared `Database` that owns one aggregate's SQL. The other stores it
+/// calls are given to it in its initializer (wired by `Store`; docs/architecture.md "The store's
+/// rooms"), never reached through here.
 protocol DatabaseBacked: Sendable {
     var database: Database { get }
 }
@@ -67,13 +69,4 @@ extension DatabaseBacked {
     var caches: WriteCaches { database.caches }
     var tokenUse: TokenUseRecorder { database.tokenUse }
     func announce(_ events: [ChangeEvent]) { database.announce(events) }
-
-    var accounts: AccountStore { AccountStore(database: database) }
-    var zones: ZoneStore { ZoneStore(database: database) }
-    var records: RecordStore { RecordStore(database: database) }
-    var assets: AssetStore { AssetStore(database: database) }
-    var subscriptions: SubscriptionStore { SubscriptionStore(database: database) }
-    var notifications: NotificationStore { NotificationStore(database: database) }
-    var schemas: SchemaStore { SchemaStore(database: database) }
-    var pruner: Pruner { Pruner(database: database) }
 }

@@ -36,15 +36,17 @@ package struct Store: DatabaseBacked {
                      writeBatchesInFlight: writeBatchesInFlight, push: push)
     }
 
+    // The one place stores are wired to the stores they call (docs/architecture.md "The
+    // store's rooms"); each is a small value over the shared `database`, made when asked for.
     package var accounts: AccountStore { AccountStore(database: database) }
     package var devices: DeviceStore { DeviceStore(database: database) }
     package var zones: ZoneStore { ZoneStore(database: database) }
-    package var records: RecordStore { RecordStore(database: database) }
+    package var schemas: SchemaStore { SchemaStore(database: database) }
     package var assets: AssetStore { AssetStore(database: database) }
     package var subscriptions: SubscriptionStore { SubscriptionStore(database: database) }
     package var notifications: NotificationStore { NotificationStore(database: database) }
-    package var schemas: SchemaStore { SchemaStore(database: database) }
-    package var pruner: Pruner { Pruner(database: database) }
+    package var records: RecordStore { RecordStore(database: database, accounts: accounts, schemas: schemas, assets: assets) }
+    package var pruner: Pruner { Pruner(database: database, records: records, assets: assets) }
     package var pushRegistrations: PushRegistrationStore { PushRegistrationStore(database: database) }
     package var pushOutbox: PushOutboxStore { PushOutboxStore(database: database) }
     /// The operators' views of push: the delivery log, registrations, the queue.
@@ -52,9 +54,14 @@ package struct Store: DatabaseBacked {
     /// Pushes queued, sent, failed and skipped since start (`/metrics`; the sender counts its sends).
     package var pushCounters: PushCounters { database.pushCounters }
     package var statistics: StatisticsStore { StatisticsStore(database: database) }
-    package var admin: AdminStore { AdminStore(database: database) }
-    package var exports: UserExport { UserExport(database: database) }
-    package var imports: UserImport { UserImport(database: database) }
+    package var admin: AdminStore {
+        AdminStore(database: database, accounts: accounts, devices: devices, schemas: schemas, records: records, assets: assets)
+    }
+    package var exports: UserExport { UserExport(database: database, schemas: schemas, subscriptions: subscriptions, assets: assets) }
+    package var imports: UserImport {
+        UserImport(database: database, accounts: accounts, zones: zones, schemas: schemas, records: records, assets: assets,
+                   subscriptions: subscriptions)
+    }
     /// Parked long-polls (woken by commits here and by NOTIFY from other instances).
     package var hub: ChangeHub { database.hub }
     /// Signs change tokens and continuation markers.
@@ -135,6 +142,11 @@ package struct Store: DatabaseBacked {
         let statistics = database.rawPool.statistics
         return PoolStatistics(inUse: statistics.inUse, idle: statistics.idle, max: statistics.max, waiting: statistics.waiting)
     }
+}
+
+extension PushOutboxStore {
+    /// The outbox's one store it calls (claimed pushes carry the notification feed's cursor).
+    var notifications: NotificationStore { NotificationStore(database: database) }
 }
 
 /// A round trip to the database and the server that answered it, without PostgreSQL's types.

@@ -29,7 +29,7 @@ import Testing
     }
 
     func planned(_ session: Session, zoneID: Int64, schemaVersion: Int64, names: [String], digest: [UInt8]? = nil) -> PlannedCreates {
-        var planned = PlannedCreates(session: session, tokenDigest: digest, zoneID: zoneID, schemaVersion: schemaVersion, now: 1_700_000_000_000)
+        var planned = PlannedCreates(session: session, proof: digest.map { .cached(tokenDigest: $0) } ?? .verified, zoneID: zoneID, schemaVersion: schemaVersion, now: 1_700_000_000_000)
         for name in names {
             planned.append(name: name, type: "Note", wireFields: Array(#"{"n":{"type":"INT64","value":1}}"#.utf8), expiresAt: nil)
         }

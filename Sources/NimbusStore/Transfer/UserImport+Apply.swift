@@ -22,7 +22,6 @@ extension UserImport {
         }) else {
             throw TransferError("there is no user \(Names.quoted(user)) on this server; create it with `nimbus user add \(user)` first; nothing was imported")
         }
-        let schemas = SchemaStore(database: database)
         for database in plan.databases {
             let current = try await schemas.schema(container: database.entry.container, environment: database.entry.environment)
             try Self.check(database, serverSchema: current.recordTypes, limits: limits)
@@ -33,7 +32,7 @@ extension UserImport {
             let entry = database.entry
             do {
                 try await schemas.importSchema(database.schema, environment: entry.environment)
-                let databaseID = try await AccountStore(database: self.database).privateDatabase(
+                let databaseID = try await accounts.privateDatabase(
                     userID: owner.id, container: entry.container, environment: entry.environment)
                 let session = Session(userID: owner.id, userRecordName: owner.recordName, tokenID: "", deviceID: Self.device,
                                       databaseID: databaseID, container: entry.container, environment: entry.environment)
@@ -61,7 +60,6 @@ extension UserImport {
     /// Stores the plan's asset files in the database (once each); the receipts to save them with.
     private func storeAssets(_ plan: Plan, of target: DatabasePlan, databaseID: Int64, report: inout Report) async throws -> [String: String] {
         var receipts: [String: String] = [:]
-        let assets = AssetStore(database: database)
         for checksum in target.assets.sorted() {
             guard let file = plan.assetFiles[checksum], let sha256 = Data(base64Encoded: checksum).map(Array.init) else { continue }
             let size = try await assets.storeFile(file, databaseID: databaseID, sha256: sha256)
@@ -74,7 +72,7 @@ extension UserImport {
     private func importZone(_ zoneName: String, _ operations: [RecordOperation], session: Session, receipts: [String: String],
                             limits: Limits) async throws {
         if zoneName != Names.defaultZone {
-            for result in try await ZoneStore(database: database).modifyZones(session, operations: [.create(zoneName)]) {
+            for result in try await zones.modifyZones(session, operations: [.create(zoneName)]) {
                 if case .failed(_, let error) = result { throw TransferError("zone \(zoneName): \(error.reason)") }
             }
         }
@@ -82,7 +80,7 @@ extension UserImport {
         var start = 0
         while start < operations.count {
             let slice = operations[start..<min(start + batch, operations.count)].map { Self.withReceipts($0, receipts) }
-            let results = try await RecordStore(database: database).modifyRecords(
+            let results = try await records.modifyRecords(
                 session, zoneName: zoneName, operations: slice.map { .success($0) }, atomic: false, limits: limits)
             for case .failed(let error) in results {
                 throw TransferError("record \(error.recordName ?? "?") of zone \(zoneName): \(error.reason)")
@@ -93,7 +91,7 @@ extension UserImport {
 
     private func importSubscriptions(_ subscriptions: [JSONValue], session: Session, limits: Limits) async throws -> Int {
         guard !subscriptions.isEmpty else { return 0 }
-        let schema = try await SchemaStore(database: database).schema(container: session.container, environment: session.environment)
+        let schema = try await schemas.schema(container: session.container, environment: session.environment)
         var operations: [SubscriptionOperation] = []
         for json in subscriptions {
             do {
@@ -102,7 +100,7 @@ extension UserImport {
                 throw TransferError("a subscription of the export is not valid here: \(error.reason)")
             }
         }
-        for result in try await SubscriptionStore(database: database).modifySubscriptions(session, operations: operations) {
+        for result in try await self.subscriptions.modifySubscriptions(session, operations: operations) {
             if case .failed(let id, let error) = result { throw TransferError("subscription \(id): \(error.reason)") }
         }
         return operations.count

@@ -46,6 +46,10 @@ package struct PruneReport: Sendable {
 /// Retention: removes expired records, old tombstones and change history, and unreferenced assets.
 package struct Pruner: DatabaseBacked {
     package let database: Database
+    /// Expired records go through its `LockedWrite`.
+    let records: RecordStore
+    /// Collects unreferenced assets.
+    let assets: AssetStore
 }
 
 extension Pruner {

@@ -39,6 +39,13 @@ package struct AuditEntry: Sendable, Hashable {
 /// every mutation made through the admin API.
 package struct AdminStore: DatabaseBacked {
     package let database: Database
+    /// The console's writes go through these, each with its audit entry in the same transaction.
+    let accounts: AccountStore
+    let devices: DeviceStore
+    let schemas: SchemaStore
+    let records: RecordStore
+    /// Asset bytes for the record browser.
+    let assets: AssetStore
 }
 
 extension AdminStore {

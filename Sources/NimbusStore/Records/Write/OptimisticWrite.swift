@@ -3,14 +3,13 @@ import NimbusCore
 import NimbusPostgres
 import NimbusSupport
 
-/// The strategy for plain saves (see `RecordStore.modifyOptimistically`); it passes when the
-/// request needs the locked write.
+/// The strategy for plain saves (see `modifyOptimistically`); it passes when the request needs
+/// the locked write.
 struct OptimisticWrite: RecordWriteStrategy {
     var checksTokenItself: Bool { false }
 
     func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
-        guard case .done(let results, let event) = try await store.modifyOptimistically(
-            request.session, zoneName: request.zoneName, operations: request.operations, atomic: request.atomic, limits: request.limits) else {
+        guard case .done(let results, let event) = try await modifyOptimistically(request, in: store) else {
             return nil
         }
         if let event { store.announce([event]) }
@@ -18,8 +17,8 @@ struct OptimisticWrite: RecordWriteStrategy {
     }
 }
 
-extension RecordStore {
-    enum OptimisticOutcome: Sendable {
+extension OptimisticWrite {
+    enum Outcome: Sendable {
         case done([ModifyResult], ChangeEvent?)
         /// The request needs the locked path (deletes, references, assets, schema additions,
         /// subscriptions).
@@ -32,16 +31,15 @@ extension RecordStore {
     /// above the one read; `ON CONFLICT ... WHERE` sees the latest version). Otherwise the
     /// statement aborts whole with 40001 and the read is retried. The zone lock is held for that
     /// one statement and its commit only, as in the reference workload.
-    func modifyOptimistically(_ session: Session, zoneName: String, operations: [Result<RecordOperation, ItemError>],
-                              atomic: Bool, limits: Limits) async throws -> OptimisticOutcome {
+    func modifyOptimistically(_ request: RecordWriteRequest, in store: RecordStore) async throws -> Outcome {
+        let operations = request.operations
         guard RecordStore.deleteSelfTargets(operations).isEmpty, RecordStore.assetCandidates(operations).isEmpty,
               !operations.contains(where: { (try? $0.get())?.kind.isDeleteKind ?? false }) else { return .locked }
-        let now = clock.nowMilliseconds()
+        let now = store.clock.nowMilliseconds(), caches = store.caches
         for _ in 0..<4 {
             do {
-                let outcome = try await database.rawPool.withConnection { connection -> OptimisticOutcome in
-                    try self.attemptOptimisticWrite(connection, session: session, zoneName: zoneName, operations: operations,
-                                                    atomic: atomic, limits: limits, now: now)
+                let outcome = try await store.database.rawPool.withConnection { connection -> Outcome in
+                    try self.attemptOptimisticWrite(connection, request, caches: caches, now: now)
                 }
                 return outcome
             } catch let error as PGError where error.sqlState == PGError.SQLState.serializationFailure {
@@ -53,9 +51,10 @@ extension RecordStore {
         return .locked
     }
 
-    private func attemptOptimisticWrite(_ connection: PGConnection, session: Session, zoneName: String,
-                                               operations: [Result<RecordOperation, ItemError>], atomic: Bool, limits: Limits,
-                                               now: Int64) throws -> OptimisticOutcome {
+    private func attemptOptimisticWrite(_ connection: PGConnection, _ request: RecordWriteRequest, caches: WriteCaches,
+                                        now: Int64) throws -> Outcome {
+        let session = request.session, zoneName = request.zoneName, operations = request.operations
+        let atomic = request.atomic, limits = request.limits
         let names = operations.compactMap { try? $0.get().recordName }
         let rows = try connection.query("""
             SELECT z.zone_name, z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted,

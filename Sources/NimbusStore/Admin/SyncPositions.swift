@@ -27,6 +27,10 @@ final class SyncPositionRecorder: Sendable {
         var pending: [Key: Position] = [:]
         var writing = false
         var lastStart: UInt64 = 0
+        /// Writes that took a batch and have not finished their statement.
+        var inFlight = 0
+        /// `flush` calls waiting for those writes.
+        var flushWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// The least time between two writes' starts.
@@ -56,9 +60,18 @@ final class SyncPositionRecorder: Sendable {
         if start { Task { await self.writeLoop() } }
     }
 
-    /// Writes everything noted so far now, waiting for a write already under way.
+    /// Writes everything noted so far now, waiting for a write already under way (the timed
+    /// write may have taken the positions noted before this call and not yet committed them).
     func flush() async {
         await write(waitingForInterval: false)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                guard state.inFlight > 0 else { return true }
+                state.flushWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
     }
 
     private func writeLoop() async {
@@ -82,9 +95,19 @@ final class SyncPositionRecorder: Sendable {
             }
             defer { state.pending.removeAll(keepingCapacity: true) }
             state.lastStart = monotonicNanoseconds()
+            state.inFlight += 1
             return state.pending
         }
         guard !batch.isEmpty else { return false }
+        defer {
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.inFlight -= 1
+                guard state.inFlight == 0 else { return [] }
+                defer { state.flushWaiters.removeAll() }
+                return state.flushWaiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
         let entries = Array(batch)
         do {
             _ = try await pool.withConnection { connection in

@@ -14,6 +14,13 @@ import NimbusSupport
 /// with the same content is answered as it is (docs/api.md: retrying a create is safe).
 package struct UserImport: DatabaseBacked {
     package let database: Database
+    /// What an import writes through: each store as a request of the user would.
+    let accounts: AccountStore
+    let zones: ZoneStore
+    let schemas: SchemaStore
+    let records: RecordStore
+    let assets: AssetStore
+    let subscriptions: SubscriptionStore
 
     /// The device that imported records show as their creator.
     package static let device = "nimbus-import"

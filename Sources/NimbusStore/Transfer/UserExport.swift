@@ -7,6 +7,9 @@ import NimbusSupport
 /// read in pages so that memory stays flat however many records there are.
 package struct UserExport: DatabaseBacked {
     package let database: Database
+    let schemas: SchemaStore
+    let subscriptions: SubscriptionStore
+    let assets: AssetStore
 
     /// Records read per statement.
     static let pageSize = 1_000
@@ -38,9 +41,9 @@ package struct UserExport: DatabaseBacked {
             var summary = ExportManifest.DatabaseEntry(container: entry.container, environment: environment, zones: [], records: 0, subscriptions: 0)
             let base = directory.appendingPathComponent(summary.path, isDirectory: true)
             try FileManager.default.createDirectory(at: base.appendingPathComponent("zones"), withIntermediateDirectories: true)
-            let schema = try await SchemaStore(database: database).schema(container: entry.container, environment: environment)
+            let schema = try await schemas.schema(container: entry.container, environment: environment)
             try Data(schema.fileJSON.serialized(sortedKeys: true)).write(to: base.appendingPathComponent("schema.json"))
-            let subscriptions = try await SubscriptionStore(database: database).listSubscriptions(session)
+            let subscriptions = try await self.subscriptions.listSubscriptions(session)
             try Data(JSONValue.array(subscriptions.map(\.json)).serialized(sortedKeys: true)).write(to: base.appendingPathComponent("subscriptions.json"))
             summary.subscriptions = subscriptions.count
             let zones = try await pool.query("""
@@ -115,7 +118,7 @@ package struct UserExport: DatabaseBacked {
         var first = 0
         while first < chunks {
             let end = min(first + 16, chunks)
-            for chunk in try await AssetStore(database: database).assetChunks(assetID: assetID, from: first, to: end) {
+            for chunk in try await assets.assetChunks(assetID: assetID, from: first, to: end) {
                 try handle.write(contentsOf: chunk)
             }
             first = end

@@ -10,7 +10,6 @@ import NimbusSupport
 extension AdminStore {
     /// A single-use pairing code for `user`'s new device; audited as `device.pair`.
     package func pair(user: String, deviceNameHint: String?, limits: Limits, by admin: AdminIdentity) async throws -> IssuedPairingCode {
-        let devices = DeviceStore(database: database)
         let userID = try await devices.user(named: user)
         let entry = AdminAudit(admin, action: "device.pair", target: user, detail: ["deviceName": deviceNameHint.map(JSONValue.string) ?? .null])
         return try await devices.pair(userID: userID, byToken: nil, deviceNameHint: deviceNameHint, limits: limits, alongside: entry.write)

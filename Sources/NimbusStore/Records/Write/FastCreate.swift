@@ -6,8 +6,8 @@ import NimbusSupport
 /// statement inserts and what it checks first.
 struct PlannedCreates: Sendable {
     var session: Session
-    /// The bearer token's digest when the session came from the cache (checked in the statement).
-    var tokenDigest: [UInt8]?
+    /// `.cached` when the session came from the cache: the statement checks the token.
+    var proof: SessionProof
     var zoneID: Int64
     var schemaVersion: Int64
     var now: Int64
@@ -18,9 +18,9 @@ struct PlannedCreates: Sendable {
     private(set) var fields = PGArrayElements.text
     private(set) var expires = PGArrayElements.int64
 
-    init(session: Session, tokenDigest: [UInt8]?, zoneID: Int64, schemaVersion: Int64, now: Int64) {
+    init(session: Session, proof: SessionProof, zoneID: Int64, schemaVersion: Int64, now: Int64) {
         self.session = session
-        self.tokenDigest = tokenDigest
+        self.proof = proof
         self.zoneID = zoneID
         self.schemaVersion = schemaVersion
         self.now = now
@@ -61,8 +61,7 @@ struct FastCreate: RecordWriteStrategy {
     var checksTokenItself: Bool { true }
 
     func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
-        try await store.createWithoutReading(request.session, checkingToken: request.unverifiedTokenDigest, zoneName: request.zoneName,
-                                             operations: request.operations, atomic: request.atomic, limits: request.limits)
+        try await createWithoutReading(request, in: store)
     }
 
     /// Records one combined statement gathers at most.
@@ -88,7 +87,7 @@ extension Store {
     }
 }
 
-extension RecordStore {
+extension FastCreate {
     /// The fastest path, for requests that only create records: planned against what earlier
     /// requests left in `caches` (the session, the zone's id, the schema and its version), without
     /// reading, then written by a statement that checks all of it — the token is live, the zone is
@@ -97,19 +96,20 @@ extension RecordStore {
     /// Concurrent requests share that statement (`WriteCombiner`). A failed check or a record that
     /// already exists (a retried create, a tombstone) aborts the statement whole (40001) and the
     /// request takes the full path. nil: not taken.
-    func createWithoutReading(_ session: Session, checkingToken tokenDigest: [UInt8]?, zoneName: String,
-                              operations: [Result<RecordOperation, ItemError>], atomic: Bool, limits: Limits) async throws -> [ModifyResult]? {
+    func createWithoutReading(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+        let session = request.session, zoneName = request.zoneName, operations = request.operations
+        let atomic = request.atomic, limits = request.limits, caches = store.caches
         guard !operations.isEmpty, operations.allSatisfy({ (try? $0.get())?.kind == .create }),
               let zoneID = caches.zoneID(WriteCaches.ZoneKey(databaseID: session.databaseID, zoneName: zoneName)),
               let schema = caches.schema(WriteCaches.SchemaKey(container: session.container, environment: session.environment)),
               RecordStore.deleteSelfTargets(operations).isEmpty, RecordStore.assetCandidates(operations).isEmpty else { return nil }
-        let now = clock.nowMilliseconds()
+        let now = store.clock.nowMilliseconds()
         let context = ModifyPlanner.Context(
             zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
             baseSequence: 0, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
         guard let created = CreatePlanner.plan(operations, schema: schema.types, context: context)
                             ?? CreatePlanner.planByModifyPlanner(operations, schema: schema.types, context: context) else { return nil }
-        var planned = PlannedCreates(session: session, tokenDigest: tokenDigest, zoneID: zoneID, schemaVersion: schema.version, now: now)
+        var planned = PlannedCreates(session: session, proof: request.proof, zoneID: zoneID, schemaVersion: schema.version, now: now)
         // Each record is serialised once: the wire form is stored (no assets here: it is the
         // storage form too, `Record.storage(of:)`) and is the answer's.
         planned.reserve(records: created.count, wireBytes: created.reduce(0) { $0 + $1.wireFields.count })
@@ -117,8 +117,8 @@ extension RecordStore {
             planned.append(name: record.record.recordName, type: record.record.recordType, wireFields: record.wireFields,
                            expiresAt: record.expiresAt)
         }
-        var outcome = await database.createCombiner.submit(planned)
-        if case .retryAlone = outcome { outcome = await FastCreate.writeCreates([planned], pool: database.rawPool)[0] }
+        var outcome = await store.database.createCombiner.submit(planned)
+        if case .retryAlone = outcome { outcome = await Self.writeCreates([planned], pool: store.database.rawPool)[0] }
         let first: Int64
         switch outcome {
         case .written(let firstSequence): first = firstSequence
@@ -132,7 +132,7 @@ extension RecordStore {
             return .saved(answer, desiredKeys: created.desiredKeys)
         }
         let last = first + Int64(planned.count) - 1
-        announce([ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zoneID, sequence: last)])
+        store.announce([ChangeEvent(databaseID: session.databaseID, kind: .records, zoneID: zoneID, sequence: last)])
         return results
     }
 }
@@ -172,7 +172,7 @@ extension FastCreate {
         let session = planned.session
         return singleCreate.binding([
             .int64(Int64(planned.count)), .int64(planned.zoneID), .int64(session.databaseID), .text(session.container),
-            .text(session.environment.rawValue), .int64(planned.schemaVersion), .bytea(planned.tokenDigest ?? []), .text(session.tokenID),
+            .text(session.environment.rawValue), .int64(planned.schemaVersion), .bytea(planned.proof.uncheckedTokenDigest ?? []), .text(session.tokenID),
             .int64(planned.now), .text(session.deviceID), .text(session.userRecordName), .int64(Int64.min),
             planned.names.pgData, planned.types.pgData, planned.fields.pgData, planned.expires.pgData,
         ])
@@ -220,7 +220,7 @@ extension FastCreate {
             counts.append(Int64(planned.count))
             versions.append(planned.schemaVersion)
             nows.append(planned.now)
-            digests.append(planned.tokenDigest ?? [])
+            digests.append(planned.proof.uncheckedTokenDigest ?? [])
             tokenIDs.append(session.tokenID)
             containers.append(session.container)
             environments.append(session.environment.rawValue)

@@ -108,19 +108,12 @@ extension AccountStore {
     }
 
     /// The session this token resolved to earlier on this instance, not checked again: only
-    /// `modifyRecords` and `recordChanges` take it, and their statements check that the token
-    /// is still live.
+    /// `modifyRecords` and `recordChanges` take it (with `SessionProof.cached`), and they check
+    /// that the token is still live.
     package func cachedSession(tokenDigest: [UInt8], container: String, environment: Environment) -> Session? {
         guard let session = caches.session(WriteCaches.SessionKey(tokenDigest: tokenDigest, container: container, environment: environment)),
               !tokenUse.isDue(session.tokenID) else { return nil }
         return session
-    }
-
-    /// True while the bearer token with `digest` is still the session's token and not revoked.
-    /// The statements that start from `cachedSession` carry it, so revocation takes effect on the
-    /// next request.
-    static func tokenIsLive(digest: [UInt8], tokenID: String) -> SQL {
-        "EXISTS (SELECT 1 FROM device_tokens WHERE token_sha256 = \(digest) AND token_id = \(tokenID) AND revoked_at IS NULL)"
     }
 
     /// One statement on the request's event loop when it can be; recording the token's use

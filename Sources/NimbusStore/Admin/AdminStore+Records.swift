@@ -119,10 +119,6 @@ extension AdminStore {
 }
 
 extension AdminStore {
-    fileprivate var devices: DeviceStore { DeviceStore(database: database) }
-}
-
-extension AdminStore {
     /// Bytes per stored chunk of an asset (migration 0004's `asset_chunks`).
     static let assetChunkBytes: Int64 = 256 * 1024
 

@@ -35,7 +35,7 @@ extension RecordStore {
     /// the returned token can appear later.
     package func recordChanges(_ session: Session, zoneName: String, token text: String?, limit: Int,
                                desiredRecordTypes: Set<String>?, renderingWireJSON: Bool = false,
-                               unverifiedTokenDigest: [UInt8]? = nil) async throws -> RecordChanges {
+                               proof: SessionProof = .verified) async throws -> RecordChanges {
         var since: Int64 = 0
         var tokenZoneID: Int64?
         if let text {
@@ -48,7 +48,7 @@ extension RecordStore {
         let statement = Self.changesPage(databaseID: session.databaseID, zoneName: zoneName, after: since,
                                          includeTombstones: text != nil, types: desiredRecordTypes, limit: limit,
                                          renderingWireJSON: renderingWireJSON,
-                                         liveToken: unverifiedTokenDigest.map { (digest: $0, tokenID: session.tokenID) })
+                                         liveToken: proof.liveTokenCheck(tokenID: session.tokenID))
         // In index order, never a sort: the page is the first rows of records_by_change after
         // `since`, which the generic plan's estimates cannot see (PGPool.readInIndexOrder).
         let page = try await pool.readInIndexOrder(statement) { rows -> (zone: ZoneInfo, lost: Bool, sequences: [Int64], changes: [RecordChanges.Change])? in
@@ -101,11 +101,11 @@ extension RecordStore {
 
     /// The statement of one page of `records/changes`: the zone's row (sequence, horizon, whether
     /// `after` falls in a restored gap) with the first `limit + 1` rows of the zone after `after` in
-    /// change order. `liveToken`: a session from the cache, whose zone is found only while the
-    /// token is live. Run it with `readInIndexOrder` (the rows come in the lateral's order).
+    /// change order. `liveToken`: a cached session's check (`SessionProof.liveTokenCheck`): the
+    /// zone is found only while the token is live. Run it with `readInIndexOrder` (the rows come in the lateral's order).
     static func changesPage(databaseID: Int64, zoneName: String, after: Int64, includeTombstones: Bool,
                             types desiredRecordTypes: Set<String>?, limit: Int, renderingWireJSON: Bool,
-                            liveToken: (digest: [UInt8], tokenID: String)?) -> SQL {
+                            liveToken: SQL?) -> SQL {
         let types: PGData = desiredRecordTypes.map { .textArray(Array($0)) } ?? .null
         var zoneQuery: SQL = """
             SELECT id, change_seq, tombstone_horizon_seq, deleted,
@@ -117,7 +117,7 @@ extension RecordStore {
             // A session from the cache: the zone is found only while the token is live, and the
             // caller checks the token again on "not found".
             zoneQuery.append(" AND ")
-            zoneQuery.append(AccountStore.tokenIsLive(digest: liveToken.digest, tokenID: liveToken.tokenID))
+            zoneQuery.append(liveToken)
         }
         let zoneRow = zoneQuery
         // No ORDER BY outside: the lateral subquery's rows come in its order (one zone row, a
