@@ -23,6 +23,8 @@ enum JournalFormat {
         case failed = 5
         /// The next enqueue sequence (`Int64`), written by compaction; otherwise derived from puts.
         case sequence = 6
+        /// `SyncState.ZoneChanges`, whole (pending and parked zone creates and deletes).
+        case zones = 7
     }
 
     struct Item {

@@ -113,6 +113,9 @@ final class SyncJournal {
                 state.failed = try decoder.decode([FailedChange].self, from: item.json)
             case .sequence:
                 state.nextSequence = max(state.nextSequence, try decoder.decode(Int64.self, from: item.json))
+            case .zones:
+                state.zoneChanges = try decoder.decode(SyncState.ZoneChanges.self, from: item.json)
+                for entry in state.zoneChanges.pending { state.nextSequence = max(state.nextSequence, entry.sequence + 1) }
             }
             if item.kind != .put && item.kind != .remove { notePart(item.kind, size: itemSize) }
         }
@@ -150,6 +153,7 @@ final class SyncJournal {
         try part(.tokens, state.tokens, saved.tokens)
         try part(.notifications, state.notifications, saved.notifications)
         try part(.failed, state.failed, saved.failed)
+        try part(.zones, state.zoneChanges, saved.zoneChanges)
 
         let start = size
         do {
@@ -248,6 +252,7 @@ struct SavedParts {
     var tokens = SyncState().tokens
     var notifications = SyncState().notifications
     var failed: [FailedChange] = []
+    var zoneChanges = SyncState.ZoneChanges()
 
     init() {}
 
@@ -255,6 +260,7 @@ struct SavedParts {
         tokens = state.tokens
         notifications = state.notifications
         failed = state.failed
+        zoneChanges = state.zoneChanges
     }
 }
 

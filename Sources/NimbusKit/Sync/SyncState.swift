@@ -17,6 +17,13 @@ struct SyncState: Sendable, Codable, Equatable {
     var deliveredNotificationIDs: [String]?
     var lastSync: Date?
     var nextSequence: Int64 = 1
+    /// Zone creates and deletes (journal item `zones`; not in the earlier one-document format).
+    var zoneChanges = ZoneChanges()
+
+    private enum CodingKeys: String, CodingKey {
+        case formatVersion, outbox, failed, zoneTokens, zones, databaseToken, notificationCursor, deliveredNotificationIDs, lastSync,
+             nextSequence
+    }
 
     /// The tokens part: written when a fetch moves a token (journal item `tokens`).
     struct Tokens: Sendable, Codable, Equatable {
