@@ -37,8 +37,10 @@ public struct SentChanges: Sendable {
     public var deletedZones: [ZoneID] = []
     public var failedZones: [FailedZoneChange] = []
 
-    var hasRecordChanges: Bool { !(saved.isEmpty && deleted.isEmpty && replacedByServer.isEmpty && failed.isEmpty) }
-    var hasZoneChanges: Bool { !(savedZones.isEmpty && deletedZones.isEmpty && failedZones.isEmpty) }
+    /// The round answered record changes.
+    public var hasRecordChanges: Bool { !(saved.isEmpty && deleted.isEmpty && replacedByServer.isEmpty && failed.isEmpty) }
+    /// The round answered zone changes.
+    public var hasZoneChanges: Bool { !(savedZones.isEmpty && deletedZones.isEmpty && failedZones.isEmpty) }
     var isEmpty: Bool { !hasRecordChanges && !hasZoneChanges }
 }
 
