@@ -88,7 +88,7 @@ public final class CKSyncEngine: @unchecked Sendable {
         let url = serialization.journalURL
         do {
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            return (try SyncEngine(database: database, stateURL: url, delegate: bridge), nil)
+            return (try SyncEngine(database: database, stateURL: url, delegate: bridge, tracksRecordIDs: true), nil)
         } catch {
             let aside = url.path + ".unreadable-\(Int(Date().timeIntervalSince1970))"
             let moved = (try? FileManager.default.moveItem(atPath: url.path, toPath: aside)) != nil
@@ -99,7 +99,7 @@ public final class CKSyncEngine: @unchecked Sendable {
                 var fresh = State.Serialization.fresh(in: directory)
                 fresh.userRecordName = user
                 try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                if let engine = try? SyncEngine(database: database, stateURL: fresh.journalURL, delegate: bridge) {
+                if let engine = try? SyncEngine(database: database, stateURL: fresh.journalURL, delegate: bridge, tracksRecordIDs: true) {
                     serialization = fresh
                     return (engine, error)
                 }

@@ -107,7 +107,7 @@ extension SyncEngine {
             do {
                 page = try await database.changes(in: zone, since: token, resultsLimit: limits.maxResultsLimit)
             } catch let error as NimbusError where error.code == .changeTokenExpired {
-                local = await delegate.syncEngine(self, localRecordIDsIn: zone)
+                local = await delegate.syncEngine(self, localRecordIDsIn: zone).union(knownRecordIDs(in: zone))
                 seen = []
                 token = nil
                 continue
@@ -124,6 +124,7 @@ extension SyncEngine {
                 let modified = try await database.downloadingAssets(of: page.modified)
                 try await delegate.syncEngine(self, apply: FetchedChanges(
                     zoneID: zone, modified: modified, deleted: page.deleted.map(\.id), reason: .changes, unreadable: page.unreadable))
+                noteKnown(in: zone, added: page.modified.map(\.id) + page.unreadable.map(\.recordID), removed: page.deleted.map(\.id))
             }
             token = page.syncToken
             if !page.moreComing { break }
@@ -134,6 +135,7 @@ extension SyncEngine {
             let gone = local.subtracting(seen)
             try await delegate.syncEngine(self, apply: FetchedChanges(
                 zoneID: zone, modified: [], deleted: gone.sorted { $0.recordName < $1.recordName }, reason: .tokenReset))
+            noteKnown(in: zone, added: [], removed: Array(gone))
         }
         if let token { try saveZoneToken(token, for: zone) }
     }
@@ -144,10 +146,11 @@ extension SyncEngine {
     }
 
     private func zoneWasDeleted(_ zone: ZoneID, delegate: any SyncEngineDelegate) async throws {
-        let local = await delegate.syncEngine(self, localRecordIDsIn: zone)
+        let local = await delegate.syncEngine(self, localRecordIDsIn: zone).union(knownRecordIDs(in: zone))
         try await delegate.syncEngine(self, apply: FetchedChanges(
             zoneID: zone, modified: [], deleted: local.sorted { $0.recordName < $1.recordName }, reason: .zoneDeleted))
         state.zoneTokens[zone.zoneName] = nil
+        forgetKnown(zone)
         // Pending changes of the zone recreate it when they are sent (ZONE_NOT_FOUND recovery).
         if !state.outbox.contains(where: { $0.recordID.zoneID == zone })
             && !state.zoneChanges.pending.contains(where: { $0.change.zoneID == zone }) {

@@ -164,6 +164,7 @@ extension SyncEngine {
         }
         if !zonesToCreate.isEmpty { _ = try? await database.modifyZones(saving: Array(zonesToCreate)) }
         removeAnswered()
+        noteKnown(sent)
         saveState()
         publishStatus()
         await report(sent)

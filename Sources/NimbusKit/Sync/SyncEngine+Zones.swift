@@ -15,7 +15,9 @@ extension SyncEngine {
     public func enqueue(zoneChanges changes: [PendingZoneChange]) throws {
         guard !changes.isEmpty else { return }
         let (before, sequence) = (state.zoneChanges, state.nextSequence)
-        for change in changes { state.zoneChanges.add(change, sequence: &state.nextSequence) }
+        var next = state.nextSequence
+        for change in changes { state.zoneChanges.add(change, sequence: &next) }
+        state.nextSequence = next
         do {
             try persist()
         } catch {
@@ -78,6 +80,7 @@ extension SyncEngine {
             noteRequest(nil)
             var sent = SentChanges()
             for (entry, result) in zip(ordered, results) { handleZoneAnswer(result, entry: entry, sent: &sent) }
+            noteKnown(sent)
             saveState()
             publishStatus()
             await report(sent)

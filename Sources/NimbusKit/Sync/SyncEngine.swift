@@ -36,6 +36,9 @@ public actor SyncEngine {
     var outboxPositions: [RecordID: Int]?
     /// Entries answered in the batch being applied, removed together at its end.
     var answered: Set<RecordID> = []
+    /// Keeps the IDs of the records the server has (fetched or sent), so that a token reset names
+    /// the gone ones without the delegate's `localRecordIDsIn` (SyncEngine+Known).
+    public nonisolated let tracksRecordIDs: Bool
     /// Records per request the engine sends (the server's limit caps it further).
     public var batchSize = 400
 
@@ -43,10 +46,11 @@ public actor SyncEngine {
     /// that was killed, are sent again; nothing accepted is lost and nothing is sent twice. A
     /// state file of an earlier NimbusKit (one JSON document) is migrated to the journal.
     /// `retryBackoff` spaces retries after request-level failures (jittered, at least the
-    /// server's `retryAfter`).
+    /// server's `retryAfter`). `tracksRecordIDs`: see the property.
     public init(database: Database, stateURL: URL, delegate: any SyncEngineDelegate,
-                conflictPolicy: ConflictPolicy = .defaultPolicy, retryBackoff: Backoff = Backoff()) throws {
+                conflictPolicy: ConflictPolicy = .defaultPolicy, retryBackoff: Backoff = Backoff(), tracksRecordIDs: Bool = false) throws {
         self.database = database
+        self.tracksRecordIDs = tracksRecordIDs
         sendBackoff = retryBackoff
         self.conflictPolicy = conflictPolicy
         self.delegate = delegate
@@ -140,7 +144,9 @@ public actor SyncEngine {
         let failed = state.failed
         state.failed = []
         let failedZones = state.zoneChanges.failed
-        for change in failedZones { state.zoneChanges.add(change.change, sequence: &state.nextSequence) }
+        var next = state.nextSequence
+        for change in failedZones { state.zoneChanges.add(change.change, sequence: &next) }
+        state.nextSequence = next
         for change in failed { merge(change.change) }
         try persist()
         publishStatus()

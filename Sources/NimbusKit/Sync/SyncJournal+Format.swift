@@ -25,6 +25,8 @@ enum JournalFormat {
         case sequence = 6
         /// `SyncState.ZoneChanges`, whole (pending and parked zone creates and deletes).
         case zones = 7
+        /// `KnownDelta`: record names the server has, added to or removed from a zone's set.
+        case known = 8
     }
 
     struct Item {

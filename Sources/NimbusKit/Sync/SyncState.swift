@@ -19,6 +19,10 @@ struct SyncState: Sendable, Codable, Equatable {
     var nextSequence: Int64 = 1
     /// Zone creates and deletes (journal item `zones`; not in the earlier one-document format).
     var zoneChanges = ZoneChanges()
+    /// Record names the server has by zone, when the engine tracks them (SyncEngine+Known).
+    var knownRecords: [String: Set<String>] = [:]
+    /// Changes of `knownRecords` not yet in the journal.
+    var knownDeltas: [KnownDelta] = []
 
     private enum CodingKeys: String, CodingKey {
         case formatVersion, outbox, failed, zoneTokens, zones, databaseToken, notificationCursor, deliveredNotificationIDs, lastSync,
