@@ -175,4 +175,22 @@ struct SyncEngineZoneTests {
         #expect(state.zoneChanges.pending.map(\.change) == changes, "a compacted journal keeps them")
         #expect(state.nextSequence > state.zoneChanges.pending.map(\.sequence).max() ?? 0)
     }
+
+    /// The record IDs a tracking engine keeps (`tracksRecordIDs`, for token resets) are journal
+    /// deltas: a reopen and a compaction give back the same sets, a zone's whole reset included.
+    @Test func knownRecordIDsSurviveAReopenAndACompaction() throws {
+        let url = temporaryDirectory("known").appendingPathComponent("sync.journal")
+        let (journal, opened) = try SyncJournal.open(url)
+        var state = opened
+        state.knownRecords = ["A": ["a1", "a2"], "B": ["b1"]]
+        state.knownDeltas = [KnownDelta(zone: "A", added: ["a1", "a2", "a3"], removed: ["a3"], whole: nil),
+                             KnownDelta(zone: "B", added: ["b0"], removed: [], whole: nil),
+                             KnownDelta(zone: "B", added: ["b1"], removed: [], whole: true)]
+        try journal.commit(&state, durable: true)
+        #expect(state.knownDeltas.isEmpty)
+        let reopened = try SyncJournal.open(url)
+        #expect(reopened.1.knownRecords == ["A": ["a1", "a2"], "B": ["b1"]])
+        try reopened.0.rewrite(reopened.1)
+        #expect(try SyncJournal.open(url).1.knownRecords == ["A": ["a1", "a2"], "B": ["b1"]])
+    }
 }
