@@ -47,6 +47,32 @@ final class CKSyncEngineBridge: SyncEngineDelegate, @unchecked Sendable {
 
     func syncEngine(_ engine: SyncEngine, didSend changes: SentChanges) async {
         guard let ck = syncEngine else { return }
+        if changes.hasZoneChanges { await reportZones(changes, to: ck) }
+        if changes.hasRecordChanges { await reportRecords(changes, engine: engine, to: ck) }
+        // Apple's engine drops failed changes after reporting them; the app adds them again.
+        if !changes.failed.isEmpty || !changes.failedZones.isEmpty { try? await engine.discardFailed() }
+        await ck.state.refresh()
+        await ck.emit(.stateUpdate(.init(stateSerialization: ck.state.serialization)))
+    }
+
+    /// Zone changes sent: `sentDatabaseChanges`.
+    private func reportZones(_ changes: SentChanges, to ck: CKSyncEngine) async {
+        var failedSaves: [CKSyncEngine.Event.SentDatabaseChanges.FailedZoneSave] = []
+        var failedDeletes: [CKRecordZone.ID: CKError] = [:]
+        for failed in changes.failedZones {
+            let error = CKError(NimbusError(failed.cause.code, reason: failed.cause.reason, serverErrorCode: failed.cause.serverErrorCode))
+            switch failed.change {
+            case .save(let zone): failedSaves.append(.init(zone: CKRecordZone(zoneName: zone.zoneName), error: error))
+            case .delete(let zone): failedDeletes[CKRecordZone.ID(zone)] = error
+            }
+        }
+        await ck.emit(.sentDatabaseChanges(.init(savedZones: changes.savedZones.map { CKRecordZone(zoneName: $0.zoneName) },
+                                                 failedZoneSaves: failedSaves, deletedZoneIDs: changes.deletedZones.map { CKRecordZone.ID($0) },
+                                                 failedZoneDeletes: failedDeletes)))
+    }
+
+    /// Record changes sent: `sentRecordZoneChanges`.
+    private func reportRecords(_ changes: SentChanges, engine: SyncEngine, to ck: CKSyncEngine) async {
         let conflicts = lock.withLock { shared -> [RecordID: Conflict] in
             defer { shared.conflicts = [:] }
             return shared.conflicts
@@ -71,14 +97,11 @@ final class CKSyncEngineBridge: SyncEngineDelegate, @unchecked Sendable {
             case .delete(let id): failedDeletes[CKRecord.ID(id)] = error
             }
         }
-        // Apple's engine drops failed changes after reporting them; the app adds them again.
-        if !changes.failed.isEmpty { try? await engine.discardFailed() }
         await ck.state.refresh()
         await ck.emit(.sentRecordZoneChanges(.init(savedRecords: changes.saved.map { CKRecord(record: $0, database: database) },
                                                    failedRecordSaves: failedSaves,
                                                    deletedRecordIDs: changes.deleted.map { CKRecord.ID($0) },
                                                    failedRecordDeletes: failedDeletes)))
-        await ck.emit(.stateUpdate(.init(stateSerialization: ck.state.serialization)))
     }
 
     /// The pull model: the records of these saves, from the app's `nextRecordZoneChangeBatch`

@@ -1,9 +1,10 @@
 import Foundation
 
 extension CKSyncEngine {
-    /// The engine's pending changes. Record changes live in NimbusKit's durable outbox (saves by
-    /// ID); zone changes in a small file beside it. Both survive a kill once the `stateUpdate`
-    /// that follows `add` has been delivered.
+    /// The engine's pending changes, in NimbusKit's durable journal: record changes in its outbox
+    /// (saves by ID), zone changes as its zone changes (sent before record changes). Both survive
+    /// a kill once the `stateUpdate` that follows `add` has been delivered. A zone changes file of
+    /// an earlier NimbusKitCK beside the journal is moved into it on first open.
     public final class State: @unchecked Sendable {
         // Safe: `data` and `queue` are only touched under their locks.
 
@@ -19,6 +20,7 @@ extension CKSyncEngine {
             }
 
             var journalURL: URL { URL(fileURLWithPath: journalPath) }
+            /// Where an earlier NimbusKitCK kept the pending zone changes (read once, to migrate them).
             var zonesURL: URL { URL(fileURLWithPath: journalPath + ".zones.json") }
         }
 
@@ -30,6 +32,8 @@ extension CKSyncEngine {
             /// Saves removed by the app: not supplied when the outbox asks for them, so they are dropped.
             var suppressed: Set<CKRecord.ID> = []
             var zones: [PendingDatabaseChange] = []
+            /// Zone changes added or removed, not yet in NimbusKit's journal (in order).
+            var unflushedZones: [(change: PendingDatabaseChange, remove: Bool)] = []
         }
 
         private let data: Locked<Pending>
@@ -44,9 +48,7 @@ extension CKSyncEngine {
         private let untracked = Locked(false)
 
         init(serialization: Serialization, engine: SyncEngine) {
-            var pending = Pending(serialization: serialization)
-            pending.zones = State.readZones(serialization.zonesURL)
-            data = Locked(pending)
+            data = Locked(Pending(serialization: serialization))
             self.engine = engine
         }
 
@@ -57,6 +59,7 @@ extension CKSyncEngine {
         /// The record changes not yet sent, oldest first (read from the outbox shortly after the
         /// engine opens; `fetchChanges` and `sendChanges` wait for it).
         public var pendingRecordZoneChanges: [PendingRecordZoneChange] { data.withLock { $0.records } }
+        /// The zone changes not yet sent, oldest first (as `pendingRecordZoneChanges`).
         public var pendingDatabaseChanges: [PendingDatabaseChange] { data.withLock { $0.zones } }
         /// Nimbus fetches every changed zone in `fetchChanges`; none is left unfetched.
         public var zoneIDsWithUnfetchedServerChanges: [CKRecordZone.ID] { [] }
@@ -101,24 +104,49 @@ extension CKSyncEngine {
             }
         }
 
+        /// Adds zone changes to NimbusKit's journal (durable before the `stateUpdate` that follows).
         public func add(pendingDatabaseChanges changes: [PendingDatabaseChange]) {
-            let zones = data.withLock { pending -> [PendingDatabaseChange] in
+            guard !changes.isEmpty else { return }
+            data.withLock { pending in
                 for change in changes {
-                    pending.zones.removeAll { $0.zoneID == change.zoneID }
-                    pending.zones.append(change)
+                    State.apply(change, to: &pending.zones)
+                    pending.unflushedZones.append((change, false))
                 }
-                return pending.zones
             }
-            State.writeZones(zones, to: serialization.zonesURL)
-            schedule { [self] in await syncEngine?.emit(.stateUpdate(.init(stateSerialization: serialization))) }
+            schedule { [self] in
+                do { try await engine.enqueue(zoneChanges: changes.map(\.nimbus)) } catch {
+                    FileHandle.standardError.write(Data("CKSyncEngine: the journal refused zone changes: \(error)\n".utf8))
+                }
+                data.withLock { $0.unflushedZones.removeFirst(min(changes.count, $0.unflushedZones.count)) }
+                await syncEngine?.emit(.stateUpdate(.init(stateSerialization: serialization)))
+            }
         }
 
         public func remove(pendingDatabaseChanges changes: [PendingDatabaseChange]) {
-            let zones = data.withLock { pending -> [PendingDatabaseChange] in
+            guard !changes.isEmpty else { return }
+            data.withLock { pending in
                 pending.zones.removeAll { changes.contains($0) }
-                return pending.zones
+                for change in changes { pending.unflushedZones.append((change, true)) }
             }
-            State.writeZones(zones, to: serialization.zonesURL)
+            schedule { [self] in
+                do { try await engine.removePendingZoneChanges(changes.map(\.nimbus)) } catch {
+                    FileHandle.standardError.write(Data("CKSyncEngine: the journal refused removing zone changes: \(error)\n".utf8))
+                }
+                data.withLock { $0.unflushedZones.removeFirst(min(changes.count, $0.unflushedZones.count)) }
+                await syncEngine?.emit(.stateUpdate(.init(stateSerialization: serialization)))
+            }
+        }
+
+        /// A zone change over the pending ones, as NimbusKit's journal adds it: a save after a
+        /// pending save is nothing new, a delete replaces the zone's changes.
+        static func apply(_ change: PendingDatabaseChange, to zones: inout [PendingDatabaseChange]) {
+            switch change {
+            case .saveZone:
+                if let last = zones.last(where: { $0.zoneID == change.zoneID }), case .saveZone = last { return }
+            case .deleteZone:
+                zones.removeAll { $0.zoneID == change.zoneID }
+            }
+            zones.append(change)
         }
 
         // MARK: - Work in order
@@ -140,12 +168,32 @@ extension CKSyncEngine {
             await last?.value
         }
 
-        /// Reads the pending record changes from NimbusKit's outbox.
-        func loadPending() { schedule { [self] in await refresh() } }
+        /// Moves the zone changes file of an earlier NimbusKitCK into the journal, then reads the
+        /// pending changes from NimbusKit's engine.
+        func loadPending() {
+            schedule { [self] in
+                let url = serialization.zonesURL
+                if FileManager.default.fileExists(atPath: url.path) {
+                    do {
+                        try await engine.enqueue(zoneChanges: State.readZones(url).map(\.nimbus))
+                        try FileManager.default.removeItem(at: url)
+                    } catch {
+                        FileHandle.standardError.write(Data("CKSyncEngine: could not move \(url.path) into the journal: \(error)\n".utf8))
+                    }
+                }
+                await refresh()
+            }
+        }
 
         func refresh() async {
             let outbox = await engine.pendingChanges
+            let zoneChanges = await engine.pendingZoneChanges
             data.withLock { pending in
+                var zones = zoneChanges.map(PendingDatabaseChange.init)
+                for (change, remove) in pending.unflushedZones {
+                    if remove { zones.removeAll { $0 == change } } else { State.apply(change, to: &zones) }
+                }
+                pending.zones = zones
                 let stillPending = Set(outbox.map(\.recordID))
                 pending.suppressed = pending.suppressed.filter { stillPending.contains($0.nimbus) }
                 var records: [PendingRecordZoneChange] = outbox.compactMap { change in
@@ -161,53 +209,7 @@ extension CKSyncEngine {
             }
         }
 
-        // MARK: - Zone changes
-
-        /// Sends the pending zone changes and tells the delegate the outcome.
-        func sendDatabaseChanges() async {
-            let changes = pendingDatabaseChanges
-            guard !changes.isEmpty, let syncEngine else { return }
-            var saving: [CKRecordZone] = []
-            var deleting: [CKRecordZone.ID] = []
-            for change in changes {
-                switch change {
-                case .saveZone(let zone): saving.append(zone)
-                case .deleteZone(let id): deleting.append(id)
-                }
-            }
-            var saved: [CKRecordZone] = []
-            var failedSaves: [Event.SentDatabaseChanges.FailedZoneSave] = []
-            var deleted: [CKRecordZone.ID] = []
-            var failedDeletes: [CKRecordZone.ID: CKError] = [:]
-            do {
-                let results = try await syncEngine.database.modifyRecordZones(saving: saving, deleting: deleting)
-                for zone in saving {
-                    switch results.saveResults[zone.zoneID] {
-                    case .success?: saved.append(zone)
-                    case .failure(let error)?: failedSaves.append(.init(zone: zone, error: CKError(error)))
-                    case nil: failedSaves.append(.init(zone: zone, error: CKError(.internalError)))
-                    }
-                }
-                for id in deleting {
-                    switch results.deleteResults[id] {
-                    case .success?: deleted.append(id)
-                    case .failure(let error)?: failedDeletes[id] = CKError(error)
-                    case nil: failedDeletes[id] = CKError(.internalError)
-                    }
-                }
-            } catch {
-                // The request failed as a whole: the changes stay pending for the next send.
-                failedSaves = saving.map { .init(zone: $0, error: CKError(error)) }
-                for id in deleting { failedDeletes[id] = CKError(error) }
-                await syncEngine.emit(.sentDatabaseChanges(.init(savedZones: [], failedZoneSaves: failedSaves, deletedZoneIDs: [],
-                                                                 failedZoneDeletes: failedDeletes)))
-                return
-            }
-            remove(pendingDatabaseChanges: changes)
-            await syncEngine.emit(.sentDatabaseChanges(.init(savedZones: saved, failedZoneSaves: failedSaves, deletedZoneIDs: deleted,
-                                                             failedZoneDeletes: failedDeletes)))
-            await syncEngine.emit(.stateUpdate(.init(stateSerialization: serialization)))
-        }
+        // MARK: - The earlier zones file
 
         private struct StoredZoneChange: Codable {
             var delete: Bool
@@ -217,19 +219,6 @@ extension CKSyncEngine {
         static func readZones(_ url: URL) -> [PendingDatabaseChange] {
             guard let data = try? Data(contentsOf: url), let stored = try? JSONDecoder().decode([StoredZoneChange].self, from: data) else { return [] }
             return stored.map { $0.delete ? .deleteZone(CKRecordZone.ID(zoneName: $0.zoneName)) : .saveZone(CKRecordZone(zoneName: $0.zoneName)) }
-        }
-
-        /// Written atomically (temporary file and rename).
-        static func writeZones(_ zones: [PendingDatabaseChange], to url: URL) {
-            let stored = zones.map { change -> StoredZoneChange in
-                switch change {
-                case .saveZone(let zone): return StoredZoneChange(delete: false, zoneName: zone.zoneID.zoneName)
-                case .deleteZone(let id): return StoredZoneChange(delete: true, zoneName: id.zoneName)
-                }
-            }
-            do { try JSONEncoder().encode(stored).write(to: url, options: .atomic) } catch {
-                FileHandle.standardError.write(Data("CKSyncEngine: could not write \(url.path): \(error)\n".utf8))
-            }
         }
     }
 }

@@ -79,7 +79,7 @@ extension CKSyncEngine {
         public init(scope: Scope = .all) { self.scope = scope }
     }
 
-    /// What `fetchChanges` covers (Nimbus fetches every changed zone).
+    /// What `fetchChanges` covers (`zoneIDs`, or every changed zone but `allExcluding`).
     public struct FetchChangesOptions: Sendable {
         public enum Scope: Sendable { case all, zoneIDs([CKRecordZone.ID]), allExcluding([CKRecordZone.ID]) }
         public var scope: Scope
@@ -124,6 +124,46 @@ extension CKSyncEngine {
             }
             guard !saves.isEmpty || !deletes.isEmpty else { return nil }
             self.init(recordsToSave: saves, recordIDsToDelete: deletes)
+        }
+    }
+}
+
+extension CKSyncEngine.SendChangesOptions.Scope {
+    /// NimbusKit's scope of the same changes.
+    var nimbus: SyncScope {
+        switch self {
+        case .all: return .all
+        case .zoneIDs(let zones): return .zones(Set(zones.map(\.nimbus)))
+        case .allExcluding(let zones): return .allExcluding(Set(zones.map(\.nimbus)))
+        case .recordIDs(let ids): return .records(Set(ids.map(\.nimbus)))
+        }
+    }
+}
+
+extension CKSyncEngine.FetchChangesOptions.Scope {
+    /// NimbusKit's scope of the same zones.
+    var nimbus: SyncScope {
+        switch self {
+        case .all: return .all
+        case .zoneIDs(let zones): return .zones(Set(zones.map(\.nimbus)))
+        case .allExcluding(let zones): return .allExcluding(Set(zones.map(\.nimbus)))
+        }
+    }
+}
+
+extension CKSyncEngine.PendingDatabaseChange {
+    /// NimbusKit's zone change.
+    var nimbus: PendingZoneChange {
+        switch self {
+        case .saveZone(let zone): return .save(zone.zoneID.nimbus)
+        case .deleteZone(let id): return .delete(id.nimbus)
+        }
+    }
+
+    init(_ change: PendingZoneChange) {
+        switch change {
+        case .save(let zone): self = .saveZone(CKRecordZone(zoneName: zone.zoneName))
+        case .delete(let zone): self = .deleteZone(CKRecordZone.ID(zone))
         }
     }
 }

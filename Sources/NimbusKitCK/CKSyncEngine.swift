@@ -42,54 +42,92 @@ public final class CKSyncEngine: @unchecked Sendable {
         return base.appendingPathComponent("NimbusKitCK")
     }
 
-    /// Opens the engine's state (a new one without a serialization). A database without a server
-    /// configured, or a state file that cannot be opened, stops the program with the reason, as
-    /// a misconfigured CKSyncEngine does.
+    /// Why the state of `Configuration.stateSerialization` could not be opened, if it could not
+    /// (Nimbus's addition): the engine then started with an empty state (see `init`).
+    public let stateOpenError: (any Error)?
+
+    /// Opens the engine's state (a new one without a serialization). A state that cannot be
+    /// opened (a damaged or unreadable journal) does not stop the program: the file is moved
+    /// aside (`<journal>.unreadable-<time>`), the reason goes to standard error and to
+    /// `stateOpenError`, and the engine starts with an empty state whose serialization reaches
+    /// the app in a `stateUpdate` event at once; the next fetch brings every zone again. A
+    /// database without a server configured stops the program with the reason, as a
+    /// misconfigured CKSyncEngine does.
     public init(_ configuration: Configuration) {
         database = configuration.database
         delegate = configuration.delegate
         automaticallySync = configuration.automaticallySync
-        let isNew = configuration.stateSerialization == nil
-        let serialization = configuration.stateSerialization ?? State.Serialization.fresh(in: CKSyncEngine.stateDirectory)
+        var isNew = configuration.stateSerialization == nil
+        var serialization = configuration.stateSerialization ?? State.Serialization.fresh(in: CKSyncEngine.stateDirectory)
         let bridge = CKSyncEngineBridge()
         self.bridge = bridge
-        do {
-            try FileManager.default.createDirectory(at: CKSyncEngine.stateDirectory, withIntermediateDirectories: true)
-            nimbusEngine = try SyncEngine(database: configuration.database.nimbusDatabase(), stateURL: serialization.journalURL,
-                                          delegate: bridge)
-        } catch {
-            fatalError("CKSyncEngine could not open its state at \(serialization.journalURL.path): \(error)")
+        let nimbusDatabase: Database
+        do { nimbusDatabase = try configuration.database.nimbusDatabase() } catch {
+            fatalError("CKSyncEngine has no server: \(error)")
         }
+        let opened = CKSyncEngine.openEngine(nimbusDatabase, serialization: &serialization, bridge: bridge)
+        nimbusEngine = opened.engine
+        stateOpenError = opened.error
+        if opened.error != nil { isNew = true }
         state = State(serialization: serialization, engine: nimbusEngine)
         bridge.syncEngine = self
         state.syncEngine = self
         state.loadPending()
         let automatic = automaticallySync
-        state.schedule { [self] in
+        state.schedule { [self, isNew] in
             if isNew { await self.emit(.stateUpdate(.init(stateSerialization: self.state.serialization))) }
             await self.checkAccount()
             if automatic { await self.nimbusEngine.startLive() }
         }
     }
 
-    /// Fetches every change since the saved tokens; the delegate gets them as events.
+    /// NimbusKit's engine on the serialization's journal; one that cannot be opened is moved
+    /// aside and a fresh state made (in the state directory, else the temporary one).
+    private static func openEngine(_ database: Database, serialization: inout State.Serialization,
+                                   bridge: CKSyncEngineBridge) -> (engine: SyncEngine, error: (any Error)?) {
+        let url = serialization.journalURL
+        do {
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            return (try SyncEngine(database: database, stateURL: url, delegate: bridge, tracksRecordIDs: true), nil)
+        } catch {
+            let aside = url.path + ".unreadable-\(Int(Date().timeIntervalSince1970))"
+            let moved = (try? FileManager.default.moveItem(atPath: url.path, toPath: aside)) != nil
+            FileHandle.standardError.write(Data(("CKSyncEngine: its state at \(url.path) could not be opened (\(error)); "
+                + (moved ? "moved to \(aside); " : "") + "starting with an empty state.\n").utf8))
+            let user = serialization.userRecordName
+            for directory in [CKSyncEngine.stateDirectory, FileManager.default.temporaryDirectory] {
+                var fresh = State.Serialization.fresh(in: directory)
+                fresh.userRecordName = user
+                try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                if let engine = try? SyncEngine(database: database, stateURL: fresh.journalURL, delegate: bridge, tracksRecordIDs: true) {
+                    serialization = fresh
+                    return (engine, error)
+                }
+            }
+            fatalError("CKSyncEngine could not make a state in \(CKSyncEngine.stateDirectory.path) nor the temporary directory: \(error)")
+        }
+    }
+
+    /// Fetches the changes of the zones in `options.scope` since the saved tokens; the delegate
+    /// gets them as events.
     public func fetchChanges(_ options: FetchChangesOptions = FetchChangesOptions()) async throws {
         await state.flush()
         await emit(.willFetchChanges(.init()))
-        do { try await nimbusEngine.fetchChanges() } catch { throw CKError(error) }
+        do { try await nimbusEngine.fetchChanges(scope: options.scope.nimbus) } catch { throw CKError(error) }
         await emit(.didFetchChanges(.init()))
     }
 
     /// Sends the pending zone changes, then the pending record changes (their records from
-    /// `nextRecordZoneChangeBatch`); outcomes arrive as `sentDatabaseChanges` / `sentRecordZoneChanges`.
+    /// `nextRecordZoneChangeBatch`), of `options.scope`; outcomes arrive as `sentDatabaseChanges`
+    /// / `sentRecordZoneChanges`.
     public func sendChanges(_ options: SendChangesOptions = SendChangesOptions()) async throws {
         await state.flush()
         let context = SendChangesContext(reason: .manual, options: options)
         await emit(.willSendChanges(.init(context: context)))
-        await state.sendDatabaseChanges()
         bridge.setReason(.manual, options: options)
-        await nimbusEngine.sendChanges()
+        await nimbusEngine.sendChanges(scope: options.scope.nimbus)
         bridge.setReason(.scheduled, options: SendChangesOptions())
+        await state.refresh()
         await emit(.didSendChanges(.init(context: context)))
     }
 

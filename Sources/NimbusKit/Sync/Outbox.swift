@@ -51,6 +51,19 @@ struct Outbox: Sendable, Equatable, Codable, RandomAccessCollection {
         dirty.insert(entry.recordID)
     }
 
+    /// Puts an entry back where its sequence belongs (undoing a change the journal refused).
+    mutating func restore(_ entry: OutboxEntry) {
+        if let index = positions[entry.recordID], entries[index].sequence == entry.sequence {
+            self[index] = entry
+            return
+        }
+        remove(entry.recordID)
+        let index = entries.firstIndex { $0.sequence > entry.sequence } ?? entries.count
+        entries.insert(entry, at: index)
+        dirty.insert(entry.recordID)
+        reindex()
+    }
+
     mutating func removeAll(where shouldRemove: (OutboxEntry) throws -> Bool) rethrows {
         var kept: [OutboxEntry] = []
         kept.reserveCapacity(entries.count)

@@ -8,7 +8,13 @@ public struct SendReport: Sendable, Hashable {
     public var sent = 0
     /// Changes parked in this round (`status.failed` keeps them until `retryFailed` or `discardFailed`).
     public var parked: [FailedChange] = []
-    /// Changes still pending in the round's scope after it: waiting for a retry, or beyond `maxRequests`.
+    /// Zones the server created or deleted in this round (a delete of a zone already gone counts).
+    public var savedZones: [ZoneID] = []
+    public var deletedZones: [ZoneID] = []
+    /// Zone changes parked in this round (`status.failedZoneChanges`).
+    public var parkedZoneChanges: [FailedZoneChange] = []
+    /// Changes still pending in the round's scope after it (record and zone changes): waiting for
+    /// a retry, or beyond `maxRequests`.
     public var left = 0
     /// The request-level failure that ended the round (no answer, 5xx, 408, 429, authentication).
     public var stoppedBy: NimbusError?
@@ -18,6 +24,9 @@ public struct SendReport: Sendable, Hashable {
     mutating func add(_ changes: SentChanges) {
         sent += changes.saved.count + changes.deleted.count + changes.replacedByServer.count
         parked += changes.failed
+        savedZones += changes.savedZones
+        deletedZones += changes.deletedZones
+        parkedZoneChanges += changes.failedZones
     }
 }
 
@@ -27,5 +36,8 @@ extension SentChanges {
         deleted += other.deleted
         replacedByServer += other.replacedByServer
         failed += other.failed
+        savedZones += other.savedZones
+        deletedZones += other.deletedZones
+        failedZones += other.failedZones
     }
 }

@@ -11,12 +11,19 @@ extension SyncEngine {
     /// the server no longer has. Concurrent calls run one after another (a call made while a
     /// fetch runs starts a new one after it, so it sees everything committed before the call).
     public func fetchChanges(in zones: Set<ZoneID>? = nil) async throws {
+        try await fetchChanges(scope: zones.map { .zones($0) } ?? .all)
+    }
+
+    /// Fetches the changes of the zones in `scope` (see `fetchChanges(in:)`). `allExcluding` lists
+    /// the changed zones and skips the excluded ones; the database token then stays where it was,
+    /// so that the next fetch still lists them. `records` fetches the zones holding them.
+    public func fetchChanges(scope: SyncScope) async throws {
         // Chained, not polled: a loop awaiting the running task could spin on the actor once that
         // task had ended but its caller had not yet cleared it (two overlapping calls never ended).
         let previous = fetchInProgress
         let task = Task {
             _ = try? await previous?.value
-            try await self.fetchOnce(zones)
+            try await self.fetchOnce(scope)
         }
         fetchInProgress = task
         defer { if fetchInProgress == task { fetchInProgress = nil } }
@@ -33,9 +40,15 @@ extension SyncEngine {
         return delegate
     }
 
-    private func fetchOnce(_ only: Set<ZoneID>?) async throws {
+    private func fetchOnce(_ scope: SyncScope) async throws {
         do {
             let delegate = try requireDelegate()
+            var only: Set<ZoneID>?
+            switch scope {
+            case .all, .allExcluding: only = nil
+            case .zones(let zones): only = zones
+            case .records(let ids): only = Set(ids.map(\.zoneID))
+            }
             if let only {
                 for zone in only.sorted(by: { $0.zoneName < $1.zoneName }) {
                     if !state.zones.contains(zone.zoneName) { state.zones.append(zone.zoneName) }
@@ -43,9 +56,10 @@ extension SyncEngine {
                 }
             } else {
                 let (changed, deleted, databaseToken) = try await changedZones()
-                for zone in deleted { try await zoneWasDeleted(zone, delegate: delegate) }
-                for zone in changed { try await fetchZone(zone, delegate: delegate) }
-                state.databaseToken = databaseToken
+                for zone in deleted where scope.contains(zone: zone) { try await zoneWasDeleted(zone, delegate: delegate) }
+                for zone in changed where scope.contains(zone: zone) { try await fetchZone(zone, delegate: delegate) }
+                // A skipped zone must be listed again next time.
+                if (changed + deleted).allSatisfy({ scope.contains(zone: $0) }) { state.databaseToken = databaseToken }
             }
             state.lastSync = Date()
             try persist()
@@ -93,7 +107,7 @@ extension SyncEngine {
             do {
                 page = try await database.changes(in: zone, since: token, resultsLimit: limits.maxResultsLimit)
             } catch let error as NimbusError where error.code == .changeTokenExpired {
-                local = await delegate.syncEngine(self, localRecordIDsIn: zone)
+                local = await delegate.syncEngine(self, localRecordIDsIn: zone).union(knownRecordIDs(in: zone))
                 seen = []
                 token = nil
                 continue
@@ -110,6 +124,7 @@ extension SyncEngine {
                 let modified = try await database.downloadingAssets(of: page.modified)
                 try await delegate.syncEngine(self, apply: FetchedChanges(
                     zoneID: zone, modified: modified, deleted: page.deleted.map(\.id), reason: .changes, unreadable: page.unreadable))
+                noteKnown(in: zone, added: page.modified.map(\.id) + page.unreadable.map(\.recordID), removed: page.deleted.map(\.id))
             }
             token = page.syncToken
             if !page.moreComing { break }
@@ -120,6 +135,7 @@ extension SyncEngine {
             let gone = local.subtracting(seen)
             try await delegate.syncEngine(self, apply: FetchedChanges(
                 zoneID: zone, modified: [], deleted: gone.sorted { $0.recordName < $1.recordName }, reason: .tokenReset))
+            noteKnown(in: zone, added: [], removed: Array(gone))
         }
         if let token { try saveZoneToken(token, for: zone) }
     }
@@ -130,12 +146,14 @@ extension SyncEngine {
     }
 
     private func zoneWasDeleted(_ zone: ZoneID, delegate: any SyncEngineDelegate) async throws {
-        let local = await delegate.syncEngine(self, localRecordIDsIn: zone)
+        let local = await delegate.syncEngine(self, localRecordIDsIn: zone).union(knownRecordIDs(in: zone))
         try await delegate.syncEngine(self, apply: FetchedChanges(
             zoneID: zone, modified: [], deleted: local.sorted { $0.recordName < $1.recordName }, reason: .zoneDeleted))
         state.zoneTokens[zone.zoneName] = nil
+        forgetKnown(zone)
         // Pending changes of the zone recreate it when they are sent (ZONE_NOT_FOUND recovery).
-        if !state.outbox.contains(where: { $0.recordID.zoneID == zone }) {
+        if !state.outbox.contains(where: { $0.recordID.zoneID == zone })
+            && !state.zoneChanges.pending.contains(where: { $0.change.zoneID == zone }) {
             state.zones.removeAll { $0 == zone.zoneName }
         }
         try persist()

@@ -41,7 +41,7 @@ extension SyncEngine {
                 backoff.reset()
                 needsFetch = !page.changedZones.isEmpty || !page.deletedZones.isEmpty || page.moreComing
                     || page.syncToken != state.databaseToken
-                if !state.outbox.isEmpty && retryAt == nil { scheduleSend(after: 0) }
+                if hasPendingChanges && retryAt == nil { scheduleSend(after: 0) }
             } catch {
                 if Task.isCancelled { return }
                 let failure = error as? NimbusError ?? NimbusError(.internalError, reason: "\(error)")
@@ -50,7 +50,7 @@ extension SyncEngine {
                 let delay = backoff.nextDelay(retryAfter: failure.retryAfter)
                 do { try await Task.sleep(nanoseconds: UInt64(delay * 1e9)) } catch { return }
                 // Back from a disconnect: whatever waited in the outbox goes out too.
-                if !state.outbox.isEmpty { scheduleSend(after: 0) }
+                if hasPendingChanges { scheduleSend(after: 0) }
             }
         }
     }

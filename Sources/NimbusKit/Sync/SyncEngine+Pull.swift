@@ -17,8 +17,8 @@ extension SyncEngine {
 
     /// The batch with each pulled save replaced by the record the delegate supplies now. A record
     /// the delegate no longer has leaves the outbox (the app deleted it; its delete is its own
-    /// change). `zones` limits the next entries taken when every one of the batch was dropped. Without a delegate the pulled saves wait and only whole-record changes go.
-    func supplyRecords(for batch: [OutboxEntry], in zones: Set<ZoneID>? = nil) async -> [OutboxEntry] {
+    /// change). `scope` limits the next entries taken when every one of the batch was dropped. Without a delegate the pulled saves wait and only whole-record changes go.
+    func supplyRecords(for batch: [OutboxEntry], in scope: SyncScope = .all) async -> [OutboxEntry] {
         let wanted = batch.filter(\.isPulled).map(\.recordID)
         guard !wanted.isEmpty else { return batch }
         guard let delegate else { return batch.filter { !$0.isPulled } }
@@ -50,8 +50,7 @@ extension SyncEngine {
             publishStatus()
             // Every entry of the batch was dropped: the round goes on with the next ones.
             if ready.isEmpty {
-                let next = state.outbox.lazy.filter { !self.inFlight.contains($0.recordID) && (zones?.contains($0.recordID.zoneID) ?? true) }
-                return await supplyRecords(for: Array(next.prefix(batchSize)), in: zones)
+                return await supplyRecords(for: nextBatch(in: scope), in: scope)
             }
         }
         return ready

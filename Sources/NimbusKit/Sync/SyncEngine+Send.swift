@@ -3,19 +3,39 @@ import Foundation
 extension SyncEngine {
     /// Sends the outbox (or the changes of `zones` only) until it is empty, everything left waits
     /// for a retry, or the server cannot be reached, and says what happened: what the server
-    /// acknowledged, what it parked, what is left. A change whose own input fails (a missing asset
-    /// file, a record over a limit, a field the server refuses) is parked with its code and the
-    /// rest of its batch is sent; a failure of a request itself (no answer, 5xx, 408, 429) backs
-    /// off (with jitter, at least `retryAfter`) and, with automatic sending, is retried.
-    /// `maxRequests` bounds the round.
+    /// acknowledged, what it parked, what is left. Pending zone changes go first
+    /// (SyncEngine+Zones). A change whose own input fails (a missing asset file, a record over a
+    /// limit, a field the server refuses) is parked with its code and the rest of its batch is
+    /// sent; a failure of a request itself (no answer, 5xx, 408, 429) backs off (with jitter, at
+    /// least `retryAfter`) and, with automatic sending, is retried. `maxRequests` bounds the round.
     @discardableResult
     public func sendChanges(in zones: Set<ZoneID>? = nil, maxRequests: Int? = nil) async -> SendReport {
+        await sendChanges(scope: zones.map { .zones($0) } ?? .all, maxRequests: maxRequests)
+    }
+
+    /// Sends the changes in `scope` (see `sendChanges(in:maxRequests:)`); a `records` scope also
+    /// sends the zone changes of those records' zones.
+    @discardableResult
+    public func sendChanges(scope: SyncScope, maxRequests: Int? = nil) async -> SendReport {
         var report = SendReport()
         var requests = 0
-        while maxRequests.map({ requests < $0 }) ?? true {
+        var stopped = false
+        while !stopped, maxRequests.map({ requests < $0 }) ?? true {
+            if let retryAt, retryAt > Date() { break }
+            let batch = nextZoneBatch(scope)
+            guard !batch.isEmpty else { break }
+            requests += 1
+            let (done, sent) = await sendZones(batch)
+            report.add(sent)
+            if !done {
+                report.stoppedBy = lastError
+                stopped = true
+            }
+        }
+        while !stopped, maxRequests.map({ requests < $0 }) ?? true {
             requests += 1
             if let retryAt, retryAt > Date() { break }
-            let batch = await supplyRecords(for: nextBatch(in: zones), in: zones)  // the pull model's records (SyncEngine+Pull)
+            let batch = await supplyRecords(for: nextBatch(in: scope), in: scope)  // the pull model's records (SyncEngine+Pull)
             guard !batch.isEmpty else { break }
             let (done, sent) = await send(batch)
             report.add(sent)
@@ -24,17 +44,21 @@ extension SyncEngine {
                 break
             }
         }
-        report.left = state.outbox.lazy.filter { zones?.contains($0.recordID.zoneID) ?? true }.count
+        report.left = state.outbox.lazy.filter { scope.contains($0.recordID) }.count
+            + state.zoneChanges.pending.lazy.filter { scope.contains(zone: $0.change.zoneID) }.count
         return report
     }
 
     /// Sets how many records one round puts in a request (the server's limits split it further).
     public func setBatchSize(_ size: Int) { batchSize = max(1, size) }
 
-    /// The oldest entries not in flight, of `zones` when given (the outbox is kept in enqueue order).
-    private func nextBatch(in zones: Set<ZoneID>?) -> [OutboxEntry] {
-        Array(state.outbox.lazy.filter { !self.inFlight.contains($0.recordID) && (zones?.contains($0.recordID.zoneID) ?? true) }
-            .prefix(batchSize))
+    /// The oldest entries in `scope` not in flight (the outbox is kept in enqueue order), but none
+    /// of a zone whose zone change is pending: it goes first.
+    func nextBatch(in scope: SyncScope) -> [OutboxEntry] {
+        let blocked = state.zoneChanges.blockedZones
+        return Array(state.outbox.lazy.filter {
+            !self.inFlight.contains($0.recordID) && scope.contains($0.recordID) && !blocked.contains($0.recordID.zoneID)
+        }.prefix(batchSize))
     }
 
     /// Where an entry is in the outbox. Answers of one batch are applied against one map of
@@ -140,6 +164,7 @@ extension SyncEngine {
         }
         if !zonesToCreate.isEmpty { _ = try? await database.modifyZones(saving: Array(zonesToCreate)) }
         removeAnswered()
+        noteKnown(sent)
         saveState()
         publishStatus()
         await report(sent)
@@ -170,7 +195,8 @@ extension SyncEngine {
                 replace(entry, with: .save(local))
             }
         case (.zoneNotFound, _):
-            zonesToCreate.insert(entry.recordID.zoneID)
+            // Not when a zone delete sent meanwhile dropped the entry: that would make the zone again.
+            if outboxIndex(of: entry.recordID) != nil { zonesToCreate.insert(entry.recordID.zoneID) }
         case _ where error.isRetryable:
             retryLater(entry, error)
         default:
@@ -264,7 +290,7 @@ extension SyncEngine {
         do { try persist(durable: false) } catch { noteRequest(error as? NimbusError) }
     }
 
-    private func report(_ sent: SentChanges) async {
+    func report(_ sent: SentChanges) async {
         guard !sent.isEmpty else { return }
         await delegate?.syncEngine(self, didSend: sent)
     }

@@ -21,6 +21,8 @@ public actor SyncEngine {
     var assetPins: AssetPins
     /// Outbox entries of a request in flight (by record), so that concurrent rounds never send one twice.
     var inFlight: Set<RecordID> = []
+    /// Zone changes (by sequence) of a request in flight.
+    var zonesInFlight: Set<Int64> = []
     var sendBackoff = Backoff()
     var retryAt: Date?
     var retryTask: Task<Void, Never>?
@@ -34,6 +36,9 @@ public actor SyncEngine {
     var outboxPositions: [RecordID: Int]?
     /// Entries answered in the batch being applied, removed together at its end.
     var answered: Set<RecordID> = []
+    /// Keeps the IDs of the records the server has (fetched or sent), so that a token reset names
+    /// the gone ones without the delegate's `localRecordIDsIn` (SyncEngine+Known).
+    public nonisolated let tracksRecordIDs: Bool
     /// Records per request the engine sends (the server's limit caps it further).
     public var batchSize = 400
 
@@ -41,10 +46,11 @@ public actor SyncEngine {
     /// that was killed, are sent again; nothing accepted is lost and nothing is sent twice. A
     /// state file of an earlier NimbusKit (one JSON document) is migrated to the journal.
     /// `retryBackoff` spaces retries after request-level failures (jittered, at least the
-    /// server's `retryAfter`).
+    /// server's `retryAfter`). `tracksRecordIDs`: see the property.
     public init(database: Database, stateURL: URL, delegate: any SyncEngineDelegate,
-                conflictPolicy: ConflictPolicy = .defaultPolicy, retryBackoff: Backoff = Backoff()) throws {
+                conflictPolicy: ConflictPolicy = .defaultPolicy, retryBackoff: Backoff = Backoff(), tracksRecordIDs: Bool = false) throws {
         self.database = database
+        self.tracksRecordIDs = tracksRecordIDs
         sendBackoff = retryBackoff
         self.conflictPolicy = conflictPolicy
         self.delegate = delegate
@@ -81,7 +87,7 @@ public actor SyncEngine {
             try persist()
         } catch {
             for (id, entry) in previous {
-                if let entry { state.outbox.append(entry) } else { state.outbox.remove(id) }
+                if let entry { state.outbox.restore(entry) } else { state.outbox.remove(id) }
             }
             (state.failed, state.zones, state.nextSequence, answered) = (failed, zones, sequence, answeredBefore)
             throw error
@@ -97,6 +103,14 @@ public actor SyncEngine {
         if !state.failed.isEmpty && state.failed.contains(where: { $0.recordID == change.recordID }) {
             state.failed.removeAll { $0.recordID == change.recordID }
         }
+        let zone = change.recordID.zoneID
+        if let index = state.outbox.index(of: change.recordID), let delete = state.zoneChanges.pendingDelete(of: zone),
+           state.outbox[index].sequence < delete {
+            // The pending change predates a pending delete of its zone, which will drop it: this
+            // change is a new one, sent after the delete.
+            state.outbox.remove(change.recordID)
+            answered.remove(change.recordID)
+        }
         if let index = state.outbox.index(of: change.recordID) {
             var entry = state.outbox[index]
             // An entry answered in a batch still being applied is done: the change starts anew.
@@ -109,8 +123,7 @@ public actor SyncEngine {
                                             attempts: 0, lastError: nil))
             state.nextSequence += 1
         }
-        let zone = change.recordID.zoneID.zoneName
-        if !state.zones.contains(zone) { state.zones.append(zone) }
+        if !state.zones.contains(zone.zoneName) { state.zones.append(zone.zoneName) }
     }
 
     /// A later change of a record over a pending one: the newest fields win, the oldest base stays
@@ -126,29 +139,36 @@ public actor SyncEngine {
         return .save(new)
     }
 
-    /// Puts parked changes back into the outbox (after the app fixed what their error named).
+    /// Puts parked changes (record and zone changes) back into the outbox (after the app fixed what their error named).
     public func retryFailed() throws {
         let failed = state.failed
         state.failed = []
+        let failedZones = state.zoneChanges.failed
+        var next = state.nextSequence
+        for change in failedZones { state.zoneChanges.add(change.change, sequence: &next) }
+        state.nextSequence = next
         for change in failed { merge(change.change) }
         try persist()
         publishStatus()
     }
 
-    /// Forgets parked changes.
+    /// Forgets parked changes (record and zone changes).
     public func discardFailed() throws {
         state.failed = []
+        state.zoneChanges.failed = []
         try persist()
         publishStatus()
     }
 
-    /// The changes not yet acknowledged by the server, oldest first.
+    /// The record changes not yet acknowledged by the server, oldest first (zone changes:
+    /// `pendingZoneChanges`).
     public var pendingChanges: [PendingChange] { state.outbox.sorted { $0.sequence < $1.sequence }.map(\.change) }
 
     // MARK: - Status
 
     public var status: SyncStatus {
-        SyncStatus(pendingCount: state.outbox.count, failed: state.failed, lastSync: state.lastSync, isOffline: isOffline,
+        SyncStatus(pendingCount: state.outbox.count + state.zoneChanges.pending.count, failed: state.failed,
+                   failedZoneChanges: state.zoneChanges.failed, lastSync: state.lastSync, isOffline: isOffline,
                    lastError: lastError, isLive: liveTask != nil)
     }
 
@@ -189,7 +209,7 @@ public actor SyncEngine {
         retryAt = nil
         lastError = nil
         publishStatus()
-        if automaticSending && !state.outbox.isEmpty { scheduleSend(after: 0) }
+        if automaticSending && hasPendingChanges { scheduleSend(after: 0) }
     }
 
     /// Records a request's outcome for the status.

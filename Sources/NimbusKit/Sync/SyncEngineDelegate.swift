@@ -32,8 +32,16 @@ public struct SentChanges: Sendable {
     public var replacedByServer: [Record] = []
     /// Changes parked as failed in this round.
     public var failed: [FailedChange] = []
+    /// Zones created, deleted and refused (parked) in this round (`enqueue(zoneChanges:)`).
+    public var savedZones: [ZoneID] = []
+    public var deletedZones: [ZoneID] = []
+    public var failedZones: [FailedZoneChange] = []
 
-    var isEmpty: Bool { saved.isEmpty && deleted.isEmpty && replacedByServer.isEmpty && failed.isEmpty }
+    /// The round answered record changes.
+    public var hasRecordChanges: Bool { !(saved.isEmpty && deleted.isEmpty && replacedByServer.isEmpty && failed.isEmpty) }
+    /// The round answered zone changes.
+    public var hasZoneChanges: Bool { !(savedZones.isEmpty && deletedZones.isEmpty && failedZones.isEmpty) }
+    var isEmpty: Bool { !hasRecordChanges && !hasZoneChanges }
 }
 
 /// What the app provides to the engine. Only `apply` is required.
@@ -64,10 +72,12 @@ extension SyncEngineDelegate {
 
 /// What the app's UI needs to say honestly whether sync works.
 public struct SyncStatus: Sendable, Hashable {
-    /// Changes accepted by `enqueue` and not yet acknowledged by the server.
+    /// Changes accepted by `enqueue` (record and zone changes) and not yet acknowledged by the server.
     public var pendingCount: Int
     /// Changes the server refused for good, with their codes.
     public var failed: [FailedChange]
+    /// Zone changes the server refused for good, with their codes.
+    public var failedZoneChanges: [FailedZoneChange] = []
     /// When a fetch last completed.
     public var lastSync: Date?
     /// The last request could not reach the server.

@@ -102,10 +102,17 @@ extension SyncJournal {
             JournalFormat.append(.put, json, to: &payload)
             journal?.notePut(entry.recordID, size: JournalFormat.itemHeaderSize + json.count)
         }
-        let parts: [(JournalFormat.Kind, Data)] = [
+        var parts: [(JournalFormat.Kind, Data)] = [
             (.tokens, try encoder.encode(state.tokens)), (.notifications, try encoder.encode(state.notifications)),
             (.failed, try encoder.encode(state.failed)), (.sequence, try encoder.encode(state.nextSequence)),
         ]
+        for (zone, names) in state.knownRecords.sorted(by: { $0.key < $1.key }) {
+            let delta = KnownDelta(zone: zone, added: names.sorted(), removed: [], whole: true)
+            JournalFormat.append(.known, try encoder.encode(delta), to: &payload)
+            journal?.liveBytes += delta.liveBytes
+        }
+        // Only when there are zone changes: a journal without them stays readable by earlier NimbusKits.
+        if !state.zoneChanges.isEmpty { parts.append((.zones, try encoder.encode(state.zoneChanges))) }
         for (kind, json) in parts {
             JournalFormat.append(kind, json, to: &payload)
             journal?.notePart(kind, size: JournalFormat.itemHeaderSize + json.count)

@@ -23,6 +23,10 @@ enum JournalFormat {
         case failed = 5
         /// The next enqueue sequence (`Int64`), written by compaction; otherwise derived from puts.
         case sequence = 6
+        /// `SyncState.ZoneChanges`, whole (pending and parked zone creates and deletes).
+        case zones = 7
+        /// `KnownDelta`: record names the server has, added to or removed from a zone's set.
+        case known = 8
     }
 
     struct Item {

@@ -113,8 +113,16 @@ final class SyncJournal {
                 state.failed = try decoder.decode([FailedChange].self, from: item.json)
             case .sequence:
                 state.nextSequence = max(state.nextSequence, try decoder.decode(Int64.self, from: item.json))
+            case .known:
+                let delta = try decoder.decode(KnownDelta.self, from: item.json)
+                if delta.whole == true { liveBytes -= (state.knownRecords[delta.zone] ?? []).reduce(0) { $0 + $1.utf8.count + 3 } }
+                delta.apply(to: &state.knownRecords)
+                liveBytes = max(0, liveBytes + delta.liveBytes)
+            case .zones:
+                state.zoneChanges = try decoder.decode(SyncState.ZoneChanges.self, from: item.json)
+                for entry in state.zoneChanges.pending { state.nextSequence = max(state.nextSequence, entry.sequence + 1) }
             }
-            if item.kind != .put && item.kind != .remove { notePart(item.kind, size: itemSize) }
+            if item.kind != .put && item.kind != .remove && item.kind != .known { notePart(item.kind, size: itemSize) }
         }
     }
 
@@ -150,6 +158,12 @@ final class SyncJournal {
         try part(.tokens, state.tokens, saved.tokens)
         try part(.notifications, state.notifications, saved.notifications)
         try part(.failed, state.failed, saved.failed)
+        try part(.zones, state.zoneChanges, saved.zoneChanges)
+        var knownBytes = 0
+        for delta in state.knownDeltas {
+            JournalFormat.append(.known, try encoder.encode(delta), to: &payload)
+            knownBytes += delta.liveBytes
+        }
 
         let start = size
         do {
@@ -170,6 +184,8 @@ final class SyncJournal {
         for (id, size) in puts { notePut(id, size: size) }
         for id in removes { noteRemove(id) }
         for (kind, size) in parts { notePart(kind, size: size) }
+        liveBytes = max(0, liveBytes + knownBytes)
+        state.knownDeltas = []
         state.outbox.markSaved()
         saved = SavedParts(state)
         finishCompactionIfDone()
@@ -248,6 +264,7 @@ struct SavedParts {
     var tokens = SyncState().tokens
     var notifications = SyncState().notifications
     var failed: [FailedChange] = []
+    var zoneChanges = SyncState.ZoneChanges()
 
     init() {}
 
@@ -255,6 +272,7 @@ struct SavedParts {
         tokens = state.tokens
         notifications = state.notifications
         failed = state.failed
+        zoneChanges = state.zoneChanges
     }
 }
 

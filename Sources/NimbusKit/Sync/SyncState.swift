@@ -17,6 +17,17 @@ struct SyncState: Sendable, Codable, Equatable {
     var deliveredNotificationIDs: [String]?
     var lastSync: Date?
     var nextSequence: Int64 = 1
+    /// Zone creates and deletes (journal item `zones`; not in the earlier one-document format).
+    var zoneChanges = ZoneChanges()
+    /// Record names the server has by zone, when the engine tracks them (SyncEngine+Known).
+    var knownRecords: [String: Set<String>] = [:]
+    /// Changes of `knownRecords` not yet in the journal.
+    var knownDeltas: [KnownDelta] = []
+
+    private enum CodingKeys: String, CodingKey {
+        case formatVersion, outbox, failed, zoneTokens, zones, databaseToken, notificationCursor, deliveredNotificationIDs, lastSync,
+             nextSequence
+    }
 
     /// The tokens part: written when a fetch moves a token (journal item `tokens`).
     struct Tokens: Sendable, Codable, Equatable {
