@@ -70,6 +70,30 @@ struct SyncEngineZoneTests {
         #expect(await engine.status.pendingCount == 0)
     }
 
+    /// A zone the app uses but never created on the server (its records still queued) is not
+    /// taken for a deleted one by a fetch: the app keeps its records, and the next send makes
+    /// the zone and delivers them (before, the fetch told the app to delete them all).
+    @Test func aZoneNeverCreatedOnTheServerIsNotTakenForADeletedOne() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let token = try server.device(user: "neverzone", device: "mac")
+        let state = temporaryDirectory("state").appendingPathComponent("sync.journal")
+        let history = ZoneID("History")
+        let log = SendLog()
+        let engine = try Self.engine(nil, state: state, token: token, delegate: log, server: server)
+        let records = (0..<2).map { event("h\($0)", in: history, name: "h\($0)") }
+        for record in records { log.replica.edit(record) }
+        try await engine.enqueue(records.map { .save($0) })
+        try await engine.fetchChanges()
+        #expect(log.replica.snapshot.count == 2, "the fetch deleted the app's records of a zone not made yet")
+        #expect(log.replica.tokenResets.isEmpty, "reported: \(log.replica.tokenResets.map(\.reason))")
+        let report = await engine.sendChanges()
+        #expect(report.sent == 2 && report.left == 0)
+        #expect(try await serverContents(engine.database, zone: history).count == 2)
+        try await engine.fetchChanges()
+        #expect(log.replica.snapshot.count == 2)
+    }
+
     /// A zone delete queued with record changes of that zone: the changes enqueued before the
     /// delete are dropped (the server deleted their records), the zone is emptied and made again
     /// by a save queued after the delete, and the record enqueued after that reaches it.

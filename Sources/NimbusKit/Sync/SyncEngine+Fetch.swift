@@ -112,6 +112,10 @@ extension SyncEngine {
                 token = nil
                 continue
             } catch let error as NimbusError where error.code == .zoneNotFound {
+                // A zone this engine never fetched is one the server has not made yet (the app's
+                // own zone, its changes still queued, which make it when sent): nothing of it
+                // was deleted, and the app's local records stay.
+                if state.zoneTokens[zone.zoneName] == nil && token == nil { return }
                 try await zoneWasDeleted(zone, delegate: delegate)
                 return
             }
