@@ -2,7 +2,7 @@ import Foundation
 
 /// Where a sealed value belongs: what its associated data binds, so that a ciphertext moved to
 /// another container, zone, record type, record or field fails to open.
-public struct SealContext: Sendable, Hashable {
+public struct SealContext: Sendable, Hashable, Codable {
     public var container: String
     public var zone: String
     public var recordType: String
