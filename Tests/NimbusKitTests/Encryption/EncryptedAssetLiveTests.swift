@@ -60,6 +60,14 @@ struct EncryptedAssetLiveTests {
         return items.filter { (try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize) == size }
     }
 
+    /// The sealed temporary upload files of `size` bytes.
+    static func sealedTemporaries(ofSize size: Int) -> Set<URL> {
+        let files = (try? FileManager.default.contentsOfDirectory(at: FileManager.default.temporaryDirectory,
+                                                                   includingPropertiesForKeys: [.fileSizeKey])) ?? []
+        return Set(files.filter { $0.lastPathComponent.hasPrefix("nimbus-sealed-")
+            && (try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize) == size })
+    }
+
     static func cache(of device: Device) -> URL { device.database.container.assetCache.directory }
 
     @Test func theEnginesPrefetchPutsTheOpenedPlaintextInTheCacheAndKeepsNoSealedFile() async throws {
@@ -67,13 +75,11 @@ struct EncryptedAssetLiveTests {
         let scene = try Self.scene(photoBytes)
         defer { scene.stop() }
         let mac = try scene.device("mac")
+        let before = Self.sealedTemporaries(ofSize: sealedSize)
         try await mac.save(scene.photoRecord("p1"))
         #expect(try await mac.flush())
         // The sealed temporary upload file is gone.
-        let temporary = (try? FileManager.default.contentsOfDirectory(at: FileManager.default.temporaryDirectory,
-                                                                       includingPropertiesForKeys: [.fileSizeKey])) ?? []
-        #expect(!temporary.contains { $0.lastPathComponent.hasPrefix("nimbus-sealed-")
-            && (try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize) == sealedSize })
+        #expect(Self.sealedTemporaries(ofSize: sealedSize).subtracting(before).isEmpty)
 
         let phone = try scene.device("phone")
         try await phone.engine.fetchChanges()
