@@ -128,6 +128,10 @@ token() { data_admin token issue bench --device "$1" | awk '/^token:/ {print $2}
 export NIMBUS_URL=http://127.0.0.1:$PORT
 export NIMBUS_TOKEN; NIMBUS_TOKEN=$(token phone)
 export NIMBUS_WRITER_TOKEN; NIMBUS_WRITER_TOKEN=$(token mac)
+# Step 7 runs as another user, so the plain user's engine fetches exactly what it did before.
+data_admin user add sealer >/dev/null
+SEALER_TOKEN=$(data_admin token issue sealer --device mac | awk '/^token:/ {print $2}')
+sealer() { NIMBUS_TOKEN=$SEALER_TOKEN run_sync "$@"; }
 
 # run_sync ARGS...: one nimbus-sync run (bounded); prints its result line.
 run_sync() {
@@ -141,7 +145,7 @@ say "$load"
 # Step 7's records: every nimbus-sync of this run holds the same account key.
 export NIMBUS_KEY_FILE="$WORK/account.key"
 say "loading $RECORDS records with an encrypted title into zone sealed"
-say "$(run_sync bench-e2e-modify "$WORK/none.json" "$RECORDS" sealed)"
+say "$(sealer bench-e2e-modify "$WORK/none.json" "$RECORDS" sealed)"
 
 # curl_fetch: the byte-counting reader (bench/changesread.c, libcurl, pages of 400, no JSON
 # parsing): the server's and the loopback's share of a first sync; prints its result line.
@@ -165,7 +169,7 @@ for round in 1 2; do
   engine_rss=$(awk -v a="$engine_rss" -v b="$(field peak_rss_mb "$engine")" 'BEGIN { print (b > a ? b : a) }')
   raw_rss=$(field peak_rss_mb "$raw")
   rm -f "$WORK/sealed.json"
-  sealed=$(run_sync bench-fetch "$WORK/sealed.json" sealed); say "round $round (encrypted title): $sealed"
+  sealed=$(sealer bench-fetch "$WORK/sealed.json" sealed); say "round $round (encrypted title): $sealed"
   [ "$(field records "$sealed")" = "$RECORDS" ] || die "the engine opened $(field records "$sealed") of $RECORDS encrypted records"
   sealed_best=$(awk -v a="$sealed_best" -v b="$(field per_second "$sealed")" 'BEGIN { print (b > a ? b : a) }')
   sealed_rss=$(awk -v a="$sealed_rss" -v b="$(field peak_rss_mb "$sealed")" 'BEGIN { print (b > a ? b : a) }')
@@ -208,7 +212,7 @@ e2e_assets() {
   most() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a ? b : a) }'; }
   for round in 1 2; do
     for mode in plain sealed; do
-      line=$(run_sync bench-e2e-asset "$WORK/none.json" "$mode" "$WORK/e2e-asset.bin" "e2e$round"); say "round $round: $line"
+      line=$(sealer bench-e2e-asset "$WORK/none.json" "$mode" "$WORK/e2e-asset.bin" "e2e$round"); say "round $round: $line"
       if [ "$mode" = plain ]; then
         plain_up=$(best "$plain_up" "$(field upload_s "$line")"); plain_down=$(best "$plain_down" "$(field download_s "$line")")
         plain_rss=$(most "$plain_rss" "$(field peak_rss_mb "$line")")
