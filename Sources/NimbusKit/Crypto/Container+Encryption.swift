@@ -137,9 +137,28 @@ enum FieldPlaintext {
         try JSONSerialization.data(withJSONObject: value.wireField(), options: [.sortedKeys])
     }
 
+    /// Read with the changes decoder's scanner (`RawField`), not `JSONSerialization`: this runs
+    /// once per encrypted field of every fetched record.
     static func decode(_ bytes: Data, context: SealContext, zoneID: ZoneID) throws -> RecordValue {
-        guard let object = try? JSONSerialization.jsonObject(with: bytes), let value = try? RecordValue.fromWire(object, zoneID: zoneID),
-              !value.isEncrypted else {
+        let value = try? bytes.withUnsafeBytes { raw -> RecordValue? in
+            var s = JSONScanner(raw.bindMemory(to: UInt8.self))
+            var field = RawField()
+            try s.beginObject()
+            var first = true
+            while let key = try s.nextKey(&first) {
+                if s.matches(key, "value") {
+                    field.value = s.index
+                    try s.skipValue()
+                } else if s.matches(key, "type") {
+                    field.type = try s.stringValue()
+                } else {
+                    try s.skipValue()
+                }
+            }
+            guard s.atEnd() else { return nil }
+            return try field.decode(&s, zoneID: zoneID)
+        }
+        guard let value = value ?? nil, !value.isEncrypted else {
             throw EncryptionError.decryptionFailed(context, "the plaintext is not a typed value")
         }
         return value
