@@ -18,6 +18,14 @@
 # 5. Assets: 10 × 1 MiB downloaded by a debug and a release nimbus-sync (asset_downloads) beside
 #    plain URLSession.
 #
+# 7. Encrypted vs plain (issue 30, in the same run): BENCH_CLIENT_RECORDS records like step 2's with
+#    `title` encrypted (another type, zone `sealed`, loaded through NimbusKit with the key of
+#    NIMBUS_KEY_FILE) fetched by the engine in the same rounds as the plain zone (records/s,
+#    target ≥ 0.8× plain); one BENCH_CLIENT_E2E_ASSET_BYTES (50 MiB) asset uploaded and downloaded
+#    into an empty cache, plain and as an encrypted asset field (sealed, opened), each in its own
+#    process, twice: seconds (target ≥ 0.8× plain's speed) and peak memory (≤ plain + 16 MiB). The
+#    server takes assets up to 64 MiB here: the sealed file is 21 bytes + 16 per 64 KiB longer.
+#
 # 6. Enqueue (issue 31, `enqueue_figures`): BENCH_CLIENT_ENQUEUES (1,000) single durable enqueues at
 #    100 and at 10,000 pending (offline, nothing sent): µs and bytes written per enqueue (write(2)
 #    bytes and the bytes the kernel sent to the disk), beside appending the same bytes to a file
@@ -27,7 +35,7 @@
 #    and 1,000 pending), as the whole bench's smoke mode does.
 #
 # Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_CLIENT_ENQUEUES BENCH_CLIENT_ASSETS
-#   BENCH_CLIENT_ASSET_BYTES BENCH_SKIP_INSTALL=1
+#   BENCH_CLIENT_ASSET_BYTES BENCH_CLIENT_E2E_ASSET_BYTES BENCH_SKIP_INSTALL=1
 #   BENCH_SKIP_BUILD=1 BENCH_KEEP=1 BENCH_NIMBUS_BIN=path (and BENCH_SYNC_BIN=path; default: the
 #   nimbus-sync beside it). Loopback only; every phase is bounded in time.
 # --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_CLIENT_RECORDS=800 BENCH_CLIENT_OUTBOX=200 BENCH_CLIENT_LIVE=20
@@ -41,7 +49,8 @@ source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
 # `bash bench/client.sh enqueue [--smoke]`: part 6 alone (below).
 MODE=""
 if [ "${1:-}" = enqueue ]; then MODE=enqueue; shift; fi
-smoke_mode 120 BENCH_CLIENT_RECORDS=800 BENCH_CLIENT_OUTBOX=200 BENCH_CLIENT_LIVE=20 BENCH_CLIENT_ASSETS=3 -- "$@"
+smoke_mode 120 BENCH_CLIENT_RECORDS=800 BENCH_CLIENT_OUTBOX=200 BENCH_CLIENT_LIVE=20 BENCH_CLIENT_ASSETS=3 \
+  BENCH_CLIENT_E2E_ASSET_BYTES=1048576 -- "$@"
 
 RECORDS=${BENCH_CLIENT_RECORDS:-100000}
 OUTBOX=${BENCH_CLIENT_OUTBOX:-10000}
@@ -113,12 +122,16 @@ SYNC=${BENCH_SYNC_BIN:-}
 embedded_workdir
 
 say "starting nimbus (embedded PostgreSQL in $DATA)"
-start_embedded_server
+start_embedded_server --max-asset-bytes $((64 << 20))
 data_admin user add bench >/dev/null
 token() { data_admin token issue bench --device "$1" | awk '/^token:/ {print $2}'; }
 export NIMBUS_URL=http://127.0.0.1:$PORT
 export NIMBUS_TOKEN; NIMBUS_TOKEN=$(token phone)
 export NIMBUS_WRITER_TOKEN; NIMBUS_WRITER_TOKEN=$(token mac)
+# Step 7 runs as another user, so the plain user's engine fetches exactly what it did before.
+data_admin user add sealer >/dev/null
+SEALER_TOKEN=$(data_admin token issue sealer --device mac | awk '/^token:/ {print $2}')
+sealer() { NIMBUS_TOKEN=$SEALER_TOKEN run_sync "$@"; }
 
 # run_sync ARGS...: one nimbus-sync run (bounded); prints its result line.
 run_sync() {
@@ -129,6 +142,10 @@ secs() { awk -v r="$1" -v n="$RECORDS" 'BEGIN { printf "%.1f", (r > 0 ? n / r : 
 say "loading $RECORDS records into zone big"
 load=$(run_sync bench-raw-modify "$WORK/none.json" "$RECORDS" big)
 say "$load"
+# Step 7's records: every nimbus-sync of this run holds the same account key.
+export NIMBUS_KEY_FILE="$WORK/account.key"
+say "loading $RECORDS records with an encrypted title into zone sealed"
+say "$(sealer bench-e2e-modify "$WORK/none.json" "$RECORDS" sealed)"
 
 # curl_fetch: the byte-counting reader (bench/changesread.c, libcurl, pages of 400, no JSON
 # parsing): the server's and the loopback's share of a first sync; prints its result line.
@@ -138,7 +155,7 @@ curl_fetch() {
     "$NIMBUS_TOKEN" big 400 600 || die "the byte-counting reader failed"
 }
 
-raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0
+raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0 sealed_best=0 sealed_rss=0
 for round in 1 2; do
   curl_line=$(curl_fetch); say "round $round: $curl_line"
   [ "$(field records "$curl_line")" = "$RECORDS" ] || die "the byte-counting reader saw $(field records "$curl_line") of $RECORDS records"
@@ -151,6 +168,11 @@ for round in 1 2; do
   engine_best=$(awk -v a="$engine_best" -v b="$(field per_second "$engine")" 'BEGIN { print (b > a ? b : a) }')
   engine_rss=$(awk -v a="$engine_rss" -v b="$(field peak_rss_mb "$engine")" 'BEGIN { print (b > a ? b : a) }')
   raw_rss=$(field peak_rss_mb "$raw")
+  rm -f "$WORK/sealed.json"
+  sealed=$(sealer bench-fetch "$WORK/sealed.json" sealed); say "round $round (encrypted title): $sealed"
+  [ "$(field records "$sealed")" = "$RECORDS" ] || die "the engine opened $(field records "$sealed") of $RECORDS encrypted records"
+  sealed_best=$(awk -v a="$sealed_best" -v b="$(field per_second "$sealed")" 'BEGIN { print (b > a ? b : a) }')
+  sealed_rss=$(awk -v a="$sealed_rss" -v b="$(field peak_rss_mb "$sealed")" 'BEGIN { print (b > a ? b : a) }')
 done
 
 say "outbox: $OUTBOX records"
@@ -179,6 +201,33 @@ asset_downloads() {
 }
 say "assets: downloads in debug and release"
 asset_downloads
+
+# e2e_assets: step 7's asset, plain and sealed, each in its own process, twice (best times,
+# highest peak memory). Sets E2E_ROWS.
+e2e_assets() {
+  local bytes=${BENCH_CLIENT_E2E_ASSET_BYTES:-52428800} round mode line
+  local plain_up=0 plain_down=0 plain_rss=0 sealed_up=0 sealed_down=0 sealed_rss=0
+  head -c "$bytes" /dev/urandom >"$WORK/e2e-asset.bin"
+  best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || b < a ? b : a) }'; }
+  most() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a ? b : a) }'; }
+  for round in 1 2; do
+    for mode in plain sealed; do
+      line=$(sealer bench-e2e-asset "$WORK/none.json" "$mode" "$WORK/e2e-asset.bin" "e2e$round"); say "round $round: $line"
+      if [ "$mode" = plain ]; then
+        plain_up=$(best "$plain_up" "$(field upload_s "$line")"); plain_down=$(best "$plain_down" "$(field download_s "$line")")
+        plain_rss=$(most "$plain_rss" "$(field peak_rss_mb "$line")")
+      else
+        sealed_up=$(best "$sealed_up" "$(field upload_s "$line")"); sealed_down=$(best "$sealed_down" "$(field download_s "$line")")
+        sealed_rss=$(most "$sealed_rss" "$(field peak_rss_mb "$line")")
+      fi
+    done
+  done
+  E2E_ROWS="| encrypted asset upload, $bytes bytes (s, best of 2) | $sealed_up | $plain_up (plain asset) | $(ratio "$plain_up" "$sealed_up") (speed) | ≥ 0.8 |
+| encrypted asset download into an empty cache, opened (s, best of 2) | $sealed_down | $plain_down (plain asset) | $(ratio "$plain_down" "$sealed_down") (speed) | ≥ 0.8 |
+| peak client memory, upload + download (MB) | $sealed_rss | $plain_rss | +$(awk -v a="$sealed_rss" -v b="$plain_rss" 'BEGIN { printf "%.1f", a - b }') MB | ≤ plain + 16 MiB |"
+}
+say "encrypted vs plain asset"
+e2e_assets
 enqueue_rows=$(enqueue_figures)
 
 cat <<REPORT
@@ -189,6 +238,8 @@ NimbusKit (bench/client.sh): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedd
 | initial sync of $RECORDS records (records/s, best of 2) | $engine_best | $raw_best (records/changes reader) | $(ratio "$engine_best" "$raw_best") | ≥ 0.5 |
 | the same beside the byte-counting reader (libcurl, no JSON) | $engine_best ($(secs "$engine_best") s) | $curl_best ($(secs "$curl_best") s) | $(ratio "$engine_best" "$curl_best") | ≥ 0.5, < 4 s |
 | peak client memory during it (MB) | $engine_rss | $raw_rss | | ≤ 100 |
+| initial sync of $RECORDS records with \`title\` encrypted (records/s, best of 2) | $sealed_best (peak $sealed_rss MB) | $engine_best (the same engine, plain) | $(ratio "$sealed_best" "$engine_best") | ≥ 0.8 |
+$E2E_ROWS
 | outbox, enqueue → acknowledged, $OUTBOX records (records/s) | $(field per_second "$outbox") | $(field per_second "$raw_modify") (records/modify, 400 per request) | $(ratio "$(field per_second "$outbox")" "$(field per_second "$raw_modify")") | ≥ 0.5 |
 | live delivery of $LIVE writes (ms) | p50 $(field p50_ms "$live") / p99 $(field p99_ms "$live") | | | p99 < 1000 |
 $ASSET_ROWS

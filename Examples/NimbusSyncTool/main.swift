@@ -22,7 +22,9 @@ let usage = """
       bench-live STATE N              live delivery of N writes by NIMBUS_WRITER_TOKEN's device
       bench-assets-upload STATE N SIZE ZONE   N records with an asset of SIZE random bytes each
       bench-assets-download STATE ZONE        download them: NimbusKit, its prefetch, plain URLSession
-    CONTAINER: NIMBUS_CONTAINER (default iCloud.com.nimbus.SyncTool)
+      bench-e2e-modify STATE N ZONE           N records like bench-raw-modify's with `title` encrypted (NIMBUS_KEY_FILE)
+      bench-e2e-asset STATE plain|sealed FILE ZONE   upload FILE (sealed: an encrypted asset field), download it
+    CONTAINER: NIMBUS_CONTAINER (default iCloud.com.nimbus.SyncTool); NIMBUS_KEY_FILE: the account key file
     """
 
 /// Prints what the engine applies; keeps no records (so that large syncs measure the engine).
@@ -63,6 +65,7 @@ func run() async -> Int32 {
     let identifier = ProcessInfo.processInfo.environment["NIMBUS_CONTAINER"] ?? "iCloud.com.nimbus.SyncTool"
     let container: Container
     do { container = try Container(identifier: identifier) } catch { fail("\(error)") }
+    EncryptionBench.configure(container)  // NIMBUS_KEY_FILE: the account key of encrypted fields
     let replica = PrintingReplica(printNames: command == "watch")
     let engine: SyncEngine
     do {
@@ -118,6 +121,8 @@ func run() async -> Int32 {
             await Churn.pendingNames(engine)
         case "bench-enqueue":
             try await EnqueueBench.run(arguments, stateURL: stateURL, container: container)
+        case _ where command.hasPrefix("bench-e2e-"):
+            try await EncryptionBench.run(command, arguments, container: container)
         case _ where command.hasPrefix("bench-assets-"):
             try await AssetBench.run(command, arguments, container: container)
         case _ where command.hasPrefix("bench-"):

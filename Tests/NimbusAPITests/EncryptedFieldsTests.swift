@@ -116,10 +116,12 @@ import Testing
         try await APIFixture.with(limits: limits) { api in
             try await Self.importSchema(api)
             let token = try await api.token()
-            // 800 characters of ciphertext and a plain label that brings the stored fields to
-            // exactly maxRecordBytes, then one byte over it.
+            // 800 characters of ciphertext (600 bytes decoded, which is what counts) and a plain
+            // label that brings the fields to exactly maxRecordBytes, then one byte over it.
             let ciphertext = String(repeating: "QUJD", count: 200)
             let base = Record.storedSize(["photoKey": .encrypted(ciphertext), "label": .string("")])
+            let json = #"{"label":{"type":"STRING","value":""},"photoKey":{"type":"ENCRYPTED_BYTES","value":"\#(ciphertext)"}}"#
+            try #require(base == json.utf8.count - 800 + 600)
             let label = String(repeating: "x", count: 1_000 - base)
             try #require(Record.storedSize(["photoKey": .encrypted(ciphertext), "label": .string(label)]) == 1_000)
             let answer = await api.database("records/modify", token: token, Self.modify(

@@ -197,6 +197,10 @@ import Testing
         let text = FieldValue.bytes(bytes).json.stringValue ?? ""
         #expect(Record.storedSize(["k": .encrypted(text)]) == Record.storedSize(["k": .bytes(bytes)]) - "BYTES".count + "ENCRYPTED_BYTES".count)
         let size = Record.storedSize(["k": .encrypted(text)])
+        // API.md: "as BYTES values do (decoded size)": 3,000 bytes, not their 4,000 characters.
+        #expect(size == #"{"k":{"type":"ENCRYPTED_BYTES","value":""}}"#.utf8.count + 3_000)
+        #expect(Record.storedSize(["k": .bytes(bytes)]) == #"{"k":{"type":"BYTES","value":""}}"#.utf8.count + 3_000)
+        #expect(Record.storedSize(["k": .encrypted("QQ==")]) == #"{"k":{"type":"ENCRYPTED_BYTES","value":""}}"#.utf8.count + 1)
         #expect(Record.storedSize(["k": .encrypted(text)], fitsIn: size))
         #expect(!Record.storedSize(["k": .encrypted(text)], fitsIn: size - 1))
     }

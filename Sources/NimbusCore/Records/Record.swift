@@ -197,9 +197,21 @@ package struct Record: Sendable, Hashable {
         return fields
     }
 
-    /// The size limit applies to the fields' stored JSON (assets count by reference only).
+    /// The size `maxRecordBytes` limits: the fields' stored JSON (assets count by reference only),
+    /// where `BYTES` and `ENCRYPTED_BYTES` values count their decoded bytes, not their base64 text
+    /// (API.md § Encrypted fields: "as BYTES values do (decoded size)").
     package static func storedSize(_ fields: [String: FieldValue]) -> Int {
-        storedFields(fields).serialized().count
+        storedFields(fields).serialized().count - fields.values.reduce(0) { $0 + base64Excess($1) }
+    }
+
+    /// How many more characters a value's base64 text has than the bytes it decodes to.
+    private static func base64Excess(_ value: FieldValue) -> Int {
+        switch value {
+        case .bytes(let bytes): (bytes.count + 2) / 3 * 4 - bytes.count
+        case .encrypted(let text): text.utf8.count - Base64Text.decodedCount(text)
+        case .list(_, let elements): elements.reduce(0) { $0 + base64Excess($1) }
+        default: 0
+        }
     }
 
     /// Whether the stored form of the fields is at most `limit` bytes. Most records are far
@@ -234,8 +246,8 @@ private enum JSONBound {
         case .string(let text): string(text)
         case .int64, .timestamp: 20
         case .double: 32
-        case .bytes(let bytes): (bytes.count + 2) / 3 * 4 + 2
-        case .encrypted(let text): text.utf8.count + 2       // base64: nothing to escape
+        case .bytes(let bytes): bytes.count + 2               // counted decoded (`storedSize`)
+        case .encrypted(let text): Base64Text.decodedCount(text) + 2
         // Rare in bulk: measured by writing them.
         case .reference, .asset: Record.storedSize(["": value])
         case .list(_, let elements): elements.reduce(2) { $0 + 1 + Self.value($1) }

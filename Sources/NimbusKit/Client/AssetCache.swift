@@ -29,9 +29,10 @@ final class AssetCache: Sendable {
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }
 
-    /// Verifies a downloaded file against the checksum and moves it into the cache; a mismatch
-    /// removes it and throws `assetCorrupted`.
-    func admit(downloaded file: URL, checksum: String, expectedSize: Int64?) throws -> URL {
+    /// Verifies a downloaded file against the checksum and moves it into the cache (or to
+    /// `target`: a sealed asset's bytes, kept only until opened); a mismatch removes it and throws
+    /// `assetCorrupted`.
+    func admit(downloaded file: URL, checksum: String, expectedSize: Int64?, as target: URL? = nil) throws -> URL {
         let actual: (checksum: String, size: Int64)
         do {
             actual = try Checksum.ofFile(file)
@@ -45,7 +46,7 @@ final class AssetCache: Sendable {
                 + "do not match its checksum \(checksum); nothing was cached. Download it again.")
         }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let target = fileURL(for: checksum)
+        let target = target ?? fileURL(for: checksum)
         if FileManager.default.fileExists(atPath: target.path) {
             try? FileManager.default.removeItem(at: file)
             return target

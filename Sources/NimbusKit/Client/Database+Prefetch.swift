@@ -7,7 +7,8 @@ extension Database {
     /// The records with their assets (lists of assets included) downloaded into the asset cache
     /// and each asset's `fileURL` set to its cached file, so that reading an asset of a fetched
     /// record never waits for the network. Each distinct checksum is downloaded once, at most
-    /// `assetPrefetchConcurrency` at a time, verified against the checksum. A download that got no
+    /// `assetPrefetchConcurrency` at a time, verified against the checksum; an encrypted asset
+    /// (`Asset.isEncrypted`) is opened, and its `fileURL` is the plaintext. A download that got no
     /// answer (or a 5xx, 408, 429) throws: the caller fetches again later. An asset the server
     /// no longer has, or whose bytes do not match their checksum, keeps no file; its error shows
     /// when it is read (`downloadAsset`).
@@ -15,7 +16,7 @@ extension Database {
         var wanted: [String: Asset] = [:]
         for record in records {
             for value in record.fields.values { Database.collectAssets(value) { asset in
-                if let checksum = asset.fileChecksum, asset.downloadURL != nil, wanted[checksum] == nil { wanted[checksum] = asset }
+                if let key = Database.downloadKey(asset), asset.downloadURL != nil, wanted[key] == nil { wanted[key] = asset }
             } }
         }
         guard !wanted.isEmpty else { return records }
@@ -31,7 +32,7 @@ extension Database {
         }
     }
 
-    /// Files by checksum for the assets, downloaded with bounded concurrency.
+    /// Files by `downloadKey` for the assets, downloaded with bounded concurrency.
     private func downloadAll(_ assets: [Asset]) async throws -> [String: URL] {
         try await withThrowingTaskGroup(of: (String, URL?).self) { group in
             var files: [String: URL] = [:]
@@ -41,11 +42,13 @@ extension Database {
                 let asset = assets[next]
                 next += 1
                 group.addTask {
-                    guard let checksum = asset.fileChecksum else { return ("", nil) }
+                    guard let key = Database.downloadKey(asset) else { return ("", nil) }
                     do {
-                        return (checksum, try await self.downloadAsset(asset))
+                        // An encrypted asset's file is the opened plaintext (`downloadAsset`).
+                        return (key, try await self.downloadAsset(asset))
                     } catch let error as NimbusError where !error.isRetryable && error.code != .notAuthenticated {
-                        return (checksum, nil)  // corrupted or gone: read lazily, where the error can be seen
+                        // Corrupted, gone, or not a sealed file of its field: read lazily, where the error can be seen.
+                        return (key, nil)
                     }
                 }
             }
@@ -69,7 +72,7 @@ extension Database {
     static func localize(_ value: RecordValue, _ files: [String: URL]) -> RecordValue {
         switch value {
         case .asset(var asset):
-            if let checksum = asset.fileChecksum, let file = files[checksum] { asset.fileURL = file }
+            if let key = downloadKey(asset), let file = files[key] { asset.fileURL = file }
             return .asset(asset)
         case .list(let values, let type):
             return .list(values.map { localize($0, files) }, elementType: type)

@@ -20,8 +20,13 @@ public struct NimbusNotification: Sendable, Hashable {
     public var recordType: String?
     public var alert: Alert?
     public var contentAvailable: Bool
-    /// The subscription's `desiredKeys` of the record.
+    /// The subscription's `desiredKeys` of the record, encrypted ones opened with the device's
+    /// keys (a sealed alert). When they do not open they stay sealed (no plaintext) and
+    /// `unreadable` says why.
     public var fields: [String: RecordValue]
+    /// Why the encrypted fields are not opened: `encryptionKeyMissing` (no key on this device) or
+    /// `decryptionFailed` (naming the field); nil when there were none or they opened.
+    public var unreadable: NimbusError? = nil
     /// Where to resume to receive the notifications after this one.
     public var cursor: NotificationCursor
 
@@ -124,7 +129,8 @@ extension Database {
             guard let object = JSON.object(item) else { throw JSON.bad("A notification is not an object") }
             // Resuming after the last one of a page is the page's cursor; after an earlier one,
             // the page is replayed from its start (notifications carry ids to skip repeats).
-            return try NimbusNotification.fromWire(object, cursor: index == items.count - 1 ? nextCursor : cursor)
+            let notification = try NimbusNotification.fromWire(object, cursor: index == items.count - 1 ? nextCursor : cursor)
+            return container.openNotification(notification)
         }
         return (notifications, nextCursor, JSON.bool(answer["moreComing"]) ?? false)
     }

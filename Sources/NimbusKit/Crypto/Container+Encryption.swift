@@ -5,7 +5,7 @@ extension Container {
     /// it, saving an encrypted value and reading one are `encryptionKeyMissing`.
     public var keyStore: (any KeyStore)? {
         get { keyStoreBox.withLock { $0.store } }
-        set { keyStoreBox.withLock { $0 = KeySetup(store: newValue) } }
+        set { keyStoreBox.withLock { $0.store = newValue; $0.ring = nil } }
     }
 
     /// The keys of the key store (an empty ring without one), read once and kept until
@@ -39,10 +39,29 @@ extension Container {
         return sealed
     }
 
+    /// A change for the outbox: its encrypted values sealed now, so that every send of it (a retried
+    /// create whose answer was lost) carries the same bytes and the server's idempotent create
+    /// recognises it (CLIENT.md: the outbox keeps the ciphertext it first sent). The nonce stays
+    /// random: a ciphertext is kept only as long as its plaintext is unchanged (`EncryptedValue`
+    /// drops it when the plaintext is set). Without a key the change stays unsealed; the send
+    /// refuses it with `encryptionKeyMissing`.
+    func sealedForOutbox(_ change: PendingChange) -> PendingChange {
+        guard case .save(let record) = change, record.fields.values.contains(where: {
+            if case .encrypted(let value) = $0 { return value.ciphertext == nil && value.plaintext?.assetValue == nil }
+            return false
+        }) else { return change }
+        return (try? seal(record)).map(PendingChange.save) ?? change
+    }
+
     /// Opens the record's sealed values with the device's keys: `encryptionKeyMissing` without the
     /// key, `decryptionFailed` (naming the field) when a value does not open. Never partial data.
+    /// Assets of `encryptedAssetFields` are marked, so that downloading them opens them.
     public func open(_ record: Record) throws -> Record {
-        var opened = record
+        try open(record, declared: encryptedAssetFields)
+    }
+
+    func open(_ record: Record, declared: [String: Set<String>]) throws -> Record {
+        var opened = markingEncryptedAssets(record, declared: declared)
         var ring: KeyRing?
         for (key, value) in record.fields {
             guard case .encrypted(let encrypted) = value, encrypted.plaintext == nil, let sealed = encrypted.ciphertext else { continue }
@@ -77,7 +96,8 @@ extension Container {
             throw EncryptionError.keyMissing(sealContext(record, field: field), keyID: nil).nimbusError
         }
         let sealed = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-sealed-\(UUID().uuidString)")
-        try AssetSeal.seal(file, to: sealed, key: newest, context: sealContext(record, field: field))
+        let context = sealContext(record, field: field)
+        try AssetSeal.seal(file, to: sealed, key: newest, context: context, salt: try AssetSeal.salt(for: file, key: newest, context: context))
         return sealed
     }
 
@@ -106,6 +126,8 @@ extension Container {
 struct KeySetup: Sendable {
     var store: (any KeyStore)?
     var ring: KeyRing?
+    /// `Container.encryptedAssetFields`.
+    var encryptedAssets: [String: Set<String>] = [:]
 }
 
 /// A field's plaintext bytes: the UTF-8 JSON of its wire form `{"type":"…","value":…}` with sorted
@@ -115,9 +137,28 @@ enum FieldPlaintext {
         try JSONSerialization.data(withJSONObject: value.wireField(), options: [.sortedKeys])
     }
 
+    /// Read with the changes decoder's scanner (`RawField`), not `JSONSerialization`: this runs
+    /// once per encrypted field of every fetched record.
     static func decode(_ bytes: Data, context: SealContext, zoneID: ZoneID) throws -> RecordValue {
-        guard let object = try? JSONSerialization.jsonObject(with: bytes), let value = try? RecordValue.fromWire(object, zoneID: zoneID),
-              !value.isEncrypted else {
+        let value = try? bytes.withUnsafeBytes { raw -> RecordValue? in
+            var s = JSONScanner(raw.bindMemory(to: UInt8.self))
+            var field = RawField()
+            try s.beginObject()
+            var first = true
+            while let key = try s.nextKey(&first) {
+                if s.matches(key, "value") {
+                    field.value = s.index
+                    try s.skipValue()
+                } else if s.matches(key, "type") {
+                    field.type = try s.stringValue()
+                } else {
+                    try s.skipValue()
+                }
+            }
+            guard s.atEnd() else { return nil }
+            return try field.decode(&s, zoneID: zoneID)
+        }
+        guard let value = value ?? nil, !value.isEncrypted else {
             throw EncryptionError.decryptionFailed(context, "the plaintext is not a typed value")
         }
         return value

@@ -26,9 +26,10 @@ extension Container {
         var opened = page
         opened.modified = []
         opened.modified.reserveCapacity(page.modified.count)
+        let declared = encryptedAssetFields
         for record in page.modified {
             do {
-                opened.modified.append(try open(record))
+                opened.modified.append(try open(record, declared: declared))
             } catch {
                 let nimbus = error as? NimbusError ?? NimbusError(.decryptionFailed, reason: "\(error)")
                 opened.unreadable.append(UnreadableRecord(recordID: record.id, recordType: record.recordType, error: nimbus))
@@ -38,24 +39,51 @@ extension Container {
     }
 }
 
+extension Container {
+    /// A notification from the channel with its encrypted fields opened, as a push's are by
+    /// `KeyStorePushOpener`; when they do not open they stay sealed and `unreadable` says why.
+    func openNotification(_ notification: NimbusNotification) -> NimbusNotification {
+        let sealed = notification.fields.values.contains { value in
+            if case .encrypted(let encrypted) = value { return encrypted.plaintext == nil }
+            return false
+        }
+        guard sealed else { return notification }
+        var opened = notification
+        guard let id = notification.recordID, let type = notification.recordType else {
+            opened.unreadable = NimbusError(.decryptionFailed, reason: "Notification \(notification.notificationID) carries encrypted "
+                + "fields but no record name and type to open them with.")
+            return opened
+        }
+        do {
+            opened.fields = try open(Record(recordType: type, id: id, fields: notification.fields)).fields
+        } catch {
+            opened.unreadable = error as? NimbusError ?? NimbusError(.decryptionFailed, reason: "\(error)")
+        }
+        return opened
+    }
+}
+
 extension Database {
-    /// Seals the operations' encrypted values and encrypted asset files, then uploads the assets
-    /// (`uploadAssets`). An operation that cannot be sealed (no key) is refused alone.
+    /// Seals the operations' encrypted values and encrypted asset files (set through
+    /// `encryptedValues`, or in a field of `encryptedAssetFields`), then uploads the assets
+    /// (`uploadAssets`) and deletes the sealed temporary files. An operation that cannot be
+    /// sealed (no key) is refused alone.
     func uploadAssets(sealing operations: [RecordOperation], limits: ServerLimits) async throws -> PreparedOperations {
         var sealed = operations
         var refused: [Int: NimbusError] = [:]
+        var temporary: [URL] = []
+        defer { for file in temporary { try? FileManager.default.removeItem(at: file) } }
+        let declared = container.encryptedAssetFields
         for (index, operation) in operations.enumerated() {
-            guard let record = operation.record, record.fields.values.contains(where: \.isEncrypted) else { continue }
+            guard let record = operation.record else { continue }
+            let fields = declared[record.recordType] ?? []
+            guard !fields.isEmpty || record.fields.values.contains(where: \.isEncrypted) else { continue }
             do {
                 var ready = try container.seal(record)
                 for (key, value) in ready.fields {
                     // An encrypted asset travels as an ASSETID whose file is the sealed one.
-                    guard case .encrypted(let encrypted) = value, case .asset(let asset)? = encrypted.plaintext else { continue }
-                    if asset.receipt != nil || asset.fileURL == nil {
-                        ready.fields[key] = .asset(asset)
-                    } else if let file = asset.fileURL {
-                        ready.fields[key] = .asset(Asset(fileURL: try container.sealAsset(file, for: record, field: key)))
-                    }
+                    guard let asset = value.encryptedAsset(declared: fields.contains(key)) else { continue }
+                    ready.fields[key] = .asset(try container.sealedForUpload(asset, of: record, field: key, temporary: &temporary))
                 }
                 sealed[index].record = ready
             } catch {
@@ -70,21 +98,16 @@ extension Database {
     /// Downloads an encrypted asset of a record's field and opens it into the cache: the plaintext
     /// file (streamed, 64 KiB at a time). `decryptionFailed` when the bytes were changed, cut,
     /// reordered or moved from another record or field; `encryptionKeyMissing` without the key.
+    /// The same as `downloadAsset` for a field that `encryptedAssetFields` declares (or any
+    /// other field: its asset is opened as one bound to this record and field).
     public func downloadDecryptedAsset(of record: Record, field: String) async throws -> URL {
         let value = record.fields[field]
-        guard let asset = value?.assetValue ?? value?.decrypted?.assetValue else {
+        guard var asset = value?.assetValue ?? value?.decrypted?.assetValue else {
             throw NimbusError(.invalidArguments, reason: "\(record.recordType) \(record.recordName) has no asset in field \(field).")
         }
-        let sealed = try await downloadAsset(asset)
         // Cached per checksum and place: the same bytes moved to another record or field must not open there.
-        let place = "\(asset.fileChecksum ?? UUID().uuidString)|\(container.identifier)|\(record.zoneID.zoneName)|\(record.recordType)|\(record.recordName)|\(field)"
-        let plain = container.assetCache.directory.appendingPathComponent("\(Database.cacheName(Checksum.of(Data(place.utf8)))).plain")
-        if FileManager.default.fileExists(atPath: plain.path) { return plain }
-        let partial = plain.appendingPathExtension("partial")
-        try container.openAsset(sealed, for: record, field: field, to: partial)
-        _ = try? FileManager.default.removeItem(at: plain)
-        try FileManager.default.moveItem(at: partial, to: plain)
-        return plain
+        asset.sealContext = container.sealContext(record, field: field)
+        return try await downloadAsset(asset)
     }
 
     static func cacheName(_ checksum: String) -> String {

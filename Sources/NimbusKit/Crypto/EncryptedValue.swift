@@ -52,7 +52,11 @@ extension Record {
         var record: Record
 
         public subscript(key: String) -> RecordValue? {
-            get { record.fields[key]?.decrypted.flatMap { record.fields[key]?.isEncrypted == true ? $0 : nil } }
+            get {
+                // An asset of a declared encrypted field (`Container.encryptedAssetFields`) is one too.
+                if case .asset(let asset)? = record.fields[key], asset.isEncrypted { return .asset(asset) }
+                return record.fields[key]?.decrypted.flatMap { record.fields[key]?.isEncrypted == true ? $0 : nil }
+            }
             set {
                 if case .encrypted(var existing)? = record.fields[key], let newValue {
                     existing.plaintext = newValue

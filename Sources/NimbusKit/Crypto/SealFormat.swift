@@ -2,7 +2,7 @@ import Foundation
 
 /// Where a sealed value belongs: what its associated data binds, so that a ciphertext moved to
 /// another container, zone, record type, record or field fails to open.
-public struct SealContext: Sendable, Hashable {
+public struct SealContext: Sendable, Hashable, Codable {
     public var container: String
     public var zone: String
     public var recordType: String
@@ -17,11 +17,21 @@ public struct SealContext: Sendable, Hashable {
         self.field = field
     }
 
-    /// `kind` (`F` field, `A` asset), then each name as a 2-byte big-endian length and its UTF-8.
-    func associatedData(kind: UInt8) -> Data {
-        var data = Data([kind])
-        for name in [container, zone, recordType, recordName, field] { data += SealFormat.lengthPrefixed(name) }
-        return data
+    /// `prefix` (a header), `kind` (`F` field, `A` asset), then each name as a 2-byte big-endian
+    /// length and its UTF-8. Built in one buffer: it runs once per encrypted field of every fetched record.
+    func associatedData(kind: UInt8, prefix: Data = Data()) -> Data {
+        let names = [container, zone, recordType, recordName, field]
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(prefix.count + 11 + names.reduce(0) { $0 + $1.utf8.count })
+        bytes.append(contentsOf: prefix)
+        bytes.append(kind)
+        for name in names {
+            let length = min(name.utf8.count, Int(UInt16.max))
+            bytes.append(UInt8(length >> 8))
+            bytes.append(UInt8(length & 0xff))
+            bytes.append(contentsOf: name.utf8.prefix(length))
+        }
+        return Data(bytes)
     }
 }
 
@@ -84,7 +94,7 @@ enum SealFormat {
     static func sealField(_ plaintext: Data, key: AccountKey, context: SealContext, nonce: Data = Primitives.random(Primitives.nonceSize)) throws -> Data {
         let header = header(keyID: key.id)
         let zoneKey = zoneKey(key.bytes, container: context.container, zone: context.zone)
-        let sealed = try Primitives.seal(key: zoneKey, nonce: nonce, plaintext: plaintext, aad: header + context.associatedData(kind: UInt8(ascii: "F")))
+        let sealed = try Primitives.seal(key: zoneKey, nonce: nonce, plaintext: plaintext, aad: context.associatedData(kind: UInt8(ascii: "F"), prefix: header))
         return header + nonce + sealed
     }
 
@@ -97,8 +107,8 @@ enum SealFormat {
         let body = sealed.suffix(from: sealed.startIndex + 5 + Primitives.nonceSize)
         let zoneKey = zoneKey(key.bytes, container: context.container, zone: context.zone)
         do {
-            return try Primitives.open(key: zoneKey, nonce: nonce, sealed: Data(body),
-                                       aad: header(keyID: id) + context.associatedData(kind: UInt8(ascii: "F")))
+            return try Primitives.open(key: zoneKey, nonce: nonce, sealed: body,
+                                       aad: context.associatedData(kind: UInt8(ascii: "F"), prefix: header(keyID: id)))
         } catch {
             throw EncryptionError.decryptionFailed(context, "the ciphertext does not open with key \(id) for this record and field")
         }

@@ -74,7 +74,7 @@ public actor SyncEngine {
         let changes = changes.map { change -> PendingChange in
             let (kept, linked) = assetPins.pin(change)
             pinned = pinned || linked
-            return kept
+            return database.container.sealedForOutbox(kept)  // a resend carries the same ciphertext
         }
         if pinned { assetPins.sync() }
         for change in changes {

@@ -105,6 +105,14 @@ public struct Asset: Hashable, Sendable, Codable {
     public var receipt: String?
     /// Where the server serves the bytes (absolute).
     public var downloadURL: URL?
+    /// For an asset this app encrypts (`Container.encryptedAssetFields`): the record and field its
+    /// sealed bytes are bound to. Every download opens them, and bytes that do not open are
+    /// `decryptionFailed`, never data.
+    var sealContext: SealContext?
+
+    /// True when this asset's bytes on the server are sealed (an encrypted asset field): its
+    /// `fileURL`, once downloaded, is the opened plaintext.
+    public var isEncrypted: Bool { sealContext != nil }
 
     public init(fileURL: URL) { self.fileURL = fileURL }
 

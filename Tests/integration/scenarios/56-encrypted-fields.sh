@@ -94,11 +94,15 @@ api_ok "$PHONE" subscriptions/modify '{"operations":[{"operationType":"create","
 contains "$HTTP_BODY" -q '"serverErrorCode":"BAD_REQUEST"' && contains "$HTTP_BODY" -q 'filterBy names title' || fail "subscription filter: $HTTP_BODY"
 ok "records/query filter and sort and a subscription's filterBy on title: BAD_REQUEST naming it"
 
-note "ciphertext counts toward maxRecordBytes (4096 here)"
+note "ciphertext counts toward maxRecordBytes (4096 here) by its decoded size"
+# 4000 bytes (5336 characters of base64) fit: the stored JSON around them is 55 bytes.
 big=$(head -c 4000 /dev/urandom | base64 -w0)
 api_ok "$MAC" records/modify '{"zoneID":{"zoneName":"History"},"operations":[{"operationType":"create","record":{"recordName":"big","recordType":"HistoryItemContent","fields":{"value":{"value":"'"$big"'","type":"ENCRYPTED_BYTES"}}}}]}'
-expect_item_codes LIMIT_EXCEEDED "a record of 4000 bytes of ciphertext"
-ok "4000 bytes of ciphertext in a record over 4096 bytes: LIMIT_EXCEEDED"
+expect_item_codes ok "a record of 4000 bytes of ciphertext (decoded)"
+bigger=$(head -c 4100 /dev/urandom | base64 -w0)
+api_ok "$MAC" records/modify '{"zoneID":{"zoneName":"History"},"operations":[{"operationType":"create","record":{"recordName":"bigger","recordType":"HistoryItemContent","fields":{"value":{"value":"'"$bigger"'","type":"ENCRYPTED_BYTES"}}}}]}'
+expect_item_codes LIMIT_EXCEEDED "a record of 4100 bytes of ciphertext"
+ok "4000 bytes of ciphertext fit in 4096 (counted decoded, not as 5336 characters); 4100 bytes: LIMIT_EXCEEDED"
 
 note "schema import refuses an encrypted retention field and a plain field turned encrypted"
 printf '%s' '{"container":"iCloud.org.p0deje.Maccy","recordTypes":{"Expiring":{"fields":{"at":{"type":"TIMESTAMP","encrypted":true}},"retention":{"days":1,"field":"at"}}}}' >"$TEST_TMP/retention.json"

@@ -1,0 +1,131 @@
+import Foundation
+
+// Encrypted assets (CLIENT.md § End-to-end encryption). On the wire an encrypted asset is a plain
+// ASSETID (API.md: assets are opaque; the schema cannot flag them), so the reader must know which
+// fields are sealed: the app declares them (`encryptedAssetFields`). A declared field is sealed
+// before upload and opened on every read (`downloadAsset`, the prefetch of fetches and of the
+// engine, `downloadDecryptedAsset`), so bytes that are not a sealed file of that very record and
+// field — such as a plaintext file a server put in their place — are `decryptionFailed`, never data.
+
+extension Container {
+    /// The asset fields this app encrypts, by record type: `["HistoryItemContent": ["asset"]]`.
+    /// Their files are sealed before upload (also when set with a plain `.asset`), and every
+    /// download of them is opened into the cache (`fileURL` is the plaintext). Every device of the
+    /// app declares the same fields. Assets set through `encryptedValues` are sealed in any case.
+    public var encryptedAssetFields: [String: Set<String>] {
+        get { keyStoreBox.withLock { $0.encryptedAssets } }
+        set { keyStoreBox.withLock { $0.encryptedAssets = newValue } }
+    }
+
+    /// The record with the assets of its declared encrypted fields marked with where they are
+    /// bound (`Asset.sealContext`), so that reading them opens the seal.
+    func markingEncryptedAssets(_ record: Record, declared: [String: Set<String>]) -> Record {
+        guard let fields = declared[record.recordType], !fields.isEmpty else { return record }
+        var marked = record
+        for field in fields {
+            guard let value = record.fields[field] else { continue }
+            let context = sealContext(record, field: field)
+            marked.fields[field] = Self.mark(value, context)
+            if let base = record.serverFields?[field] { marked.serverFields?[field] = Self.mark(base, context) }
+        }
+        return marked
+    }
+
+    private static func mark(_ value: RecordValue, _ context: SealContext) -> RecordValue {
+        switch value {
+        case .asset(var asset):
+            asset.sealContext = context
+            return .asset(asset)
+        case .list(let values, let type): return .list(values.map { mark($0, context) }, elementType: type)
+        default: return value
+        }
+    }
+
+    /// What to send for an encrypted asset of a record's field: an uploaded or fetched one as it
+    /// is (the server holds its sealed bytes; the plaintext in the cache is never uploaded), a
+    /// local file sealed into a new temporary file (added to `temporary`, for the caller to delete).
+    func sealedForUpload(_ asset: Asset, of record: Record, field: String, temporary: inout [URL]) throws -> Asset {
+        if asset.receipt != nil { return asset }
+        let cached = asset.fileURL.map { $0.standardizedFileURL.path.hasPrefix(assetCache.directory.standardizedFileURL.path) } ?? true
+        if asset.isOnServer && asset.fileChecksum != nil && cached {
+            var reference = asset
+            reference.fileURL = nil
+            return reference
+        }
+        guard let file = asset.fileURL else { return asset }
+        let sealed = try sealAsset(file, for: record, field: field)
+        temporary.append(sealed)
+        return Asset(fileURL: sealed)
+    }
+}
+
+extension RecordValue {
+    /// The asset of an encrypted value (`encryptedValues[f] = .asset(…)`), or of a declared field.
+    func encryptedAsset(declared: Bool) -> Asset? {
+        switch self {
+        case .encrypted(let value): return value.plaintext?.assetValue
+        case .asset(let asset) where declared || asset.isEncrypted: return asset
+        default: return nil
+        }
+    }
+}
+
+extension Database {
+    /// The key of an asset in one fetch's downloads: its checksum, and for a sealed asset also
+    /// where it is bound (the same bytes under another record or field must not open there).
+    static func downloadKey(_ asset: Asset) -> String? {
+        guard let checksum = asset.fileChecksum else { return nil }
+        guard let context = asset.sealContext else { return checksum }
+        return "\(checksum)|\(context.container)|\(context.zone)|\(context.recordType)|\(context.recordName)|\(context.field)"
+    }
+
+    /// The opened plaintext of a sealed asset in the cache: named by its checksum and place.
+    func openedFile(_ asset: Asset, _ context: SealContext) -> URL {
+        let place = Database.downloadKey(asset) ?? UUID().uuidString
+        return container.assetCache.directory.appendingPathComponent("\(Database.cacheName(Checksum.of(Data(place.utf8)))).plain")
+    }
+
+    /// Opens a downloaded (verified) sealed file into the cache and deletes the sealed file:
+    /// `decryptionFailed` (and no plaintext file) when it is not a sealed file of this record and field.
+    func openDownloaded(_ sealed: URL, _ asset: Asset, _ context: SealContext) throws -> URL {
+        defer { try? FileManager.default.removeItem(at: sealed) }
+        let plain = openedFile(asset, context)
+        if FileManager.default.fileExists(atPath: plain.path) { return plain }
+        let partial = plain.appendingPathExtension("partial-\(UUID().uuidString)")
+        do {
+            try AssetSeal.open(sealed, to: partial, keys: try container.keyRing(), context: context)
+        } catch let error as NimbusError where error.code == .encryptionKeyMissing {
+            // Another process (the app beside its extension) may have added the key: read the store again.
+            container.reloadKeys()
+            try AssetSeal.open(sealed, to: partial, keys: try container.keyRing(), context: context)
+        }
+        do {
+            try FileManager.default.moveItem(at: partial, to: plain)
+        } catch where FileManager.default.fileExists(atPath: plain.path) {
+            try? FileManager.default.removeItem(at: partial)  // another download of the same asset won
+        }
+        return plain
+    }
+
+    /// Where a sealed download is verified before it is opened (never the checksum's cache file:
+    /// the sealed bytes are deleted once opened).
+    func sealedDownloadFile() -> URL {
+        container.assetCache.directory.appendingPathComponent("sealed-\(UUID().uuidString)")
+    }
+}
+
+extension AssetSeal {
+    /// The salt of a file sealed for `context`: derived from the zone key, the key id, the place
+    /// and the file's SHA-256, so that sealing the same file for the same field again (a retried
+    /// create) gives the same bytes and checksum, and two different files never share a file key
+    /// (that would need a SHA-256 collision). The segment nonces are counters under that file key.
+    static func salt(for file: URL, key: AccountKey, context: SealContext) throws -> Data {
+        guard let digest = try? Checksum.ofFile(file) else {
+            throw NimbusError(.assetFileNotFound, reason: "The asset file \(file.path) cannot be read.")
+        }
+        let zoneKey = SealFormat.zoneKey(key.bytes, container: context.container, zone: context.zone)
+        let saltKey = Primitives.hkdf(ikm: zoneKey, salt: Data(), info: Data("asset salt".utf8), length: Primitives.keySize)
+        let message = SealFormat.header(keyID: key.id) + context.associatedData(kind: UInt8(ascii: "A")) + Data(digest.checksum.utf8)
+        return Primitives.hmacSHA256(key: saltKey, message: message).prefix(16)
+    }
+}
