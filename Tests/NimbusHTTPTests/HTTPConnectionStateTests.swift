@@ -123,10 +123,10 @@ extension HTTPConnectionState {
                       state.parserNeedsMore()
                       clock.set(2); state.receiveBody(50)  // 1 + 30 + 0.5 = 31.5 s
                       #expect(state.deadline == ManualClock.start + 31_500_000_000 && state.timer == .bodyRate)
-                      clock.set(3); _ = state.bodyConsumerPaused()
+                      clock.set(3); state.bodyConsumerPaused()
                       #expect(state.deadline == 0)
                       clock.set(1_003); #expect(state.deadlinePassed().isEmpty)
-                      _ = state.bodyConsumerResumed()  // paused 1,000 s: 1,001 + 30 + 0.5
+                      state.bodyConsumerResumed()  // paused 1,000 s: 1,001 + 30 + 0.5
                   },
                   deadline: 1_031.5, timer: .bodyRate,
                   expected: [.failBodyStream(.requestTimeout, reason: rateReason), .respondWithError(.requestTimeout, reason: rateReason)],
@@ -188,7 +188,7 @@ extension HTTPConnectionState {
         state.receiveHead(.post(100_000), streamsBody: true)
         state.receiveBody(10)
         #expect(state.deadline != 0)
-        _ = state.bodyConsumerPaused()
+        state.bodyConsumerPaused()
         #expect(state.deadline == 0)
         #expect(!state.readsInput)
         clock.set(86_400 * 365)

@@ -105,21 +105,19 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     }
 
     /// The body's consumer is behind: no reading and no timer until it catches up.
-    mutating func bodyConsumerPaused() -> HTTPConnectionActions {
-        guard bodyStreams else { return HTTPConnectionActions() }
+    mutating func bodyConsumerPaused() {
+        guard bodyStreams else { return }
         bodyPace.pause(at: clock.nanoseconds)
         deadline = 0
         reading = false
-        return HTTPConnectionActions()
     }
 
     /// The consumer caught up: reading goes on, and its wait is not charged to the client.
-    mutating func bodyConsumerResumed() -> HTTPConnectionActions {
-        guard phase == .responding, bodyStreams, bodyPace.isPaused else { return HTTPConnectionActions() }
+    mutating func bodyConsumerResumed() {
+        guard phase == .responding, bodyStreams, bodyPace.isPaused else { return }
         bodyPace.resume(at: clock.nanoseconds)
         setBodyDeadline()
         reading = true
-        return HTTPConnectionActions()
     }
 
     /// The request ended: a buffered one goes to the handler; a streamed one's consumer learns it.
@@ -194,9 +192,8 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     // MARK: - Output
 
     /// The socket is full: queued output waits for room.
-    mutating func outputBlocked() -> HTTPConnectionActions {
+    mutating func outputBlocked() {
         if phase != .closed { writePending = true }
-        return HTTPConnectionActions()
     }
 
     /// Every queued byte is on the wire: a complete answer ends its exchange.
