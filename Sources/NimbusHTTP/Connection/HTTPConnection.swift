@@ -96,18 +96,26 @@ final class HTTPConnection: @unchecked Sendable {
         case .resumeInput:
             parsePending()
         case .peerClosedInput:
-            perform(state.peerClosedInput())
+            switch state.peerClosedInput() {
+            case .sendProbe?: sendProbe()
+            case .readInput?: readAvailable()
+            case nil: break
+            }
         case .outputDrained:
             // Queued after a flush that drained: more may have been queued (and blocked) since.
-            if outbound.isEmpty { perform(state.outputDrained()) }
+            guard outbound.isEmpty, let end = state.outputDrained() else { return }
+            switch end {
+            case .close: closeSocket()
+            case .awaitNextRequest: awaitNextRequest()
+            }
         case .bodyConsumerResumed:
             state.bodyConsumerResumed()  // reading again: `drive` registers EPOLLIN when it ends
         case .deadlinePassed:
             perform(state.deadlinePassed())
         case .drain:
-            perform(state.drain(idleGraceSeconds: configuration.drainIdleGraceSeconds))
+            if let closing = state.drain(idleGraceSeconds: configuration.drainIdleGraceSeconds) { closed(closing) }
         case .close:
-            perform(state.close())
+            if let closing = state.close() { closed(closing) }
         }
     }
 
@@ -149,7 +157,7 @@ final class HTTPConnection: @unchecked Sendable {
                 perform(state.inputEnded(hasPendingInput: !pending.isEmpty))
                 return
             case .failed:
-                perform(state.close())
+                if let closing = state.close() { closed(closing) }
                 return
             }
         }
@@ -233,23 +241,40 @@ final class HTTPConnection: @unchecked Sendable {
                 pending = []
                 respond(configuration.errorResponse(status, reason), requestID: state.requestID)
             case .sendProbe:
-                if let probe = inputClosedProbe { writeChunk(probe, requestID: state.requestID) }
+                sendProbe()
             case .readInput:
                 post(.readInput)
             case .resumeInput:
                 post(.resumeInput)
             case .awaitNextRequest:
-                cancelHandler = nil
-                inputClosedProbe = nil
-                if !pending.isEmpty { loop.scheduleResume(self) }
+                awaitNextRequest()
             case .close:
                 closeSocket()
             case .cancelHandler:
-                let handler = cancelHandler
-                cancelHandler = nil
-                handler?()
+                cancelTheHandler()
             }
         }
+    }
+
+    private func sendProbe() {
+        if let probe = inputClosedProbe { writeChunk(probe, requestID: state.requestID) }
+    }
+
+    private func awaitNextRequest() {
+        cancelHandler = nil
+        inputClosedProbe = nil
+        if !pending.isEmpty { loop.scheduleResume(self) }
+    }
+
+    private func closed(_ closing: HTTPConnectionClosing) {
+        closeSocket()
+        if closing.cancelsHandler { cancelTheHandler() }
+    }
+
+    private func cancelTheHandler() {
+        let handler = cancelHandler
+        cancelHandler = nil
+        handler?()
     }
 
     /// Registers at once the events the state starts waiting for; those it stops waiting for stay
