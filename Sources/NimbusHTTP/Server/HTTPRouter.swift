@@ -17,11 +17,11 @@ package struct HTTPRouter: Sendable {
         package var pattern: String
         package var handler: Handler
         /// The names of its `:name` segments, in path order.
-        fileprivate var parameterNames: [String]
+        var parameterNames: [String]
         /// How many segments are fixed (not `:name`).
         fileprivate var fixedSegments: Int
         /// Registration order: the first registered wins among equally specific patterns.
-        fileprivate var order: Int
+        var order: Int
     }
 
     package enum Match: Sendable {
@@ -52,11 +52,8 @@ package struct HTTPRouter: Sendable {
         var node: Int
     }
 
-    /// A node whose routes the path reaches, with the path's parameter segments on the way.
-    private struct Reached {
-        var node: Int
-        var values: [Range<String.Index>]
-    }
+    /// The tree flattened for matching, rebuilt by `add`.
+    private var table = HTTPRouteTable()
 
     package init() {}
 
@@ -86,6 +83,29 @@ package struct HTTPRouter: Sendable {
                 : fixedChild(of: node, Array(segment), fixedSegments: &fixedSoFar)
         }
         nodes[node].routes.append(route)
+        table = flattened()
+    }
+
+    /// The tree as `HTTPRouteTable`'s arrays (each node's edges and routes contiguous).
+    private func flattened() -> HTTPRouteTable {
+        var flat = Array(repeating: HTTPRouteTable.Node(), count: nodes.count)
+        var edges: [HTTPRouteTable.Edge] = []
+        var bytes: [UInt8] = []
+        var routes: [Route] = []
+        for (index, node) in nodes.enumerated() {
+            flat[index].firstEdge = edges.count
+            flat[index].edgeCount = node.fixed.count
+            for edge in node.fixed {
+                edges.append(HTTPRouteTable.Edge(byteStart: bytes.count, byteCount: edge.segment.count, node: edge.node))
+                bytes.append(contentsOf: edge.segment)
+            }
+            flat[index].parameter = node.parameter ?? -1
+            flat[index].firstRoute = routes.count
+            flat[index].routeCount = node.routes.count
+            flat[index].fixedSegments = node.fixedSegments
+            routes.append(contentsOf: node.routes)
+        }
+        return HTTPRouteTable(nodes: flat, edges: edges, bytes: bytes, routes: routes)
     }
 
     private mutating func parameterChild(of node: Int, fixedSegments: Int) -> Int {
@@ -110,73 +130,35 @@ package struct HTTPRouter: Sendable {
             return .methodNotAllowed(allowed: Self.allowed(byMethod.keys))
         }
         guard !patternRoutes.isEmpty else { return .notFound }
-        var reached: [Reached] = []
-        var values: [Range<String.Index>] = []
-        walk(from: 0, path.utf8, at: path.utf8.startIndex, &values, &reached)
-        if reached.count > 1 { reached.sort { nodes[$0.node].fixedSegments > nodes[$1.node].fixedSegments } }
-        var found: (route: Route, parameters: [String])?
-        var allowed: [String] = []
-        var specificity: Int?
-        for place in reached {
-            let node = nodes[place.node]
-            // Less specific patterns than one that matched the path do not count.
-            if let specificity, node.fixedSegments < specificity { break }
-            guard let decoded = Self.decode(place.values, of: path) else { continue }
-            specificity = node.fixedSegments
-            for route in node.routes {
-                if route.method != lookup {
-                    allowed.append(route.method)
-                } else if found.map({ route.order < $0.route.order }) ?? true {
-                    found = (route, decoded)
+        var path = path
+        let table = table
+        return path.withUTF8 { bytes in
+            withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: max(table.maxParameters, 1)) { found in
+                let outcome = table.match(lookup, bytes, found: found)
+                guard let index = outcome.route else {
+                    return outcome.allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowed(outcome.allowed))
                 }
+                let route = table.routes[index]
+                var parameters: [String: String] = [:]
+                parameters.reserveCapacity(outcome.parameterCount)
+                for (name, range) in zip(route.parameterNames, found[0..<outcome.parameterCount]) {
+                    parameters[name] = Self.decode(UnsafeBufferPointer(rebasing: bytes[range]))
+                }
+                return .found(route, parameters: parameters)
             }
-        }
-        if let (route, decoded) = found {
-            var parameters: [String: String] = [:]
-            parameters.reserveCapacity(decoded.count)
-            for (name, value) in zip(route.parameterNames, decoded) { parameters[name] = value }
-            return .found(route, parameters: parameters)
-        }
-        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowed(allowed))
-    }
-
-    /// Follows the segment starting at `start` from `node`: its fixed edge and its parameter edge
-    /// (an empty segment is no parameter); the nodes with routes the whole path reaches go into
-    /// `reached`, with the parameter segments met on the way.
-    private func walk(from node: Int, _ path: String.UTF8View, at start: String.Index,
-                      _ values: inout [Range<String.Index>], _ reached: inout [Reached]) {
-        var end = start
-        while end != path.endIndex, path[end] != UInt8(ascii: "/") { path.formIndex(after: &end) }
-        let segment = path[start..<end]
-        let last = end == path.endIndex
-        func visit(_ child: Int) {
-            if !last {
-                walk(from: child, path, at: path.index(after: end), &values, &reached)
-            } else if !nodes[child].routes.isEmpty {
-                reached.append(Reached(node: child, values: values))
-            }
-        }
-        for edge in nodes[node].fixed where edge.segment.elementsEqual(segment) {
-            visit(edge.node)
-            break
-        }
-        if let parameter = nodes[node].parameter, start != end {
-            values.append(start..<end)
-            visit(parameter)
-            values.removeLast()
         }
     }
 
-    /// A parameter is its segment percent-decoded (RFC 3986 §2.1); nil when one is not valid
+    /// Whether `decode` gives a value (without making it when there is nothing to decode).
+    static func decodes(_ segment: UnsafeBufferPointer<UInt8>) -> Bool {
+        !segment.contains(UInt8(ascii: "%")) || decode(segment) != nil
+    }
+
+    /// A parameter is its segment percent-decoded (RFC 3986 §2.1); nil when it is not valid
     /// percent-encoded UTF-8 (the pattern does not match then).
-    private static func decode(_ ranges: [Range<String.Index>], of path: String) -> [String]? {
-        var decoded: [String] = []
-        decoded.reserveCapacity(ranges.count)
-        for range in ranges {
-            guard let value = PercentDecoding.pathSegment(path.utf8[range]) else { return nil }
-            decoded.append(value)
-        }
-        return decoded
+    private static func decode(_ segment: UnsafeBufferPointer<UInt8>) -> String? {
+        guard segment.contains(UInt8(ascii: "%")) else { return String(decoding: segment, as: UTF8.self) }
+        return PercentDecoding.pathSegment(Substring(String(decoding: segment, as: UTF8.self)).utf8)
     }
 
     /// Every method some route answers (HEAD with GET), for `OPTIONS *` (RFC 9110 §9.3.7).
