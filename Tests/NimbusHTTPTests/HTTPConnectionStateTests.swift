@@ -49,9 +49,9 @@ extension HTTPConnectionState {
         parserNeedsMore()
     }
 
-    /// The handler answers whole; the actions once the answer left.
+    /// The handler answers whole; what follows once the answer left.
     @discardableResult
-    mutating func answer(closeRequested: Bool = false) -> HTTPConnectionActions {
+    mutating func answer(closeRequested: Bool = false) -> HTTPExchangeEnd? {
         #expect(startResponse(requestID: requestID, streamed: false, contentLength: 2, closeRequested: closeRequested) != nil)
         return outputDrained()
     }
@@ -92,7 +92,7 @@ extension HTTPConnectionState {
         TimerCase(name: "keep-alive: an idle connection closes silently at the keep-alive timeout from its last answer",
                   setUp: { state, clock in
                       clock.set(1); state.receiveGet()
-                      clock.set(2); #expect(state.answer() == [.awaitNextRequest])
+                      clock.set(2); #expect(state.answer() == .awaitNextRequest)
                   },
                   deadline: 62, timer: .keepAlive, expected: [.close], phaseAfter: .closed),
         TimerCase(name: "a later request's head is answered 408 at the header timeout from its first byte",
@@ -123,10 +123,10 @@ extension HTTPConnectionState {
                       state.parserNeedsMore()
                       clock.set(2); state.receiveBody(50)  // 1 + 30 + 0.5 = 31.5 s
                       #expect(state.deadline == ManualClock.start + 31_500_000_000 && state.timer == .bodyRate)
-                      clock.set(3); _ = state.bodyConsumerPaused()
+                      clock.set(3); state.bodyConsumerPaused()
                       #expect(state.deadline == 0)
                       clock.set(1_003); #expect(state.deadlinePassed().isEmpty)
-                      _ = state.bodyConsumerResumed()  // paused 1,000 s: 1,001 + 30 + 0.5
+                      state.bodyConsumerResumed()  // paused 1,000 s: 1,001 + 30 + 0.5
                   },
                   deadline: 1_031.5, timer: .bodyRate,
                   expected: [.failBodyStream(.requestTimeout, reason: rateReason), .respondWithError(.requestTimeout, reason: rateReason)],
@@ -178,7 +178,7 @@ extension HTTPConnectionState {
         clock.set(86_400)
         #expect(state.deadlinePassed().isEmpty)
         #expect(state.phase == .responding)
-        #expect(state.answer() == [.awaitNextRequest])
+        #expect(state.answer() == .awaitNextRequest)
         #expect(state.deadline == clock.nanoseconds + 60_000_000_000)
     }
 
@@ -188,7 +188,7 @@ extension HTTPConnectionState {
         state.receiveHead(.post(100_000), streamsBody: true)
         state.receiveBody(10)
         #expect(state.deadline != 0)
-        _ = state.bodyConsumerPaused()
+        state.bodyConsumerPaused()
         #expect(state.deadline == 0)
         #expect(!state.readsInput)
         clock.set(86_400 * 365)
@@ -236,18 +236,18 @@ extension HTTPConnectionState {
     static let cases: [LingerCase] = [
         LingerCase(name: "an answer asking to close", run: { state in
             state.receiveGet()
-            #expect(state.answer(closeRequested: true) == [.close])
+            #expect(state.answer(closeRequested: true) == .close)
         }, lingers: true),
         LingerCase(name: "a refused body (413 before the body)", run: { state in
             state.receiveHead(.post(100))
             #expect(state.parseFailed(.contentTooLarge, reason: "too large") == [.respondWithError(.contentTooLarge, reason: "too large")])
-            #expect(state.answer() == [.close])
+            #expect(state.answer() == .close)
         }, lingers: true),
         LingerCase(name: "a head that timed out (408)", run: { state in
             state.inputArrived()
             state.clock.nanoseconds = state.deadline
             #expect(state.deadlinePassed() == [.respondWithError(.requestTimeout, reason: HTTPConnectionStateTests.headReason)])
-            #expect(state.answer() == [.close])
+            #expect(state.answer() == .close)
         }, lingers: true),
         LingerCase(name: "an idle keep-alive connection timing out", run: { state in
             state.receiveGet()

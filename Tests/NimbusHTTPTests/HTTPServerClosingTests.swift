@@ -68,13 +68,18 @@ import NimbusSupport
 @Suite struct LingeringSocketsTests {
     @Test func aSocketExpiresAtItsDeadlineAndNotOneNanosecondBefore() {
         var sockets = LingeringSockets(seconds: 2)
-        sockets.add(7, now: 1_000)
-        sockets.add(5, now: 2_000)
-        #expect(sockets.expired(now: 1_000 + 2_000_000_000 - 1).isEmpty)
-        #expect(sockets.expired(now: 1_000 + 2_000_000_000) == [7])
+        let seven = sockets.add(7, now: 1_000)
+        let five = sockets.add(5, now: 2_000)
+        #expect(seven == 1_000 + 2_000_000_000)
+        let early = sockets.expire(7, deadline: seven, now: seven - 1)
+        let due = sockets.expire(7, deadline: seven, now: seven)
+        #expect(!early && due)
         #expect(sockets.contains(5) && !sockets.contains(7))
+        let again = sockets.expire(7, deadline: seven, now: .max)
+        #expect(!again, "expired once")
         sockets.remove(5)
-        #expect(sockets.count == 0 && sockets.expired(now: .max).isEmpty)
+        let removed = sockets.expire(5, deadline: five, now: .max)
+        #expect(sockets.count == 0 && !removed)
     }
 
     @Test func stoppingTakesEverySocketStillLingering() {
@@ -82,5 +87,17 @@ import NimbusSupport
         for descriptor: Int32 in [9, 3, 6] { sockets.add(descriptor, now: 0) }
         #expect(sockets.removeAll() == [3, 6, 9])
         #expect(sockets.count == 0)
+    }
+
+    @Test func aStaleDeadlineDoesNotCloseTheNumberLingeringAgain() {
+        var sockets = LingeringSockets(seconds: 1)
+        let first = sockets.add(4, now: 0)
+        sockets.remove(4)
+        let second = sockets.add(4, now: 500)
+        let stale = sockets.expire(4, deadline: first, now: second)
+        #expect(!stale, "the first linger's entry is stale")
+        #expect(sockets.contains(4))
+        let due = sockets.expire(4, deadline: second, now: second)
+        #expect(due)
     }
 }

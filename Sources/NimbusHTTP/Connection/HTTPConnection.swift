@@ -4,6 +4,12 @@ import Glibc
 /// and the handler's side of each exchange. What to do when is `HTTPConnectionState`'s decision:
 /// this class feeds it the socket's and the handler's events and performs the actions it returns.
 ///
+/// One drive loop (`drive`): every entry point (a socket event, the handler answering, a timer,
+/// shutdown) runs its step, then the events that step posted are fed to the state one at a time,
+/// each one's actions performed before the next. An action that causes an event (a flush that
+/// drains, a write that fails) posts it to `events` and never feeds the state itself, so
+/// `perform` never runs inside `perform`.
+///
 /// Pipelined bytes wait in the kernel or in `pending` while a request is answered, and bytes read
 /// later always go behind `pending`, so requests are answered in the order they were sent.
 final class HTTPConnection: @unchecked Sendable {
@@ -11,34 +17,44 @@ final class HTTPConnection: @unchecked Sendable {
     // connection solely through `EventLoop.execute` (see HTTPResponseWriter).
 
     let descriptor: Int32
+    /// Unique among the loop's connections (a descriptor number is reused): its timer entries.
+    let generation: UInt64
     /// Where the connection comes from (given to every request).
     let peer: PeerAddress
     unowned let loop: EventLoop
-    private(set) var state: HTTPConnectionState<LoopClock>
+    var state: HTTPConnectionState<LoopClock>
     private var parser: HTTPParser
     /// The request being read: its head, and its body unless that streams.
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     /// Input read but not yet parsed, kept while a request is being answered.
     private var pending: [UInt8] = []
-    private var outbound = OutboundBuffer()
+    var outbound = OutboundBuffer()
     /// The events registered with epoll.
     private var registeredEvents: UInt32
-    private var cancelHandler: (@Sendable () -> Void)?
+    /// Events posted during the current step, fed to the state by `drive`.
+    private var events = HTTPConnectionEvents()
+    private var driving = false
+    /// The deadline of this connection's entry in the loop's timer heap that counts, 0 for none.
+    /// A later deadline pushes nothing (the entry, once due, finds the state's deadline later and
+    /// pushes that); an earlier one pushes a new entry, leaving the old one stale.
+    private(set) var scheduledDeadline: UInt64 = 0
+    var cancelHandler: (@Sendable () -> Void)?
     /// The body of the request being answered, while it still streams in (uploads).
     private var bodyStream: HTTPBodyStream?
     /// A writer waiting for the outbound buffer to drain (download backpressure).
-    private var drainWaiter: CheckedContinuation<Bool, Never>?
+    var drainWaiter: CheckedContinuation<Bool, Never>?
     /// Sent when the input closes during the streamed answer that registered it (a heartbeat).
-    private var inputClosedProbe: [UInt8]?
+    var inputClosedProbe: [UInt8]?
     static let outboundHighWatermark = 1 << 20
     /// Bodies up to this size are copied behind their head and sent in one piece.
-    private static let copiedBodyBytes = 16 * 1024
+    static let copiedBodyBytes = 16 * 1024
 
     /// A connection just accepted, registered for `EventLoop.epollIn | EventLoop.epollRDHUP`; its
-    /// header timer runs from now.
-    init(descriptor: Int32, peer: PeerAddress, loop: EventLoop) {
+    /// header timer runs from now (`startTimer` once registered).
+    init(descriptor: Int32, generation: UInt64, peer: PeerAddress, loop: EventLoop) {
         self.descriptor = descriptor
+        self.generation = generation
         self.peer = peer
         self.loop = loop
         let configuration = loop.server.configuration
@@ -49,30 +65,72 @@ final class HTTPConnection: @unchecked Sendable {
 
     var configuration: HTTPServer.Configuration { loop.server.configuration }
 
-    /// The running timer's monotonic deadline in ns, 0 when none runs (for the loop's scan).
-    var deadline: UInt64 { state.deadline }
+    // MARK: - The drive loop
+
+    /// Runs `step`, then feeds the state the events posted meanwhile, in order, performing each
+    /// one's actions; then registers the epoll events and the deadline the state ends up with.
+    /// Called during a drive (the handler answering inside `dispatch`), it runs `step` only: the
+    /// drive under way handles its events.
+    func drive(_ step: () -> Void) {
+        if driving { return step() }
+        driving = true
+        step()
+        while let event = events.popFirst() { handle(event) }
+        driving = false
+        if !updateInterest() { return post(.close) }
+        syncTimer()
+    }
+
+    /// Posts `event` for the drive under way, or starts one.
+    func post(_ event: HTTPConnectionEvent) {
+        events.append(event)
+        if !driving { drive {} }
+    }
+
+    private func handle(_ event: HTTPConnectionEvent) {
+        switch event {
+        case .readable:
+            if state.readsInput { readAvailable() }
+        case .readInput:
+            readAvailable()
+        case .resumeInput:
+            parsePending()
+        case .peerClosedInput:
+            switch state.peerClosedInput() {
+            case .sendProbe?: sendProbe()
+            case .readInput?: readAvailable()
+            case nil: break
+            }
+        case .outputDrained:
+            // Queued after a flush that drained: more may have been queued (and blocked) since.
+            guard outbound.isEmpty, let end = state.outputDrained() else { return }
+            switch end {
+            case .close: closeSocket()
+            case .awaitNextRequest: awaitNextRequest()
+            }
+        case .bodyConsumerResumed:
+            state.bodyConsumerResumed()  // reading again: `drive` registers EPOLLIN when it ends
+        case .deadlinePassed:
+            perform(state.deadlinePassed())
+        case .drain:
+            if let closing = state.drain(idleGraceSeconds: configuration.drainIdleGraceSeconds) { closed(closing) }
+        case .close:
+            if let closing = state.close() { closed(closing) }
+        }
+    }
 
     // MARK: - Socket events
 
     func handle(events raised: UInt32) {
-        if raised & (EventLoop.epollHUP | EventLoop.epollErr) != 0 {
-            close()
-            return
-        }
-        // An event no longer wanted (`updateInterest`) would be raised on every wait: drop it now.
-        let wanted = state.interest.epollEvents
-        if raised & ~wanted != 0 { register(wanted) }
-        let events = raised & wanted
-        if events & EventLoop.epollOut != 0 {
-            flush()
-            if state.phase == .closed { return }
-        }
-        if events & EventLoop.epollIn != 0, state.readsInput {
-            readAvailable()
-            if state.phase == .closed { return }
-        }
-        if events & EventLoop.epollRDHUP != 0 {
-            perform(state.peerClosedInput())
+        drive {
+            if raised & (EventLoop.epollHUP | EventLoop.epollErr) != 0 { return post(.close) }
+            // An event no longer wanted (`updateInterest`) would be raised on every wait: drop it now.
+            let wanted = state.interest.epollEvents
+            if raised & ~wanted != 0, !register(wanted) { return post(.close) }
+            let raised = raised & wanted
+            if raised & EventLoop.epollOut != 0 { flush() }
+            if raised & EventLoop.epollIn != 0 { post(.readable) }
+            if raised & EventLoop.epollRDHUP != 0 { post(.peerClosedInput) }
         }
     }
 
@@ -89,7 +147,7 @@ final class HTTPConnection: @unchecked Sendable {
                     // Bytes saved from an earlier read are parsed first: pipelined requests are
                     // answered in the order they were sent, whatever the read boundaries.
                     pending.append(contentsOf: input)
-                    resume()
+                    parsePending()
                 }
                 if !state.readsInput { return }
                 if count < buffer.count && !state.inputClosed { return }
@@ -99,14 +157,19 @@ final class HTTPConnection: @unchecked Sendable {
                 perform(state.inputEnded(hasPendingInput: !pending.isEmpty))
                 return
             case .failed:
-                close()
+                if let closing = state.close() { closed(closing) }
                 return
             }
         }
     }
 
-    /// Resumes parsing input that arrived while the previous request was answered.
+    /// Resumes parsing input that arrived while the previous request was answered (the loop
+    /// calls it after the event batch in which the answer went out).
     func resume() {
+        drive { parsePending() }
+    }
+
+    private func parsePending() {
         guard state.phase == .idle, !pending.isEmpty else { return }
         let input = pending
         pending = []
@@ -131,13 +194,14 @@ final class HTTPConnection: @unchecked Sendable {
                 body = []
                 let streamLimit = parsedHead.framing == .none ? nil : configuration.bodyStreamLimit(parsedHead)
                 if let streamLimit { parser.maxBodyBytes = streamLimit }
+                // Performed before parsing on: a streamed body's bytes go to the stream `dispatch` makes.
                 perform(state.headReceived(parsedHead, bodyLimit: parser.maxBodyBytes, streamsBody: streamLimit != nil))
                 if state.phase == .closed { return }
             case .body(let range):
                 let bytes = UnsafeRawBufferPointer(rebasing: input[(sliceStart + range.lowerBound)..<(sliceStart + range.upperBound)])
                 state.bodyBytesReceived(bytes.count)
                 if let stream = bodyStream {
-                    if !stream.append(Array(bytes)) { perform(state.bodyConsumerPaused()) }
+                    if !stream.append(Array(bytes)) { state.bodyConsumerPaused() }
                 } else {
                     body.append(contentsOf: bytes)
                 }
@@ -156,9 +220,10 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: - Performing the state's actions
 
-    /// Registers the events the state now waits for, then does what it asked, in order.
+    /// Registers the events the state now waits for, then does what it asked, in order. Only the
+    /// drive loop's steps call it; an action posts what it causes (`post`) instead of calling it.
     private func perform(_ actions: HTTPConnectionActions) {
-        updateInterest()
+        if !updateInterest() { post(.close) }
         for action in actions {
             switch action {
             case .sendContinue:
@@ -176,37 +241,69 @@ final class HTTPConnection: @unchecked Sendable {
                 pending = []
                 respond(configuration.errorResponse(status, reason), requestID: state.requestID)
             case .sendProbe:
-                if let probe = inputClosedProbe { writeChunk(probe, requestID: state.requestID) }
+                sendProbe()
             case .readInput:
-                readAvailable()
+                post(.readInput)
             case .resumeInput:
-                resume()
+                post(.resumeInput)
             case .awaitNextRequest:
-                cancelHandler = nil
-                inputClosedProbe = nil
-                if !pending.isEmpty { loop.scheduleResume(self) }
+                awaitNextRequest()
             case .close:
                 closeSocket()
             case .cancelHandler:
-                let handler = cancelHandler
-                cancelHandler = nil
-                handler?()
+                cancelTheHandler()
             }
         }
     }
 
-    /// Registers at once the events the state starts waiting for; those it stops waiting for stay
-    /// registered until one is raised (`handle(events:)`). A request answered before its client
-    /// sends more (reading stops while answering) costs no `epoll_ctl`: it cost two.
-    private func updateInterest() {
-        let wanted = state.interest.epollEvents
-        if wanted & ~registeredEvents != 0 { register(wanted) }
+    private func sendProbe() {
+        if let probe = inputClosedProbe { writeChunk(probe, requestID: state.requestID) }
     }
 
-    private func register(_ events: UInt32) {
-        guard events != registeredEvents, state.phase != .closed else { return }
+    private func awaitNextRequest() {
+        cancelHandler = nil
+        inputClosedProbe = nil
+        if !pending.isEmpty { loop.scheduleResume(self) }
+    }
+
+    private func closed(_ closing: HTTPConnectionClosing) {
+        closeSocket()
+        if closing.cancelsHandler { cancelTheHandler() }
+    }
+
+    private func cancelTheHandler() {
+        let handler = cancelHandler
+        cancelHandler = nil
+        handler?()
+    }
+
+    /// Registers at once the events the state starts waiting for; those it stops waiting for stay
+    /// registered until one is raised (`handle(events:)`). A request answered before its client
+    /// sends more (reading stops while answering) costs no `epoll_ctl`: it cost two. False when
+    /// `epoll_ctl` failed (the connection must close).
+    private func updateInterest() -> Bool {
+        let wanted = state.interest.epollEvents
+        return wanted & ~registeredEvents == 0 || register(wanted)
+    }
+
+    private func register(_ events: UInt32) -> Bool {
+        guard events != registeredEvents, state.phase != .closed else { return true }
         registeredEvents = events
-        loop.updateInterest(self, events: events)
+        return loop.updateInterest(self, events: events)
+    }
+
+    /// Pushes the state's deadline to the loop's timer heap when it is earlier than the entry
+    /// that counts (or none counts).
+    private func syncTimer() {
+        let deadline = state.deadline
+        guard deadline != 0, scheduledDeadline == 0 || deadline < scheduledDeadline else { return }
+        scheduledDeadline = deadline
+        loop.scheduleTimer(self, at: deadline)
+    }
+
+    /// Registered with the loop: the header timer goes into the loop's heap.
+    func startTimer() {
+        syncTimer()
     }
 
     private func dispatch() {
@@ -251,141 +348,50 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    // MARK: - The handler's side (HTTPResponseWriter)
-
-    func setCancelHandler(_ handler: @escaping @Sendable () -> Void, requestID: UInt64) {
-        guard state.isAnswering(requestID) else { return }
-        cancelHandler = handler
-    }
-
-    /// Registers the bytes sent if the peer shuts down its input during this streamed answer.
-    func setInputClosedProbe(_ bytes: [UInt8], requestID: UInt64) {
-        guard state.isAnswering(requestID) else { return }
-        inputClosedProbe = bytes
-        if state.inputClosed, state.exchange.streaming { writeChunk(bytes, requestID: requestID) }
-    }
-
-    func respond(_ response: HTTPResponse, requestID: UInt64) {
-        let closeRequested = HTTPResponseHeadEncoder.asksToClose(response.headers)
-        let contentLength = response.body.count
-        guard let head = state.startResponse(requestID: requestID, streamed: false, contentLength: contentLength, closeRequested: closeRequested) else { return }
-        cancelHandler = nil
-        let bodyAllowed = !head.isHeadRequest && HTTPResponseHeadEncoder.hasContent(response.status)
-        // A large body with nothing queued goes to the socket from where it lies (zero-copy).
-        let sendsBodyInPlace = bodyAllowed && contentLength > Self.copiedBodyBytes && outbound.isEmpty
-        encode(head, response.status, response.headers, contentLength: contentLength)
-        if sendsBodyInPlace {
-            finishFlush(outbound.flush(thenBody: response.body, to: descriptor))
-            return
-        }
-        if bodyAllowed { outbound.append(contentsOf: response.body) }
-        flush()
-    }
-
-    func startStreaming(status: HTTPStatus, headers: HTTPHeaders, contentLength: Int?, requestID: UInt64) {
-        let closeRequested = HTTPResponseHeadEncoder.asksToClose(headers)
-        guard let head = state.startResponse(requestID: requestID, streamed: true, contentLength: contentLength, closeRequested: closeRequested) else { return }
-        encode(head, status, headers, contentLength: contentLength)
-        if state.exchange.responseComplete { cancelHandler = nil }  // HEAD: no body follows
-        flush()
-    }
-
-    /// Queues body bytes and calls back (on the loop) when the outbound buffer has room again;
-    /// false when the connection is gone.
-    func write(_ bytes: [UInt8], requestID: UInt64, resume: CheckedContinuation<Bool, Never>) {
-        guard state.acceptsBody(requestID) else {
-            resume.resume(returning: false)
-            return
-        }
-        writeChunk(bytes, requestID: requestID)
-        if state.phase == .closed {
-            resume.resume(returning: false)
-        } else if outbound.unsentCount > Self.outboundHighWatermark {
-            drainWaiter = resume
-        } else {
-            resume.resume(returning: true)
-        }
-    }
-
-    func writeChunk(_ bytes: [UInt8], requestID: UInt64) {
-        if appendBody(bytes, requestID: requestID) { flush() }
-    }
-
-    /// Frames body bytes into the outbound buffer, not sent yet; false when they do not belong.
-    private func appendBody(_ bytes: [UInt8], requestID: UInt64) -> Bool {
-        guard let framing = state.frameBody(bytes.count, requestID: requestID) else { return false }
-        switch framing {
-        case .fixedLength(let count): outbound.append(contentsOf: bytes[0..<count])
-        case .chunked: outbound.appendChunk(bytes)
-        case .untilClose: outbound.append(contentsOf: bytes)
-        }
-        return true
-    }
-
-    /// Ends a streamed response, its `last` body bytes and the end going out in one send.
-    func finishStreaming(requestID: UInt64, last: [UInt8] = []) {
-        let appended = !last.isEmpty && appendBody(last, requestID: requestID)
-        guard let end = state.finishResponse(requestID: requestID) else { return appended ? flush() : () }
-        switch end {
-        case .tooShort:
-            close()
-            return
-        case .lastChunk:
-            outbound.appendLastChunk()
-        case .complete:
-            break
-        }
-        cancelHandler = nil
-        flush()
-    }
-
     /// The body consumer caught up: read the socket again.
     func resumeBodyReading() {
-        perform(state.bodyConsumerResumed())
-    }
-
-    private func encode(_ head: HTTPExchange.ResponseHead, _ status: HTTPStatus, _ headers: HTTPHeaders, contentLength: Int?) {
-        let date = loop.cachedDateHeader
-        outbound.append { bytes in
-            HTTPResponseHeadEncoder.encode(status, headers, version: head.version, contentLength: contentLength,
-                                           keepAlive: head.keepAlive, date: date, into: &bytes)
-        }
+        post(.bodyConsumerResumed)
     }
 
     /// Writes what the socket takes; waits for EPOLLOUT when it is full.
-    private func flush() {
+    func flush() {
         finishFlush(outbound.flush(to: descriptor))
     }
 
-    private func finishFlush(_ result: OutboundBuffer.FlushResult) {
+    /// What a flush did. A blocked socket is told to the state at once (it decides on whether
+    /// output waits, and that changes nothing else); a drained or failed one is posted.
+    func finishFlush(_ result: OutboundBuffer.FlushResult) {
         switch result {
         case .blocked:
-            perform(state.outputBlocked())
+            state.outputBlocked()
         case .failed:
-            close()
+            post(.close)
         case .drained:
             if let waiter = drainWaiter {
                 drainWaiter = nil
                 waiter.resume(returning: true)
             }
-            perform(state.outputDrained())
+            post(.outputDrained)
         }
     }
 
     // MARK: - Timers, draining, closing (the loop's side)
 
-    /// The timer ran out (the loop's scan saw its deadline pass).
-    func deadlineExpired() {
-        perform(state.deadlinePassed())
+    /// An entry of the loop's timer heap came due. Stale unless it is the one that counts; the
+    /// state decides whether its deadline (perhaps later by now) has passed.
+    func timerCameDue(_ deadline: UInt64) {
+        guard deadline == scheduledDeadline else { return }
+        scheduledDeadline = 0
+        post(.deadlinePassed)
     }
 
     /// Server shutdown: busy connections close after their answer, idle ones after the grace
     /// (`HTTPServer.Configuration.drainIdleGraceSeconds`).
     func drain() {
-        perform(state.drain(idleGraceSeconds: loop.server.configuration.drainIdleGraceSeconds))
+        post(.drain)
     }
 
     func close() {
-        perform(state.close())
+        post(.close)
     }
 }

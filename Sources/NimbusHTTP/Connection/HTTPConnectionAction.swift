@@ -57,6 +57,42 @@ enum HTTPConnectionAction: Equatable, Sendable {
     case cancelHandler
 }
 
+/// How a connection closes (the state's `close`, `drain`): the handler is told when its answer
+/// was not complete.
+struct HTTPConnectionClosing: Equatable, Sendable {
+    var cancelsHandler: Bool
+
+    var actions: HTTPConnectionActions {
+        var actions = HTTPConnectionActions(.close)
+        if cancelsHandler { actions.append(.cancelHandler) }
+        return actions
+    }
+}
+
+/// What follows an answer once it is on the wire (the state's `outputDrained`).
+enum HTTPExchangeEnd: Equatable, Sendable {
+    /// The connection cannot carry another request (`Connection: close`, draining, a refused body).
+    case close
+    /// Wait for the next request; parse saved input after the current event batch.
+    case awaitNextRequest
+
+    var actions: HTTPConnectionActions {
+        HTTPConnectionActions(self == .close ? .close : .awaitNextRequest)
+    }
+}
+
+/// What the peer shutting down its sending side asks for (the state's `peerClosedInput`).
+enum HTTPPeerClosedInput: Equatable, Sendable {
+    /// Send the streamed answer's probe: a client really gone answers it with a reset.
+    case sendProbe
+    /// Read what the peer sent before its FIN.
+    case readInput
+
+    var actions: HTTPConnectionActions {
+        HTTPConnectionActions(self == .sendProbe ? .sendProbe : .readInput)
+    }
+}
+
 /// The actions one event asks for, in order: at most three, held inline so that events on the hot
 /// path allocate nothing.
 struct HTTPConnectionActions: Sequence, Equatable, Sendable, ExpressibleByArrayLiteral {

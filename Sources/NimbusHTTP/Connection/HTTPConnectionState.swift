@@ -105,21 +105,19 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     }
 
     /// The body's consumer is behind: no reading and no timer until it catches up.
-    mutating func bodyConsumerPaused() -> HTTPConnectionActions {
-        guard bodyStreams else { return HTTPConnectionActions() }
+    mutating func bodyConsumerPaused() {
+        guard bodyStreams else { return }
         bodyPace.pause(at: clock.nanoseconds)
         deadline = 0
         reading = false
-        return HTTPConnectionActions()
     }
 
     /// The consumer caught up: reading goes on, and its wait is not charged to the client.
-    mutating func bodyConsumerResumed() -> HTTPConnectionActions {
-        guard phase == .responding, bodyStreams, bodyPace.isPaused else { return HTTPConnectionActions() }
+    mutating func bodyConsumerResumed() {
+        guard phase == .responding, bodyStreams, bodyPace.isPaused else { return }
         bodyPace.resume(at: clock.nanoseconds)
         setBodyDeadline()
         reading = true
-        return HTTPConnectionActions()
     }
 
     /// The request ended: a buffered one goes to the handler; a streamed one's consumer learns it.
@@ -130,7 +128,7 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
         deadline = 0
         reading = false
         var actions = HTTPConnectionActions(.finishBodyStream)
-        if exchange.responseComplete, !writePending { actions.append(contentsOf: finishExchange()) }
+        if exchange.responseComplete, !writePending { actions.append(contentsOf: finishExchange().actions) }
         return actions
     }
 
@@ -143,7 +141,7 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
             actions.append(.failBodyStream(status, reason: reason))
             // The answer has begun: only closing tells the client.
             if exchange.responseStarted {
-                actions.append(contentsOf: close())
+                actions.append(contentsOf: closing())
                 return actions
             }
         }
@@ -154,18 +152,17 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     /// The peer shut down its sending side (EPOLLRDHUP), or closed altogether: the two look the
     /// same until a write. What it sent is read and answered; a streamed answer sends its probe (a
     /// long-poll's heartbeat), so that a client really gone resets the connection.
-    mutating func peerClosedInput() -> HTTPConnectionActions {
-        guard !inputClosed else { return HTTPConnectionActions() }
+    mutating func peerClosedInput() -> HTTPPeerClosedInput? {
+        guard !inputClosed else { return nil }
         inputClosed = true
         switch phase {
         case .responding where !bodyStreams:
-            let probes = exchange.streaming && !exchange.responseComplete
-            return probes ? HTTPConnectionActions(.sendProbe) : HTTPConnectionActions()
+            return exchange.streaming && !exchange.responseComplete ? .sendProbe : nil
         case .closed:
-            return HTTPConnectionActions()
+            return nil
         case .idle, .readingHead, .readingBody, .responding:
             // What the peer sent before its FIN is read (EPOLLIN stays raised until the end).
-            return HTTPConnectionActions(.readInput)
+            return .readInput
         }
     }
 
@@ -173,7 +170,7 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     /// `hasPendingInput`: saved bytes may hold requests.
     mutating func inputEnded(hasPendingInput: Bool) -> HTTPConnectionActions {
         inputClosed = true
-        if bodyStreams { return close() }  // a streamed body cut short
+        if bodyStreams { return closing() }  // a streamed body cut short
         reading = false
         return closeIfNothingToAnswer(hasPendingInput: hasPendingInput)
     }
@@ -183,7 +180,7 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
         guard inputClosed else { return HTTPConnectionActions() }
         switch phase {
         case .idle where !hasPendingInput, .readingHead, .readingBody:
-            return close()  // nothing left, or a request that can no longer be completed
+            return closing()  // nothing left, or a request that can no longer be completed
         case .idle:
             return HTTPConnectionActions(.resumeInput)
         case .responding, .closed:
@@ -194,15 +191,14 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     // MARK: - Output
 
     /// The socket is full: queued output waits for room.
-    mutating func outputBlocked() -> HTTPConnectionActions {
+    mutating func outputBlocked() {
         if phase != .closed { writePending = true }
-        return HTTPConnectionActions()
     }
 
     /// Every queued byte is on the wire: a complete answer ends its exchange.
-    mutating func outputDrained() -> HTTPConnectionActions {
+    mutating func outputDrained() -> HTTPExchangeEnd? {
         writePending = false
-        guard phase == .responding, exchange.responseComplete else { return HTTPConnectionActions() }
+        guard phase == .responding, exchange.responseComplete else { return nil }
         return finishExchange()
     }
 
@@ -238,7 +234,7 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
         deadline = 0
         switch phase {
         case .idle:
-            return close()
+            return closing()
         case .readingHead, .readingBody:
             return respondWithError(.requestTimeout, reason: timeouts.reason(timer))
         case .responding:
@@ -247,7 +243,7 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
             bodyStreams = false
             let reason = timeouts.reason(timer)
             var actions = HTTPConnectionActions(.failBodyStream(.requestTimeout, reason: reason))
-            actions.append(contentsOf: exchange.responseStarted ? close() : respondWithError(.requestTimeout, reason: reason))
+            actions.append(contentsOf: exchange.responseStarted ? closing() : respondWithError(.requestTimeout, reason: reason))
             return actions
         case .closed:
             return HTTPConnectionActions()
@@ -258,7 +254,7 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     /// `idleGraceSeconds` (sooner if its keep-alive ends first), answering with `Connection: close`
     /// a request that arrives meanwhile. A proxy may be sending one on that kept-alive connection at
     /// this very moment, and it does not retry a POST on a connection the server closed.
-    mutating func drain(idleGraceSeconds: Double = 0) -> HTTPConnectionActions {
+    mutating func drain(idleGraceSeconds: Double = 0) -> HTTPConnectionClosing? {
         switch phase {
         case .idle:
             guard idleGraceSeconds > 0 else { return close() }
@@ -269,19 +265,19 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
                 // A fresh connection's first head is still under its header clock.
                 if exchange.requestID != 0 { timer = .keepAlive }
             }
-            return HTTPConnectionActions()
+            return nil
         case .readingHead, .readingBody, .responding:
             draining = true
-            return HTTPConnectionActions()
+            return nil
         case .closed:
-            return HTTPConnectionActions()
+            return nil
         }
     }
 
     /// The connection ends, whatever it was doing (a reset, a failed read or write, or a decision
     /// of this state). A handler still answering is told.
-    mutating func close() -> HTTPConnectionActions {
-        guard phase != .closed else { return HTTPConnectionActions() }
+    mutating func close() -> HTTPConnectionClosing? {
+        guard phase != .closed else { return nil }
         let wasAnswering = phase == .responding && !exchange.responseComplete
         closedAfterAnswer = phase == .responding && exchange.responseComplete && !writePending && !inputClosed
         phase = .closed
@@ -289,9 +285,12 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
         bodyStreams = false
         reading = false
         writePending = false
-        var actions = HTTPConnectionActions(.close)
-        if wasAnswering { actions.append(.cancelHandler) }
-        return actions
+        return HTTPConnectionClosing(cancelsHandler: wasAnswering)
+    }
+
+    /// `close` as actions, for events with more outcomes than closing.
+    private mutating func closing() -> HTTPConnectionActions {
+        close()?.actions ?? HTTPConnectionActions()
     }
 
     // MARK: - Transitions
@@ -316,16 +315,19 @@ struct HTTPConnectionState<Clock: MonotonicClock> {
     }
 
     /// The answer is on the wire: close, or go back to waiting for the next request.
-    private mutating func finishExchange() -> HTTPConnectionActions {
+    private mutating func finishExchange() -> HTTPExchangeEnd {
         // Answered before the request body ended (a refusal): the rest of the body is still on
         // the wire, so the connection cannot carry another request.
-        if bodyStreams || !exchange.keepAlive || draining { return close() }
+        if bodyStreams || !exchange.keepAlive || draining {
+            _ = close()  // the answer is complete: no handler to tell
+            return .close
+        }
         phase = .idle
         setDeadline(timeouts.keepAliveSeconds, .keepAlive)
         // After the peer's FIN, reading goes on to the end of its input: requests still in the
         // kernel are answered, and the end of input closes the connection (`inputEnded`).
         reading = true
-        return HTTPConnectionActions(.awaitNextRequest)
+        return .awaitNextRequest
     }
 
     private mutating func setDeadline(_ seconds: Double, _ timer: HTTPConnectionTimer) {

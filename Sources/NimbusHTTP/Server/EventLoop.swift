@@ -15,29 +15,31 @@ final class EventLoop: @unchecked Sendable {
 
     let index: Int
     let server: HTTPServer
-    private let epollDescriptor: Int32
+    let epollDescriptor: Int32
     private let wakeDescriptor: Int32
     private let inbox = Lock<[@Sendable () -> Void]>([])
     private var threadID: pthread_t?
     private let stopped = DispatchSemaphore(value: 0)
 
     // Loop-thread state.
-    private var connections: [Int32: HTTPConnection] = [:]
+    private(set) var connections: [Int32: HTTPConnection] = [:]
     /// Tasks' jobs enqueued from this thread, run after the current event batch.
-    private var jobs: [UnownedJob] = []
+    private(set) var jobs: [UnownedJob] = []
     /// Descriptors tasks on this loop wait for (database sockets), with their waiters.
     private var watchers: [Int32: CheckedContinuation<Void, Never>] = [:]
     /// Descriptors `waitUntilReady` added to the epoll (one-shot, so disarmed once reported):
     /// the next wait re-arms them with one call instead of adding and removing them each time.
     private var watched: Set<Int32> = []
-    private var deferred: [HTTPConnection] = []
+    private(set) var deferred: [HTTPConnection] = []
     /// Sockets whose connection answered and closed, waiting for the client to close its side.
-    private var lingering: LingeringSockets
+    var lingering: LingeringSockets
+    /// The connections' and lingering sockets' deadlines: `epoll_wait` sleeps until the earliest.
+    var timers = DeadlineHeap<LoopTimerID>()
+    private var lastGeneration: UInt64 = 0
     private var listener: Int32 = -1
     private var running = true
     private(set) var draining = false
     let readBuffer: UnsafeMutableRawBufferPointer
-    private var nextTimerScan: UInt64 = 0
     /// The monotonic time when `epoll_wait` last returned: the clock of the connections' timers
     /// and of requests' arrival (one read per wake-up, not several per request).
     private(set) var now: UInt64 = monotonicNanoseconds()
@@ -65,7 +67,9 @@ final class EventLoop: @unchecked Sendable {
         var event = epoll_event()
         event.events = Self.epollIn
         event.data.fd = wakeDescriptor
-        epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, wakeDescriptor, &event)
+        guard epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, wakeDescriptor, &event) == 0 else {
+            throw Socket.Failure(call: "epoll_ctl(ADD, eventfd)", errorNumber: errno)
+        }
     }
 
     deinit {
@@ -74,14 +78,20 @@ final class EventLoop: @unchecked Sendable {
         readBuffer.deallocate()
     }
 
-    /// Starts the loop thread, accepting from `listener`.
-    func start(listener: Int32) {
-        self.listener = listener
+    /// Watches `listener` for connections to accept (before `start`).
+    func watch(listener: Int32) throws {
         var event = epoll_event()
         // EPOLLEXCLUSIVE: one waiting loop is woken per new connection, not all of them.
         event.events = Self.epollIn | Self.epollExclusive
         event.data.fd = listener
-        epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, listener, &event)
+        guard epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, listener, &event) == 0 else {
+            throw Socket.Failure(call: "epoll_ctl(ADD, listener)", errorNumber: errno)
+        }
+        self.listener = listener
+    }
+
+    /// Starts the loop thread.
+    func start() {
         let thread = Thread { [self] in run() }
         thread.name = "nimbus-http-\(index)"
         thread.stackSize = 1 << 20
@@ -114,24 +124,49 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: - Loop-thread API for connections
 
-    func register(_ connection: HTTPConnection, events: UInt32) {
+    /// Adds a connection's socket to the epoll; false (logged) when `epoll_ctl` failed.
+    private func register(_ connection: HTTPConnection, events: UInt32) -> Bool {
         var event = epoll_event()
         event.events = events
         event.data.fd = connection.descriptor
-        epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, connection.descriptor, &event)
+        guard epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, connection.descriptor, &event) == 0 else {
+            logEpollFailure("ADD", connection.descriptor, closing: "the connection")
+            return false
+        }
         connections[connection.descriptor] = connection
+        return true
     }
 
-    func updateInterest(_ connection: HTTPConnection, events: UInt32) {
+    /// False (logged) when `epoll_ctl` failed: the connection must close.
+    func updateInterest(_ connection: HTTPConnection, events: UInt32) -> Bool {
         var event = epoll_event()
         event.events = events
         event.data.fd = connection.descriptor
-        epoll_ctl(epollDescriptor, EPOLL_CTL_MOD, connection.descriptor, &event)
+        guard epoll_ctl(epollDescriptor, EPOLL_CTL_MOD, connection.descriptor, &event) == 0 else {
+            logEpollFailure("MOD", connection.descriptor, closing: "the connection")
+            return false
+        }
+        return true
     }
 
     func unregister(_ connection: HTTPConnection) {
-        epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, connection.descriptor, nil)
+        // The socket is closed next, which removes it from the epoll anyway: a failure is logged.
+        if epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, connection.descriptor, nil) != 0 {
+            logEpollFailure("DEL", connection.descriptor, closing: "the connection (closing anyway)")
+        }
         connections[connection.descriptor] = nil
+    }
+
+    func logEpollFailure(_ operation: String, _ descriptor: Int32, closing what: String) {
+        let number = errno
+        server.logger.warning("epoll_ctl \(operation) failed (\(String(cString: strerror(number)))): closing \(what)",
+                              ["descriptor": descriptor, "errno": number])
+    }
+
+    /// A connection's generation: unique on this loop, never 0 (a lingering socket's).
+    private func nextGeneration() -> UInt64 {
+        lastGeneration += 1
+        return lastGeneration
     }
 
     /// Asks for `connection.resume()` after the current event batch (never recursively).
@@ -145,8 +180,8 @@ final class EventLoop: @unchecked Sendable {
     func beginDraining() {
         guard !draining else { return }
         draining = true
-        if listener >= 0 {
-            epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, listener, nil)
+        if listener >= 0, epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, listener, nil) != 0 {
+            logEpollFailure("DEL", listener, closing: "nothing: the listener stays watched until it closes")
         }
         for connection in Array(connections.values) {
             connection.drain()
@@ -171,7 +206,7 @@ final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         refreshDate()
         while running {
-            let count = epoll_wait(epollDescriptor, events, Int32(capacity), jobs.isEmpty ? 250 : 0)
+            let count = epoll_wait(epollDescriptor, events, Int32(capacity), waitMilliseconds())
             if count < 0 && errno != EINTR {
                 server.logger.error("epoll_wait failed", ["errno": errno])
                 break
@@ -195,7 +230,7 @@ final class EventLoop: @unchecked Sendable {
             }
             runDeferred()
             runJobs()
-            scanTimers()
+            runTimers()
         }
         closeAll()
         stopped.signal()
@@ -262,61 +297,18 @@ final class EventLoop: @unchecked Sendable {
                 server.rejectOverCapacity(descriptor, date: cachedDateHeader)
                 continue
             }
-            let connection = HTTPConnection(descriptor: descriptor, peer: peer, loop: self)
-            register(connection, events: Self.epollIn | Self.epollRDHUP)
+            let connection = HTTPConnection(descriptor: descriptor, generation: nextGeneration(), peer: peer, loop: self)
+            guard register(connection, events: Self.epollIn | Self.epollRDHUP) else {
+                Glibc.close(descriptor)
+                server.releaseConnectionSlot()
+                continue
+            }
+            connection.startTimer()
             // Accepted while shutting down: its request (a proxy's, already sent) is answered
             // with `Connection: close`.
             if draining { connection.drain() }
         }
         return limit
-    }
-
-    private func scanTimers() {
-        guard now >= nextTimerScan else { return }
-        nextTimerScan = now + 200_000_000
-        for descriptor in lingering.expired(now: now) { closeLingering(descriptor) }
-        for connection in Array(connections.values) where connection.deadline != 0 && connection.deadline <= now {
-            connection.deadlineExpired()
-        }
-    }
-
-    // MARK: - Closing in stages (`LingeringSockets`)
-
-    /// Closes the socket of a connection that has answered (and unregistered): output now, input
-    /// once the client closes its side or the linger time is up. Its connection slot is released
-    /// then.
-    func closeAfterLingering(_ descriptor: Int32) {
-        var event = epoll_event()
-        event.events = Self.epollIn | Self.epollRDHUP
-        event.data.fd = descriptor
-        guard lingering.nanoseconds > 0, Glibc.shutdown(descriptor, Int32(SHUT_WR)) == 0,
-              epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, descriptor, &event) == 0 else {
-            Socket.discardInput(descriptor)
-            return closeLingering(descriptor)
-        }
-        lingering.add(descriptor, now: now)
-    }
-
-    /// Reads and drops what a lingering socket received; the end of its input (or an error)
-    /// closes it. At most four buffers a wake: the deadline bounds a client that keeps sending.
-    private func dropLingeringInput(_ descriptor: Int32) {
-        for _ in 0..<4 {
-            switch Socket.read(descriptor, into: readBuffer) {
-            case .bytes:
-                continue
-            case .wouldBlock:
-                return
-            case .closed, .failed:
-                lingering.remove(descriptor)
-                return closeLingering(descriptor)
-            }
-        }
-    }
-
-    private func closeLingering(_ descriptor: Int32) {
-        epoll_ctl(epollDescriptor, EPOLL_CTL_DEL, descriptor, nil)
-        Glibc.close(descriptor)
-        server.releaseConnectionSlot()
     }
 
     /// `Date` changes once a second; format it once a second per loop (RFC 9110 §5.6.7 IMF-fixdate).

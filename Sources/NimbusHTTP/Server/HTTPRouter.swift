@@ -4,6 +4,10 @@ import NimbusSupport
 /// `:name` segments are matched segment by segment, the most specific first (more fixed
 /// segments): a path that a specific pattern matches is that pattern's, so another method on it
 /// is 405 even when a catch-all pattern serves that method. `HEAD` is served by the `GET` route.
+///
+/// Immutable once registration is over: `add` builds the tables (a dictionary of static paths and
+/// a tree of pattern segments), and the router is then shared by value, read without a lock; a
+/// match walks the tree once over the path's bytes (no memo of earlier matches).
 package struct HTTPRouter: Sendable {
     package typealias Handler = HTTPServer.Handler
 
@@ -12,9 +16,12 @@ package struct HTTPRouter: Sendable {
         package var method: String
         package var pattern: String
         package var handler: Handler
-        fileprivate var segments: [Substring.UTF8View]
+        /// The names of its `:name` segments, in path order.
+        var parameterNames: [String]
         /// How many segments are fixed (not `:name`).
         fileprivate var fixedSegments: Int
+        /// Registration order: the first registered wins among equally specific patterns.
+        var order: Int
     }
 
     package enum Match: Sendable {
@@ -25,17 +32,28 @@ package struct HTTPRouter: Sendable {
     }
 
     private var staticRoutes: [String: [String: Route]] = [:]
+    /// Pattern routes, the most specific first (for `routes` and `methods`).
     private var patternRoutes: [Route] = []
-    /// Pattern matches by method and path: clients send the same few paths again and again, and
-    /// splitting and binding one cost more than parsing the request's head. Bounded: emptied
-    /// when full.
-    private let matches = Lock<[MatchKey: Match]>([:])
-    static let maxCachedMatches = 1_024
+    /// The tree of pattern segments; `nodes[0]` is the root (before the path's first `/`).
+    private var nodes: [SegmentNode] = [SegmentNode(fixedSegments: 0)]
 
-    private struct MatchKey: Hashable {
-        var method: String
-        var path: String
+    /// One segment position of the patterns registered: where each fixed segment or a parameter
+    /// leads, and the routes whose pattern ends here (all with the same fixed segments).
+    private struct SegmentNode: Sendable {
+        var fixed: [FixedEdge] = []
+        var parameter: Int?
+        var routes: [Route] = []
+        /// Fixed segments on the way from the root.
+        var fixedSegments: Int
     }
+
+    private struct FixedEdge: Sendable {
+        var segment: [UInt8]
+        var node: Int
+    }
+
+    /// The tree flattened for matching, rebuilt by `add`.
+    private var table = HTTPRouteTable()
 
     package init() {}
 
@@ -47,16 +65,62 @@ package struct HTTPRouter: Sendable {
 
     package mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
         let segments = Self.segments(pattern)
-        let route = Route(method: method, pattern: pattern, handler: handler, segments: segments,
-                          fixedSegments: segments.filter { !Self.isParameter($0) }.count)
-        if pattern.contains("/:") {
-            // Stable: among equally specific patterns, the first registered matches first.
-            let index = patternRoutes.firstIndex { $0.fixedSegments < route.fixedSegments } ?? patternRoutes.endIndex
-            patternRoutes.insert(route, at: index)
-        } else {
+        let fixed = segments.filter { !Self.isParameter($0) }.count
+        let names = segments.filter(Self.isParameter).map { String(Substring($0.dropFirst())) }
+        let route = Route(method: method, pattern: pattern, handler: handler, parameterNames: names,
+                          fixedSegments: fixed, order: patternRoutes.count + staticRoutes.count)
+        guard pattern.contains("/:") else {
             staticRoutes[pattern, default: [:]][method] = route
+            return
         }
-        matches.withLock { $0.removeAll() }
+        // Stable: among equally specific patterns, the first registered comes first.
+        let index = patternRoutes.firstIndex { $0.fixedSegments < route.fixedSegments } ?? patternRoutes.endIndex
+        patternRoutes.insert(route, at: index)
+        var node = 0
+        var fixedSoFar = 0
+        for segment in segments {
+            node = Self.isParameter(segment) ? parameterChild(of: node, fixedSegments: fixedSoFar)
+                : fixedChild(of: node, Array(segment), fixedSegments: &fixedSoFar)
+        }
+        nodes[node].routes.append(route)
+        table = flattened()
+    }
+
+    /// The tree as `HTTPRouteTable`'s arrays (each node's edges and routes contiguous).
+    private func flattened() -> HTTPRouteTable {
+        var flat = Array(repeating: HTTPRouteTable.Node(), count: nodes.count)
+        var edges: [HTTPRouteTable.Edge] = []
+        var bytes: [UInt8] = []
+        var routes: [Route] = []
+        for (index, node) in nodes.enumerated() {
+            flat[index].firstEdge = edges.count
+            flat[index].edgeCount = node.fixed.count
+            for edge in node.fixed {
+                edges.append(HTTPRouteTable.Edge(byteStart: bytes.count, byteCount: edge.segment.count, node: edge.node))
+                bytes.append(contentsOf: edge.segment)
+            }
+            flat[index].parameter = node.parameter ?? -1
+            flat[index].firstRoute = routes.count
+            flat[index].routeCount = node.routes.count
+            flat[index].fixedSegments = node.fixedSegments
+            routes.append(contentsOf: node.routes)
+        }
+        return HTTPRouteTable(nodes: flat, edges: edges, bytes: bytes, routes: routes)
+    }
+
+    private mutating func parameterChild(of node: Int, fixedSegments: Int) -> Int {
+        if let child = nodes[node].parameter { return child }
+        nodes.append(SegmentNode(fixedSegments: fixedSegments))
+        nodes[node].parameter = nodes.count - 1
+        return nodes.count - 1
+    }
+
+    private mutating func fixedChild(of node: Int, _ segment: [UInt8], fixedSegments: inout Int) -> Int {
+        fixedSegments += 1
+        if let edge = nodes[node].fixed.first(where: { $0.segment == segment }) { return edge.node }
+        nodes.append(SegmentNode(fixedSegments: fixedSegments))
+        nodes[node].fixed.append(FixedEdge(segment: segment, node: nodes.count - 1))
+        return nodes.count - 1
     }
 
     package func match(method: String, path: String) -> Match {
@@ -65,31 +129,36 @@ package struct HTTPRouter: Sendable {
             if let route = byMethod[lookup] { return .found(route, parameters: [:]) }
             return .methodNotAllowed(allowed: Self.allowed(byMethod.keys))
         }
-        let key = MatchKey(method: lookup, path: path)
-        if let match = matches.withLock({ $0[key] }) { return match }
-        let match = matchPattern(method: lookup, path: path)
-        if case .found = match {
-            matches.withLock { cache in
-                if cache.count >= Self.maxCachedMatches { cache.removeAll(keepingCapacity: true) }
-                cache[key] = match
+        guard !patternRoutes.isEmpty else { return .notFound }
+        var path = path
+        let table = table
+        return path.withUTF8 { bytes in
+            withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: max(table.maxParameters, 1)) { found in
+                let outcome = table.match(lookup, bytes, found: found)
+                guard let index = outcome.route else {
+                    return outcome.allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowed(outcome.allowed))
+                }
+                let route = table.routes[index]
+                var parameters: [String: String] = [:]
+                parameters.reserveCapacity(outcome.parameterCount)
+                for (name, range) in zip(route.parameterNames, found[0..<outcome.parameterCount]) {
+                    parameters[name] = Self.decode(UnsafeBufferPointer(rebasing: bytes[range]))
+                }
+                return .found(route, parameters: parameters)
             }
         }
-        return match
     }
 
-    private func matchPattern(method lookup: String, path: String) -> Match {
-        let segments = Self.segments(path)
-        var allowed: [String] = []
-        var matchedSpecificity: Int?
-        for route in patternRoutes {
-            // Less specific patterns than one that matched the path do not count.
-            if let matchedSpecificity, route.fixedSegments < matchedSpecificity { break }
-            guard let parameters = Self.bind(route.segments, to: segments) else { continue }
-            if route.method == lookup { return .found(route, parameters: parameters) }
-            allowed.append(route.method)
-            matchedSpecificity = route.fixedSegments
-        }
-        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowed(allowed))
+    /// Whether `decode` gives a value (without making it when there is nothing to decode).
+    static func decodes(_ segment: UnsafeBufferPointer<UInt8>) -> Bool {
+        !segment.contains(UInt8(ascii: "%")) || decode(segment) != nil
+    }
+
+    /// A parameter is its segment percent-decoded (RFC 3986 §2.1); nil when it is not valid
+    /// percent-encoded UTF-8 (the pattern does not match then).
+    private static func decode(_ segment: UnsafeBufferPointer<UInt8>) -> String? {
+        guard segment.contains(UInt8(ascii: "%")) else { return String(decoding: segment, as: UTF8.self) }
+        return PercentDecoding.pathSegment(Substring(String(decoding: segment, as: UTF8.self)).utf8)
     }
 
     /// Every method some route answers (HEAD with GET), for `OPTIONS *` (RFC 9110 §9.3.7).
@@ -111,21 +180,5 @@ package struct HTTPRouter: Sendable {
 
     private static func isParameter(_ segment: Substring.UTF8View) -> Bool {
         segment.first == UInt8(ascii: ":")
-    }
-
-    /// Fixed segments match byte for byte; a parameter is its segment percent-decoded (RFC 3986
-    /// §2.1), and a segment that is not valid percent-encoded UTF-8 matches no pattern.
-    private static func bind(_ pattern: [Substring.UTF8View], to path: [Substring.UTF8View]) -> [String: String]? {
-        guard pattern.count == path.count else { return nil }
-        // The fixed segments first, without allocating: most routes fail here.
-        for (expected, actual) in zip(pattern, path) where !isParameter(expected) {
-            if !expected.elementsEqual(actual) { return nil }
-        }
-        var parameters: [String: String] = [:]
-        for (expected, actual) in zip(pattern, path) where isParameter(expected) {
-            guard !actual.isEmpty, let value = PercentDecoding.pathSegment(actual) else { return nil }
-            parameters[String(Substring(expected.dropFirst()))] = value
-        }
-        return parameters
     }
 }

@@ -61,9 +61,17 @@ package final class HTTPServer: Sendable {
         _ = Socket.raiseOpenFileLimit()
         let descriptor = try Socket.listen(host: configuration.host, port: configuration.port, backlog: configuration.backlog)
         listener.store(descriptor, ordering: .sequentiallyConsistent)
-        let started = try (0..<configuration.eventLoopCount).map { try EventLoop(index: $0, server: self) }
+        let started: [EventLoop]
+        do {
+            started = try (0..<configuration.eventLoopCount).map { try EventLoop(index: $0, server: self) }
+            for loop in started { try loop.watch(listener: descriptor) }
+        } catch {
+            listener.store(-1, ordering: .sequentiallyConsistent)
+            close(descriptor)
+            throw error
+        }
         loops.withLock { $0 = started }
-        for loop in started { loop.start(listener: descriptor) }
+        for loop in started { loop.start() }
         return Socket.localAddress(descriptor) ?? (configuration.host, configuration.port)
     }
 
