@@ -48,6 +48,10 @@ func run(_ arguments: [String]) async throws {
     case "kill-while-sending":
         guard rest.count >= 3, let milliseconds = UInt64(rest[0]) else { usage() }
         await database.addContacts(Array(rest.dropFirst(2)), value: rest[1])
+        // As in add-and-kill: the kill must come while sending, after the pending changes are
+        // in the saved state (on a busy machine a 40 ms kill once came before, and the changes
+        // were never pending anywhere, as with Apple's engine before its stateUpdate).
+        try await engine.fetchChanges()
         Task { try await engine.sendChanges() }
         try await Task.sleep(nanoseconds: milliseconds * 1_000_000)
         kill(getpid(), SIGKILL)
