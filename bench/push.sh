@@ -378,7 +378,7 @@ ratio=$(awk -v a="$drain_rate" -v b="$h2_rate" 'BEGIN {printf "%.2f", (b > 0 ? a
   echo "  the stand-in meanwhile: $h2_busy"
   echo "nimbus → stand-in drain ($DRAIN_RECORDS creates in one request × $DRAIN_DEVICES devices; outbox $outbox_after_write rows at the commit):"
   echo "  $drain_rate pushes/s at the stand-in ($drain_n pushes, $drain_ok answered 200; median payload $(field "$drain_out" payload_bytes) B;" \
-       "up to $(field "$drain_out" max_streams) streams open; last push $drain_from_ack ms after the write's answer)"
+       "at most $(field "$drain_out" max_streams) requests parsed from one read at the stand-in, not streams in flight; last push $drain_from_ack ms after the write's answer)"
   echo "  CPU while draining (% of one core): $drain_cpu; per push: $drain_cpu_push"
   echo "  the stand-in meanwhile: $drain_busy"
   echo "  ratio to the h2load ceiling: $ratio (target >= 0.5: $(verdict "$ratio >= 0.5"))"
