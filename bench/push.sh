@@ -152,13 +152,25 @@ JWT=$($LOAD jwt "$APNS_KEY" "$APNS_KEY_ID" "$APNS_TEAM_ID") || die "could not si
 printf '{"aps":{"alert":{"title":"App blocked"}},"nimbus":{"notificationID":"4f3c2a1e-0b9d-4c8e-9f7a-6d5e4c3b2a19","container":"%s","environment":"development","subscriptionID":"blocked","recordName":"h2load","zoneID":{"zoneName":"_defaultZone"},"reason":"recordCreated","cursor":"AAAAAAAAAAEAAAAB","x":"%s"}}' \
   "$CONTAINER" "$(head -c 40 /dev/zero | tr '\0' x)" >"$WORK/h2load-payload.json"
 H2_PAYLOAD_BYTES=$(wc -c <"$WORK/h2load-payload.json")
+# standin_sched: "run_ns wait_ns now_ms" of the stand-in's thread (/proc/PID/schedstat: time on a core,
+# time runnable but waiting for one). standin_busy BEFORE AFTER: the share of the time it ran, waited
+# for a core, and slept (had nothing to do): on a shared machine the ratio follows its share of a core,
+# and "slept" says how much of the drain it spent waiting for nimbus.
+standin_sched() { echo "$(cut -d' ' -f1-2 "/proc/$STANDIN_PID/schedstat" 2>/dev/null || echo '0 0') $(date +%s%3N)"; }
+standin_busy() {
+  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); ms = y[3] - x[3]; if (ms <= 0) ms = 1
+    run = (y[1] - x[1]) / 1e6 / ms; wait = (y[2] - x[2]) / 1e6 / ms; sleep = 1 - run - wait; if (sleep < 0) sleep = 0
+    printf "ran %.0f%% waited for a core %.0f%% slept %.0f%%", run * 100, wait * 100, sleep * 100 }'
+}
 say "reference: h2load, $H2_REQUESTS requests, 1 connection, $H2_STREAMS streams, $H2_PAYLOAD_BYTES-byte payload"
 timeout 120 h2load -n "$H2_REQUESTS" -c 1 -m "$H2_STREAMS" -t 1 -d "$WORK/h2load-payload.json" \
   -H "authorization: bearer $JWT" -H "apns-topic: $BUNDLE" -H "apns-push-type: alert" -H "apns-priority: 10" \
   -H "apns-expiration: 0" -H "apns-id: 4F3C2A1E-0B9D-4C8E-9F7A-6D5E4C3B2A19" -H "content-type: application/json" \
   "$STANDIN_URL/3/device/$H2_TOKEN" >"$WORK/h2load.out" 2>&1 &
 H2LOAD_PID=$!
+sched_a=$(standin_sched)
 wait "$H2LOAD_PID" || say "h2load exited with $?"
+h2_busy=$(standin_busy "$sched_a" "$(standin_sched)")
 H2LOAD_PID=""
 h2_tool_rate=$(awk '/^finished in/ {gsub(",", "", $4); print $4}' "$WORK/h2load.out")
 h2_status=$(grep -a -m1 '^status codes:' "$WORK/h2load.out" || true)
@@ -185,6 +197,12 @@ cpu_share() {
     split(a, x, " "); split(b, y, " "); s = (y[5] - x[5]) / 1000; if (s <= 0) s = 1
     printf "nimbus %.0f%% stand-in %.0f%% postgres %.0f%% machine %.0f%%", (y[1] - x[1]) / hz / s * 100,
       (y[2] - x[2]) / hz / s * 100, (y[3] - x[3]) / hz / s * 100, (y[4] - x[4]) / hz / s * 100 }'
+}
+# cpu_per_push BEFORE AFTER N: "nimbus N µs stand-in S µs postgres P µs" of CPU per push (N pushes).
+cpu_per_push() {
+  awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLK_TCK" 'BEGIN {
+    split(a, x, " "); split(b, y, " "); if (n <= 0) n = 1; f = 1000000 / hz / n
+    printf "nimbus %.0f µs stand-in %.0f µs postgres %.0f µs", (y[1] - x[1]) * f, (y[2] - x[2]) * f, (y[3] - x[3]) * f }'
 }
 PUSH_FLAGS=(--push direct --apns-key-file "$APNS_KEY" --apns-key-id "$APNS_KEY_ID" --apns-team-id "$APNS_TEAM_ID"
             --apns-topics "$CONTAINER=$BUNDLE" --apns-url "$STANDIN_URL" --apns-ca-file "$STANDIN_CA")
@@ -230,11 +248,14 @@ sql_devices() {
       SELECT u.id, '$3-' || n, '$CONTAINER', 'development', 'production', '$4' || lpad(to_hex(n), $((64 - ${#4})), '0'), now()
       FROM users u, generate_series(1, $2) n WHERE u.name = '$1';" >/dev/null
 }
-wait_pushes() {  # wait_pushes PREFIX COUNT SECONDS: until the stand-in saw COUNT pushes of PREFIX's records
-  local deadline=$(( $(date +%s) + $3 )) out
+# wait_pushes PREFIX COUNT SECONDS: until the stand-in saw COUNT pushes of PREFIX's records. Counted
+# with grep (the stand-in writes one JSON line per request, keys sorted): parsing the whole log in
+# Python every half second took a good part of a core from the pipeline it measures.
+wait_pushes() {
+  local deadline=$(( $(date +%s) + $3 )) seen
   while :; do
-    out=$($LOAD drain "$STANDIN_LOG" "$1")
-    [ "$(field "$out" pushes)" -ge "$2" ] && return 0
+    seen=$(grep -a -c -F "\"recordName\": \"$1-" "$STANDIN_LOG" || true)
+    [ "${seen:-0}" -ge "$2" ] && return 0
     [ "$(date +%s)" -ge "$deadline" ] && return 1
     alive
     sleep 0.5
@@ -290,16 +311,19 @@ for ((i = 0; i < DRAIN_RECORDS; i++)); do
 done
 say "drain: $DRAIN_RECORDS creates in one request x $DRAIN_DEVICES registered devices = $DRAIN_PUSHES pushes"
 cpu_a=$(cpu_snapshot)
+sched_a=$(standin_sched)
 t_write=$(date +%s%3N)
 api "$DRAIN_TOKEN" records/modify "{\"operations\":[$ops]}"
 t_acked=$(date +%s%3N)
 outbox_after_write=$(psql -d nimbus -At -c 'SELECT count(*) FROM push_outbox')
 wait_pushes drain "$DRAIN_PUSHES" $(( SMOKE ? 20 : 120 )) || say "drain: only part of the pushes arrived within the time limit"
 cpu_b=$(cpu_snapshot)
+drain_busy=$(standin_busy "$sched_a" "$(standin_sched)")
 drain_cpu=$(cpu_share "$cpu_a" "$cpu_b")
 drain_out=$($LOAD drain "$STANDIN_LOG" drain)
 drain_rate=$(field "$drain_out" rate) drain_n=$(field "$drain_out" pushes) drain_ok=$(field "$drain_out" ok)
 drain_from_ack=$(( $(field "$drain_out" last) - t_acked ))
+drain_cpu_push=$(cpu_per_push "$cpu_a" "$cpu_b" "$drain_n")
 say "drain: $drain_out (write took $((t_acked - t_write)) ms; outbox after it: $outbox_after_write)"
 
 # ---------------------------------------------------------------- 6. latency at fixed offered rates
@@ -351,10 +375,12 @@ ratio=$(awk -v a="$drain_rate" -v b="$h2_rate" 'BEGIN {printf "%.2f", (b > 0 ? a
   echo "APNs stand-in: Tests/push/apns-standin.py ($PY, one asyncio thread; verifies every JWT, logs every request)"
   echo "reference (h2load → stand-in, 1 TLS connection, $H2_STREAMS streams, $H2_PAYLOAD_BYTES-byte payload, $H2_REQUESTS requests):"
   echo "  $h2_rate requests/s counted at the stand-in (h2load says ${h2_tool_rate:-?} req/s; $h2_status)"
+  echo "  the stand-in meanwhile: $h2_busy"
   echo "nimbus → stand-in drain ($DRAIN_RECORDS creates in one request × $DRAIN_DEVICES devices; outbox $outbox_after_write rows at the commit):"
   echo "  $drain_rate pushes/s at the stand-in ($drain_n pushes, $drain_ok answered 200; median payload $(field "$drain_out" payload_bytes) B;" \
-       "up to $(field "$drain_out" max_streams) streams open; last push $drain_from_ack ms after the write's answer)"
-  echo "  CPU while draining (% of one core): $drain_cpu"
+       "at most $(field "$drain_out" max_streams) requests parsed from one read at the stand-in, not streams in flight; last push $drain_from_ack ms after the write's answer)"
+  echo "  CPU while draining (% of one core): $drain_cpu; per push: $drain_cpu_push"
+  echo "  the stand-in meanwhile: $drain_busy"
   echo "  ratio to the h2load ceiling: $ratio (target >= 0.5: $(verdict "$ratio >= 0.5"))"
   echo "enqueue → stand-in latency, ms (per push: stand-in arrival − the write's answer [ack], − the write's send [send]):"
   for ((n = 1; n <= RUNS; n++)); do
@@ -368,6 +394,8 @@ ratio=$(awk -v a="$drain_rate" -v b="$h2_rate" 'BEGIN {printf "%.2f", (b > 0 ? a
   echo "  queues pushes for 2 devices: $(cut -d' ' -f2- <<<"$pa")"
   echo "  no registered device:        $(cut -d' ' -f2- <<<"$pb")"
   echo "  p99 ratio $pair_ratio (target <= 1.10: $(verdict "$pair_ratio <= 1.10")); p50 ratio $pair_ratio50; $pair_pushes pushes of P's creates arrived"
+  echo "memory with $regs_bulk registered devices: $(awk -v k="$rss_bulk" 'BEGIN {printf "%.1f", k / 1024}') MB RSS" \
+       "(with none: $(awk -v k="$rss_none" 'BEGIN {printf "%.1f", k / 1024}') MB; the same $WARM creates on a fresh instance)"
   echo "memory (RSS of nimbus after $WARM creates on a fresh instance; registrations inserted directly in SQL):"
   echo "  $regs_none registrations: $rss_none KB; $regs_bulk registrations ($BULK_USERS users): $rss_bulk KB" \
        "(delta $((rss_bulk - rss_none)) KB); that instance after the whole run: $rss_end KB, peak $peak_kb KB"

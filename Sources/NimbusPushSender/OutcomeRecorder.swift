@@ -28,6 +28,11 @@ final class OutcomeRecorder: Sendable {
         arrived.signal()
     }
 
+    /// Something other than an answer changed what `next` waits for (a claimed push left unsent).
+    func nudge() {
+        arrived.signal()
+    }
+
     /// Every answer that arrived since the last call, waiting for one when there is none; nil when
     /// the claims ended and `inFlight()` (pushes claimed and not recorded) is 0.
     func next(inFlight: () -> Int) async -> [Outcome]? {

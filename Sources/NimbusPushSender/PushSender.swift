@@ -5,13 +5,16 @@ import NimbusStore
 import NimbusSupport
 
 /// Sends the outbox's pushes (docs/push.md "The sender"): one per instance, started by `serve`
-/// when push is on. It claims due pushes in batches, sends each through its `PushTransport` with
-/// many in flight at once, and records the outcomes: a recorder task writes the answers that arrived
-/// while it wrote the previous ones, in one transaction (`recordOutcomes`). A push holds its send
-/// slot from its claim until its outcome is recorded. The sender wakes when a notification is
-/// written (on any instance, through the hub), when the earliest push falls due and when recorded
-/// outcomes free slots; `stop` lets sends in flight finish and be recorded and claims nothing more
-/// (a push claimed but not recorded is claimed again after its lease).
+/// when push is on. It claims due pushes in batches, ahead of their sends, sends each through its
+/// `PushTransport` with `maxSending` on their way at once, and records the outcomes: a recorder task
+/// writes the answers that arrived while it wrote the previous ones, in one transaction
+/// (`recordOutcomes`). A push holds a send slot (`SendPermits`) from its send until its answer, and a
+/// place among the `maxInFlight` from its claim until its outcome is recorded, so neither the next
+/// claim nor the recorder's transaction leaves the send slots idle. The sender wakes when a
+/// notification is written (on any instance, through the hub), when the earliest push falls due and
+/// when recorded outcomes free places; `stop` lets sends on their way finish and be recorded, hands
+/// the claimed pushes still waiting for a slot back to the outbox, and claims nothing more (a push
+/// claimed but not recorded, after a crash, is claimed again after its lease).
 package final class PushSender: Sendable {
     private let outbox: PushOutboxStore
     private let counters: PushCounters
@@ -24,6 +27,9 @@ package final class PushSender: Sendable {
     private let inFlight = Lock(0)
     private let stopping = Lock(false)
     private let recorder = OutcomeRecorder()
+    private let permits: SendPermits
+    /// Claimed pushes that `stop` kept from their send: handed back to the outbox when `run` ends.
+    private let unsent = Lock<[ClaimedPush]>([])
     private let logger = Logger(subsystem: "push")
 
     package init(store: Store, transport: any PushTransport, limits: Limits, schedule: PushSchedule = PushSchedule(),
@@ -34,6 +40,7 @@ package final class PushSender: Sendable {
         self.limits = limits
         self.schedule = schedule
         self.clock = clock
+        self.permits = SendPermits(count: schedule.maxSending)
         store.hub.observe { [wake] event in
             if event == nil || event?.kind == .notifications { wake.signal() }
         }
@@ -42,6 +49,7 @@ package final class PushSender: Sendable {
     /// Asks `run` to return once the sends in flight are done and recorded.
     package func stop() {
         stopping.withLock { $0 = true }
+        permits.close()
         wake.signal()
     }
 
@@ -64,7 +72,14 @@ package final class PushSender: Sendable {
             }
             recorder.claimsEnded()
         }
-        logger.info("push sender stopped")
+        let unsent = unsent.withLock { $0 }
+        do {
+            try await outbox.releaseClaims(unsent)
+        } catch {
+            logger.warning("could not hand unsent pushes back; they are claimed again after their lease",
+                           ["count": unsent.count, "error": "\(error)"])
+        }
+        logger.info("push sender stopped", ["unsent": unsent.count])
     }
 
     /// Claims at most `limit` due pushes, starts a send for each, and says what to do next.
@@ -79,7 +94,10 @@ package final class PushSender: Sendable {
         inFlight.withLock { $0 += claims.count }
         for push in claims {
             group.addTask { [self] in
-                recorder.add(push, await send(push))
+                guard await permits.acquire() else { return keep(push) }
+                let answer = await send(push)
+                permits.release()
+                recorder.add(push, answer)
             }
         }
         if claims.count >= limit { return schedule.next(inFlight: inFlight.withLock { $0 }) }
@@ -107,6 +125,13 @@ package final class PushSender: Sendable {
         }
         if answer.status == 200 { counters.sent() } else { counters.failed(reason: answer.status == nil ? nil : answer.reason ?? "") }
         return answer
+    }
+
+    /// A claimed push `stop` kept from its send: no outcome; `run` hands it back to the outbox.
+    private func keep(_ push: ClaimedPush) {
+        unsent.withLock { $0.append(push) }
+        inFlight.withLock { $0 -= 1 }
+        recorder.nudge()
     }
 
     /// Records the answers in batches until the claims ended and every claimed push is recorded.

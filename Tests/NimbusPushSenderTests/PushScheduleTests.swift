@@ -38,6 +38,16 @@ import NimbusPushSender
         #expect(PushSchedule(maxInFlight: 2).next(inFlight: 1) == .claim(limit: 1))
     }
 
+    @Test func sendSlotsAreFewerThanClaimedPlacesAndNeverMore() {
+        let defaults = PushSchedule()
+        #expect(defaults.maxSending < defaults.maxInFlight)
+        // A claim takes at least as many pushes as there are send slots: while it runs, the slots
+        // are refilled from pushes claimed before.
+        #expect(defaults.minClaim >= defaults.maxSending)
+        #expect(PushSchedule(maxSending: 50, maxInFlight: 10).maxSending == 10)
+        #expect(PushSchedule(maxSending: 0, maxInFlight: 10).maxSending == 1)
+    }
+
     @Test func aFailedClaimWaitsBeforeTheNext() {
         #expect(schedule.afterFailedClaim() == .sleep(milliseconds: 1_000))
     }

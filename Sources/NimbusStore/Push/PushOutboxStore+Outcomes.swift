@@ -73,6 +73,22 @@ extension PushOutboxStore {
         return decisions
     }
 
+    /// Hands claimed pushes that were never sent back to the outbox as they were before their claim
+    /// (queued, due at `now`, the attempt not counted): the sender stopped before they got a send
+    /// slot. Only rows still under these claims' leases change.
+    package func releaseClaims(_ pushes: [ClaimedPush], now: Int64? = nil) async throws {
+        guard !pushes.isEmpty else { return }
+        let now = now ?? clock.nowMilliseconds()
+        _ = try await pool.withConnection { connection in
+            try connection.run("""
+                UPDATE push_outbox o SET state = 'queued', attempts = o.attempts - 1, due_at = \(PushSQL.time(now))
+                FROM unnest(\(PGData.int64Array(pushes.map(\.outboxID))), \(PGData.int64Array(pushes.map { Int64($0.attempt) })))
+                     AS u(id, attempts)
+                WHERE o.id = u.id AND o.attempts = u.attempts
+                """)
+        }
+    }
+
     /// The delivery log's `outcome` for a decision.
     private static func logOutcome(_ decision: PushDecision) -> String {
         switch decision {
