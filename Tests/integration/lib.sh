@@ -936,10 +936,8 @@ asset_field() {
 # asset_member NAME FIELD MEMBER [JSON]: a member (fileChecksum, size, downloadURL) of the asset
 # in field FIELD of record NAME in an answer; status 1 when absent.
 asset_member() {
-  local items line value
-  items=$(record_items "${4-$HTTP_BODY}")
-  line=$(grep -a -m1 "^{\"recordName\":\"$1\"" <<<"$items") || return 1
-  value=$(grep -a -o "\"$2\":{\"value\":{[^}]*}" <<<"$line") || return 1
+  local value
+  value=$(json_read field-value "$1" "$2" <<<"${4-$HTTP_BODY}") || return 1
   json_field "$3" "$value"
 }
 
