@@ -103,7 +103,7 @@ enum SealFormat {
     static func openField(_ sealed: Data, keys: KeyRing, context: SealContext) throws -> Data {
         guard sealed.count >= fieldOverhead, let id = keyID(of: sealed) else { throw EncryptionError.decryptionFailed(context, "not a version-1 sealed value") }
         guard let key = keys.key(id: id) else { throw EncryptionError.keyMissing(context, keyID: id) }
-        let nonce = sealed.subdata(in: sealed.startIndex + 5 ..< sealed.startIndex + 5 + Primitives.nonceSize)
+        let nonce = sealed[sealed.startIndex + 5 ..< sealed.startIndex + 5 + Primitives.nonceSize]  // slices: no copies
         let body = sealed.suffix(from: sealed.startIndex + 5 + Primitives.nonceSize)
         let zoneKey = zoneKey(key.bytes, container: context.container, zone: context.zone)
         do {
