@@ -62,6 +62,18 @@ enum LibcryptoGCM {
     }
 }
 
+/// Whether two byte strings are equal (memcmp; not constant-time: used for keys already in this
+/// process, to find their cache entries, never to check a tag).
+func sameBytes(_ a: Data, _ b: Data) -> Bool {
+    guard a.count == b.count else { return false }
+    return a.withUnsafeBytes { pa in
+        b.withUnsafeBytes { pb in
+            guard let x = pa.baseAddress, let y = pb.baseAddress else { return true }
+            return memcmp(x, y, pa.count) == 0
+        }
+    }
+}
+
 /// One EVP context set up with AES-256-GCM, a 12-byte IV length and its key, for sealing or for
 /// opening. Freed (libcrypto wipes the key schedule) when dropped.
 final class GCMContext {
@@ -92,6 +104,19 @@ enum GCMContexts {
     struct Slot: Hashable {
         var key: Data
         var encrypt: Bool
+
+        // Looked up once per message: the key's bytes compared and hashed directly (a key is
+        // uniformly random, so its first 8 bytes hash it well).
+        static func == (a: Slot, b: Slot) -> Bool { a.encrypt == b.encrypt && sameBytes(a.key, b.key) }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(encrypt)
+            key.withUnsafeBytes { raw in
+                var prefix: UInt64 = 0
+                withUnsafeMutableBytes(of: &prefix) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw.prefix(8))) }
+                hasher.combine(prefix)
+            }
+        }
     }
 
     static let maxKeys = 64
