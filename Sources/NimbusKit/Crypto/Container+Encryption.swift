@@ -80,6 +80,10 @@ extension Container {
             return
         }
         var ring = try keyRing()
+        // A fetched record's base fields share the fields' storage: let go of them while opening.
+        let hadBase = record.serverFields != nil
+        record.serverFields = nil
+        defer { if hadBase { record.serverFields = record.fields } }
         for (key, sealed) in sealedFields {
             let context = sealContext(record, field: key)
             do {
@@ -94,7 +98,6 @@ extension Container {
                 throw error.nimbusError
             }
         }
-        if record.serverFields != nil { record.serverFields = record.fields }
     }
 
     func sealContext(_ record: Record, field: String) -> SealContext {

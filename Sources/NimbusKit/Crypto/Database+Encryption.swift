@@ -24,9 +24,9 @@ extension Container {
     /// A page of changes with its records opened; those that do not open move to `unreadable`.
     /// The page is taken over, so each record is opened in place (its fields are not copied).
     func openChanges(_ page: consuming ZoneChanges) -> ZoneChanges {
+        var records = page.modified
+        page.modified = []
         var opened = page
-        var records = opened.modified
-        opened.modified = []
         opened.modified.reserveCapacity(records.count)
         let declared = encryptedAssetFields
         for index in records.indices {
