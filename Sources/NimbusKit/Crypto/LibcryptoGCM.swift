@@ -97,8 +97,9 @@ final class GCMContext {
     deinit { EVP_CIPHER_CTX_free(pointer) }
 }
 
-/// The idle contexts of recently used keys: each is used by one message at a time (borrowed, then
-/// given back), so threads never share one. Bounded: at most `maxKeys` keys and `perKey` idle
+/// The idle contexts of recently used keys: each thread keeps the one it used last, the others wait
+/// in a pool; each is used by one message at a time (borrowed, then given back), so threads never
+/// share one. Bounded: at most `maxKeys` keys and `perKey` idle
 /// contexts each (about one per thread opening under that key); past that, contexts are freed.
 enum GCMContexts {
     struct Slot: Hashable {
@@ -132,10 +133,20 @@ enum GCMContexts {
     /// Contexts set up since the process started (tests: reuse keeps this flat).
     static var created: Int { state.withLock { $0.created } }
 
-    /// The idle contexts of one key (tests).
-    static func idle(key: Data, encrypt: Bool) -> Int { state.withLock { $0.idle[Slot(key: key, encrypt: encrypt)]?.count ?? 0 } }
+    /// The idle contexts of one key, the calling thread's own included (tests).
+    static func idle(key: Data, encrypt: Bool) -> Int {
+        let slot = Slot(key: key, encrypt: encrypt)
+        let own = ThreadContext.current().context.map { $0.slot == slot ? 1 : 0 } ?? 0
+        return own + state.withLock { $0.idle[slot]?.count ?? 0 }
+    }
 
     static func borrow(key: Data, encrypt: Bool) throws -> GCMContext {
+        // The calling thread's last context first: no lock, no lookup (a page opens under one key).
+        let box = ThreadContext.current()
+        if let context = box.context, context.slot.encrypt == encrypt, sameBytes(context.slot.key, key) {
+            box.context = nil
+            return context
+        }
         let slot = Slot(key: key, encrypt: encrypt)
         if let context = state.withLock({ $0.idle[slot]?.popLast() }) { return context }
         let context = try GCMContext(slot)
@@ -145,13 +156,38 @@ enum GCMContexts {
 
     static func giveBack(_ context: GCMContext, reusable: Bool) {
         guard reusable else { return }
+        let box = ThreadContext.current()
+        let previous = box.context
+        box.context = context
+        guard let previous else { return }
         state.withLock { state in
-            if state.idle[context.slot] == nil, state.idle.count >= maxKeys,
-               let other = state.idle.keys.first(where: { $0 != context.slot }) {
+            if state.idle[previous.slot] == nil, state.idle.count >= maxKeys,
+               let other = state.idle.keys.first(where: { $0 != previous.slot }) {
                 state.idle.removeValue(forKey: other)  // one other key's contexts freed
             }
-            if state.idle[context.slot, default: []].count < perKey { state.idle[context.slot, default: []].append(context) }
+            if state.idle[previous.slot, default: []].count < perKey { state.idle[previous.slot, default: []].append(previous) }
         }
+    }
+}
+
+/// The context a thread used last, kept for its next message (one per thread, freed when the
+/// thread ends). Only the thread itself reads or writes it.
+final class ThreadContext {
+    var context: GCMContext?
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { raw in
+            if let raw { Unmanaged<ThreadContext>.fromOpaque(raw).release() }
+        }
+        return key
+    }()
+
+    static func current() -> ThreadContext {
+        if let raw = pthread_getspecific(key) { return Unmanaged<ThreadContext>.fromOpaque(raw).takeUnretainedValue() }
+        let box = ThreadContext()
+        pthread_setspecific(key, Unmanaged.passRetained(box).toOpaque())
+        return box
     }
 }
 #endif
