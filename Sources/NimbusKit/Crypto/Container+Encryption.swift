@@ -61,26 +61,43 @@ extension Container {
     }
 
     func open(_ record: Record, declared: [String: Set<String>]) throws -> Record {
-        var opened = markingEncryptedAssets(record, declared: declared)
-        var ring: KeyRing?
-        for (key, value) in record.fields {
-            guard case .encrypted(let encrypted) = value, encrypted.plaintext == nil, let sealed = encrypted.ciphertext else { continue }
-            if ring == nil { ring = try keyRing() }
+        var opened = record
+        try open(&opened, declared: declared)
+        return opened
+    }
+
+    /// Opens the record where it is: a fetched page's records are opened without copying their
+    /// fields (the sealed fields are listed first, so the dictionary is not shared while it changes).
+    /// On a throw the record may be half opened; its id and type are unchanged.
+    func open(_ record: inout Record, declared: [String: Set<String>]) throws {
+        if declared[record.recordType]?.isEmpty == false { record = markingEncryptedAssets(record, declared: declared) }
+        let sealedFields = record.fields.compactMap { key, value -> (String, Data)? in
+            guard case .encrypted(let encrypted) = value, encrypted.plaintext == nil, let sealed = encrypted.ciphertext else { return nil }
+            return (key, sealed)
+        }
+        guard !sealedFields.isEmpty else {
+            if record.serverFields != nil { record.serverFields = record.fields }
+            return
+        }
+        var ring = try keyRing()
+        // A fetched record's base fields share the fields' storage: let go of them while opening.
+        let hadBase = record.serverFields != nil
+        record.serverFields = nil
+        defer { if hadBase { record.serverFields = record.fields } }
+        for (key, sealed) in sealedFields {
             let context = sealContext(record, field: key)
             do {
-                if let id = SealFormat.keyID(of: sealed), ring?.key(id: id) == nil, keyStore != nil {
+                if let id = SealFormat.keyID(of: sealed), ring.key(id: id) == nil, keyStore != nil {
                     reloadKeys()
                     ring = try keyRing()
                 }
-                let bytes = try SealFormat.openField(sealed, keys: ring ?? KeyRing(), context: context)
+                let bytes = try SealFormat.openField(sealed, keys: ring, context: context)
                 let plaintext = try FieldPlaintext.decode(bytes, context: context, zoneID: record.zoneID)
-                opened.fields[key] = .encrypted(EncryptedValue(plaintext: plaintext, ciphertext: sealed))
+                record.fields[key] = .encrypted(EncryptedValue(plaintext: plaintext, ciphertext: sealed))
             } catch let error as EncryptionError {
                 throw error.nimbusError
             }
         }
-        if opened.serverFields != nil { opened.serverFields = opened.fields }
-        return opened
     }
 
     func sealContext(_ record: Record, field: String) -> SealContext {

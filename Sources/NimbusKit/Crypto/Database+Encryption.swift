@@ -22,17 +22,20 @@ extension Container {
     }
 
     /// A page of changes with its records opened; those that do not open move to `unreadable`.
-    func openChanges(_ page: ZoneChanges) -> ZoneChanges {
+    /// The page is taken over, so each record is opened in place (its fields are not copied).
+    func openChanges(_ page: consuming ZoneChanges) -> ZoneChanges {
+        var records = page.modified
+        page.modified = []
         var opened = page
-        opened.modified = []
-        opened.modified.reserveCapacity(page.modified.count)
+        opened.modified.reserveCapacity(records.count)
         let declared = encryptedAssetFields
-        for record in page.modified {
+        for index in records.indices {
             do {
-                opened.modified.append(try open(record, declared: declared))
+                try open(&records[index], declared: declared)
+                opened.modified.append(records[index])
             } catch {
                 let nimbus = error as? NimbusError ?? NimbusError(.decryptionFailed, reason: "\(error)")
-                opened.unreadable.append(UnreadableRecord(recordID: record.id, recordType: record.recordType, error: nimbus))
+                opened.unreadable.append(UnreadableRecord(recordID: records[index].id, recordType: records[index].recordType, error: nimbus))
             }
         }
         return opened

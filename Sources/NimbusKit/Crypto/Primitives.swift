@@ -39,7 +39,7 @@ enum Primitives {
             throw CryptoFailure.authentication
         }
 #elseif canImport(CCrypto)
-        return try LibcryptoGCM.run(encrypt: false, key: key, nonce: nonce, input: ciphertext, aad: aad, tag: Data(tag))
+        return try LibcryptoGCM.run(encrypt: false, key: key, nonce: nonce, input: ciphertext, aad: aad, tag: tag)
 #else
         throw CryptoFailure.unavailable
 #endif
@@ -91,51 +91,3 @@ enum CryptoFailure: Error, Equatable {
     case badInput
     case unavailable
 }
-
-#if !canImport(CryptoKit) && canImport(CCrypto)
-/// AES-256-GCM through libcrypto's EVP interface, one call per message.
-enum LibcryptoGCM {
-    static func run(encrypt: Bool, key: Data, nonce: Data, input: Data, aad: Data, tag: Data?) throws -> Data {
-        guard let context = EVP_CIPHER_CTX_new() else { throw CryptoFailure.unavailable }
-        defer { EVP_CIPHER_CTX_free(context) }
-        let keyBytes = [UInt8](key), nonceBytes = [UInt8](nonce)
-        var length: Int32 = 0
-        let initialize = encrypt ? EVP_EncryptInit_ex : EVP_DecryptInit_ex
-        let update = encrypt ? EVP_EncryptUpdate : EVP_DecryptUpdate
-        guard initialize(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-              EVP_CIPHER_CTX_ctrl(context, nimbus_EVP_CTRL_GCM_SET_IVLEN, Int32(nonceBytes.count), nil) == 1,
-              initialize(context, nil, nil, keyBytes, nonceBytes) == 1 else { throw CryptoFailure.unavailable }
-        let aadOK = aad.withUnsafeBytes { a -> Bool in
-            guard let base = a.bindMemory(to: UInt8.self).baseAddress, a.count > 0 else { return true }
-            return update(context, nil, &length, base, Int32(a.count)) == 1
-        }
-        guard aadOK else { throw CryptoFailure.unavailable }
-        // Written in place (no copies of a 64 KiB segment): the output, then (sealing) the tag.
-        var output = Data(count: input.count + 16)
-        var total = 0
-        let ok = output.withUnsafeMutableBytes { o -> Bool in
-            guard let out = o.bindMemory(to: UInt8.self).baseAddress else { return false }
-            let updated = input.withUnsafeBytes { i -> Bool in
-                guard let base = i.bindMemory(to: UInt8.self).baseAddress, i.count > 0 else { return true }
-                guard update(context, out, &length, base, Int32(i.count)) == 1 else { return false }
-                total = Int(length)
-                return true
-            }
-            guard updated else { return false }
-            if encrypt {
-                guard EVP_EncryptFinal_ex(context, out + total, &length) == 1 else { return false }
-                total += Int(length)
-                return EVP_CIPHER_CTX_ctrl(context, nimbus_EVP_CTRL_GCM_GET_TAG, 16, out + total) == 1
-            }
-            var tagBytes = [UInt8](tag ?? Data())
-            guard tagBytes.count == 16, EVP_CIPHER_CTX_ctrl(context, nimbus_EVP_CTRL_GCM_SET_TAG, 16, &tagBytes) == 1,
-                  EVP_DecryptFinal_ex(context, out + total, &length) == 1 else { return false }
-            total += Int(length)
-            return true
-        }
-        guard ok else { throw encrypt ? CryptoFailure.unavailable : CryptoFailure.authentication }
-        output.count = encrypt ? total + 16 : total
-        return output
-    }
-}
-#endif

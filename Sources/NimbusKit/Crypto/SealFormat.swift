@@ -60,9 +60,9 @@ enum SealFormat {
     /// The key id of a sealed value or asset header; nil when it is not version 1.
     static func keyID(of sealed: Data) -> UInt32? {
         guard sealed.count >= 5 else { return nil }
-        let b = [UInt8](sealed.prefix(5))
-        guard b[0] == version else { return nil }
-        return UInt32(b[1]) << 24 | UInt32(b[2]) << 16 | UInt32(b[3]) << 8 | UInt32(b[4])
+        let s = sealed.startIndex
+        guard sealed[s] == version else { return nil }
+        return UInt32(sealed[s + 1]) << 24 | UInt32(sealed[s + 2]) << 16 | UInt32(sealed[s + 3]) << 8 | UInt32(sealed[s + 4])
     }
 
     /// The key of one container and zone, derived from an account key.
@@ -103,7 +103,7 @@ enum SealFormat {
     static func openField(_ sealed: Data, keys: KeyRing, context: SealContext) throws -> Data {
         guard sealed.count >= fieldOverhead, let id = keyID(of: sealed) else { throw EncryptionError.decryptionFailed(context, "not a version-1 sealed value") }
         guard let key = keys.key(id: id) else { throw EncryptionError.keyMissing(context, keyID: id) }
-        let nonce = sealed.subdata(in: sealed.startIndex + 5 ..< sealed.startIndex + 5 + Primitives.nonceSize)
+        let nonce = sealed[sealed.startIndex + 5 ..< sealed.startIndex + 5 + Primitives.nonceSize]  // slices: no copies
         let body = sealed.suffix(from: sealed.startIndex + 5 + Primitives.nonceSize)
         let zoneKey = zoneKey(key.bytes, container: context.container, zone: context.zone)
         do {
