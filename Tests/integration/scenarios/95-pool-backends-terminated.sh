@@ -41,13 +41,16 @@ writer() {
         -H 'Content-Type: application/json' --data-binary "$body" -w '%{http_code}' "$NIMBUS_URL$(api_path records/modify)")
       out=$(cat "$bodyfile" 2>/dev/null)
       retry=$(header_value Retry-After "$(cat "$headers" 2>/dev/null)")
-      code=$(json_field serverErrorCode "$out") || code=-
+      code=-
+      [ "$status" = 200 ] || code=$(json_field serverErrorCode "$out") || code=-
       echo "$status ${retry:--} $code" >>"$TEST_TMP/answers-$k"
+      # One JSON read per answer (each is a process): the writers must keep the pool busy.
       if [ "$status" = 200 ]; then
-        if [ -n "$(item_codes "$out" | grep -v '^ok$')" ]; then
+        items=$(json_read rows recordName recordName recordChangeTag=- serverErrorCode=ok <<<"$out") || items=""
+        if [ -z "$items" ] || contains "$items" -q -v ' ok$'; then
           printf 'writer %d batch %s-%d: %s\n' "$k" "$kind" "$n" "${out:0:300}" >>"$ERRORS"
         else
-          record_summary "$out" | grep -v ' -$' >>"$TEST_TMP/acks-$k"
+          while read -r name tag _; do [ "$tag" = - ] || echo "$name $tag"; done <<<"$items" >>"$TEST_TMP/acks-$k"
         fi
         break
       fi
