@@ -7,7 +7,7 @@ import Testing
 /// with `Content-Range` and exactly those bytes, across the 256 KiB chunks and the 1 MiB read
 /// batches; suffix ranges; ends past the size clamped; unsatisfiable ranges 416 with
 /// `Content-Range: bytes */N`; several ranges or a syntax we do not read get the whole body.
-@Suite(.serialized) struct AssetRangeTests {
+@Suite struct AssetRangeTests {
     static let size = 3_000_000
     static let chunk = 262_144
 
