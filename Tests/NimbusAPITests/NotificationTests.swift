@@ -135,14 +135,17 @@ import Testing
         try await World.with { world in
             await world.subscribe(world.phone, Self.blocked)
             let (channel, start) = await world.channel(world.phone)
+            let polled = Date()
             let phonePoll = world.fixture.start("GET", "\(channel)?since=\(start)&wait=30", token: world.phone)
             let macPoll = world.fixture.start("GET", "\(channel)?since=\(start)&wait=2", token: world.mac)
             #expect(await world.fixture.parked(2))
             await world.modify(world.mac, "Events", Self.event("evt-live", "BlockedAppEvent", "Safari"))
             let woken = await phonePoll.answer()
+            #expect(Date().timeIntervalSince(polled) < LongPollTests.atOnce, "the phone's poll answered at once")
             #expect(woken.trimmedJSON["notifications"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } == ["evt-live"], "\(woken)")
             let own = await macPoll.answer()
             #expect(own.trimmedJSON["notifications"]?.arrayValue?.isEmpty == true, "the mac's own write: \(own)")
+            #expect(Date().timeIntervalSince(polled) >= 1.9, "the mac's own write did not wake its poll: it ended at its wait")
             let cursor = woken.trimmedJSON["cursor"]?.stringValue ?? ""
 
             // More than a page of the mac's own notifications before the phone's.
