@@ -15,13 +15,12 @@ extension APIFixture {
 
     /// Starts a request and returns its sink at once: the answer may stream, or never come.
     func start(_ method: String, _ path: String, token: String? = nil, body: String? = nil, headers: HTTPHeaders = [:],
-               bodyStream: HTTPBodyStream? = nil) -> CapturingSink {
+               bodyStream: HTTPBodyStream? = nil, sink: CapturingSink = CapturingSink()) -> CapturingSink {
         var headers = headers
         if headers["Host"] == nil { headers.add(name: "Host", value: "nimbus.test") }
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
         var request = HTTPRequest(head: HTTPRequestHead(method: method, target: path, headers: headers), body: Array((body ?? "").utf8))
         request.bodyStream = bodyStream
-        let sink = CapturingSink()
         api.handler(request, HTTPResponseWriter(sink: sink))
         return sink
     }

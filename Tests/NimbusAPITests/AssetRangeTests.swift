@@ -3,10 +3,11 @@ import NimbusHTTP
 import Testing
 
 /// Downloads with `Range` (RFC 9110 §14) and `If-None-Match`, in process (was scenario 53; HEAD
-/// on the wire, the 304's framing and a download cut by its client stay there): one range is 206
+/// on the wire, the 304's framing and a download cut on a real socket stay there): one range is 206
 /// with `Content-Range` and exactly those bytes, across the 256 KiB chunks and the 1 MiB read
 /// batches; suffix ranges; ends past the size clamped; unsatisfiable ranges 416 with
-/// `Content-Range: bytes */N`; several ranges or a syntax we do not read get the whole body.
+/// `Content-Range: bytes */N`; several ranges or a syntax we do not read get the whole body; a
+/// download whose client left stops at the first write that finds it gone.
 @Suite struct AssetRangeTests {
     static let size = 3_000_000
     static let chunk = 262_144
@@ -137,6 +138,18 @@ import Testing
                 let answer = await Self.get(assets, assets.bigURL, ["If-None-Match": tag]).answer
                 #expect(answer.status == 200 && answer.body == assets.big, "If-None-Match: \(tag): the whole body")
             }
+        }
+    }
+
+    @Test func aDownloadCutOffByItsClientStopsAndTheNextIsWhole() async throws {
+        try await Self.with { assets in
+            let sink = assets.fixture.start("GET", APIFixture.path(of: assets.bigURL), token: assets.token, sink: CapturingSink(leaveAfterBytes: 300_000))
+            #expect(await eventually(within: 20) { sink.writesAfterGone > 0 }, "the download went on after its client left")
+            try await Task.sleep(nanoseconds: 300_000_000)
+            #expect(sink.writesAfterGone == 1, "a write that finds the client gone ends the download: \(sink.writesAfterGone) writes after")
+            #expect(sink.soFar.body.count < Self.size, "cut after \(sink.soFar.body.count) bytes")
+            let next = await Self.get(assets, assets.bigURL, [:])
+            #expect(next.answer.status == 200 && next.answer.body == assets.big, "the next download is whole")
         }
     }
 }

@@ -25,9 +25,17 @@ final class CapturingSink: HTTPResponseSink, Sendable {
         var cancel: (@Sendable () -> Void)?
         var probe: [UInt8]?
         var waiter: CheckedContinuation<Answer, Never>?
+        /// `write` calls made after the client went away.
+        var writesAfterGone = 0
     }
 
     private let state = Lock(State())
+    /// The client goes away once it has read this many body bytes (a download cut off).
+    private let leaveAfterBytes: Int?
+
+    init(leaveAfterBytes: Int? = nil) {
+        self.leaveAfterBytes = leaveAfterBytes
+    }
 
     func respond(_ response: HTTPResponse) {
         finish(Answer(status: response.status.code, headers: response.headers, body: response.body))
@@ -45,11 +53,19 @@ final class CapturingSink: HTTPResponseSink, Sendable {
     }
 
     func write(_ bytes: [UInt8]) -> Bool {
-        state.withLock { state in
-            guard !state.gone else { return false }
+        let (written, cancel) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
+            guard !state.gone else {
+                state.writesAfterGone += 1
+                return (false, nil)
+            }
             Self.append(bytes, to: &state)
-            return true
+            guard let limit = leaveAfterBytes, state.answer.body.count >= limit else { return (true, nil) }
+            state.gone = true
+            defer { state.cancel = nil }
+            return (true, state.cancel)
         }
+        cancel?()
+        return written
     }
 
     func writeChunk(_ bytes: [UInt8]) {
@@ -110,6 +126,8 @@ final class CapturingSink: HTTPResponseSink, Sendable {
     var contentLength: Int? { state.withLock { $0.streaming ? $0.contentLength : $0.answer.body.count } }
     /// The body writes of a streamed answer so far.
     var chunks: [Chunk] { state.withLock { $0.chunks } }
+    /// Body writes the handler made after the client went away (each answered false).
+    var writesAfterGone: Int { state.withLock { $0.writesAfterGone } }
     /// The answer so far (status 0 before anything was given).
     var soFar: Answer { state.withLock { $0.answer } }
 
