@@ -18,10 +18,11 @@ struct ChangesContinuationTests {
             #"{"records":[],"syncToken":"t4"}"#,  // no moreComing: false
             #"{"records":[],"syncToken":"a\"b","moreComing":true}"#,  // an escape: no guess
             #"{"records":[],"syncToken":"t5","moreComing":true,"extra":12}"#,  // a number last: no guess
+            #"{"records":[],"syncToken":"tok\\","moreComing":true}"#,  // an escaped backslash last: no guess
         ]
         let expected: [ChangesContinuation.Guess?] = [
             .init(token: "AQEAAAAAAAAAAQ_-", moreComing: true), .init(token: "tok", moreComing: false),
-            .init(token: "tok2", moreComing: true), nil, .init(token: "t4", moreComing: false), nil, nil,
+            .init(token: "tok2", moreComing: true), nil, .init(token: "t4", moreComing: false), nil, nil, nil,
         ]
         for (page, want) in zip(pages, expected) {
             let got = guess(page)

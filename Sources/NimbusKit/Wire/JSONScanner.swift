@@ -171,6 +171,14 @@ struct JSONScanner {
         }
     }
 
+    /// The string value at the scanner as a token, escapes not applied (for readers beside this file).
+    mutating func stringTokenValue() throws -> Token { try stringToken() }
+
+    /// The document's bytes in `range` (a token's), for the duration of `body`.
+    func withBytes<R>(_ range: Range<Int>, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        body(UnsafeBufferPointer(rebasing: bytes[range]))
+    }
+
     /// The string at the scanner (standing on its opening quote), escapes not applied.
     private mutating func stringToken() throws -> Token {
         index += 1
