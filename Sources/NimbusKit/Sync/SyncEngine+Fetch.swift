@@ -5,8 +5,9 @@ extension SyncEngine {
     /// (`zones/changes`), then each changed zone's records page by page. The assets of each page's
     /// records are downloaded into the asset cache first (their `fileURL` is a local file), then
     /// the page goes to the delegate, and the zone's token is saved only after the delegate
-    /// applied it (durably at the zone's last page). No delegate (the engine does not retain it: the app must) or a
-    /// delegate that throws: the fetch throws and no token moves. `CHANGE_TOKEN_EXPIRED` resets
+    /// applied it (synced to the disk at the zone's last page). No delegate (the engine does not
+    /// retain it: the app must) or a delegate that throws: the fetch throws and no token moves
+    /// past what the delegate applied. `CHANGE_TOKEN_EXPIRED` resets
     /// the zone: it is fetched again from the start and the delegate learns which local records
     /// the server no longer has. Concurrent calls run one after another (a call made while a
     /// fetch runs starts a new one after it, so it sees everything committed before the call).
