@@ -39,8 +39,9 @@ import Testing
             let latest = #""query":{"recordType":"BlockedAppEvent","sortBy":[{"fieldName":"timestamp","ascending":false}]},"resultsLimit":100"#
             let page1 = await api.database("records/query", token: phone, "{\(latest)}", container: Self.appLocker)
             #expect(page1.names == (50..<total).reversed().map(name), "the latest 100 are not in timestamp-descending order: \(page1.names.prefix(5))")
-            let times = page1.records.compactMap { $0["fields"]?["timestamp"] }
-            #expect(times.first == .integer(base + Int64(total - 1) * 1000))
+            let times = page1.records.compactMap { $0["fields"]?["timestamp"]?["value"]?.int64Value }
+            #expect(times.first == base + Int64(total - 1) * 1000, "the first event is not the newest")
+            #expect(times.count == 100 && times == times.sorted(by: >), "timestamps are not descending")
             #expect(page1.records.allSatisfy { $0["fields"]?["timestamp"]?["type"]?.stringValue == "TIMESTAMP" })
             #expect(page1.value(name(149), "deviceName") == .string("mac-mini"))
             let created = page1.recordItem(name(149))?["created"]

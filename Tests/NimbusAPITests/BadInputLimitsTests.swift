@@ -147,6 +147,7 @@ import Testing
             }
             let query = await api.database("records/query", token: token, #"{"query":{"recordType":"Bulk"},"resultsLimit":1000}"#)
             #expect(query.records.count == 400 && query.json["continuationMarker"] == nil, "resultsLimit 1000: \(query.records.count) records")
+            _ = await api.modify(token, [Op.record("forceUpdate", "one-more", fields: #"{"text":{"value":"x"}}"#)])
             let changes = await api.changes(token, limit: 1000)
             #expect(changes.records.count == 400 && changes.moreComing == true, "changes resultsLimit 1000: \(changes.records.count) records")
 
