@@ -29,23 +29,7 @@ struct RecordHandlers: Sendable {
         // Without desiredKeys most records go out as the store wrote them from their rows.
         let found = try await records.lookupRecords(context.session, zoneName: request.zoneName, names: request.validNames,
                                                    renderingWireJSON: request.desiredKeys == nil)
-        var iterator = found.makeIterator()
-        var entries: [Result<RecordChanges.Change, ItemError>] = []
-        entries.reserveCapacity(request.names.count)
-        for entry in request.names {
-            guard case .valid(let name) = entry else {
-                if case .invalid(let text) = entry {
-                    entries.append(.failure(ItemError(.badRequest, "Record name \(Names.quoted(text)) is invalid.", recordName: text)))
-                }
-                continue
-            }
-            if let record = iterator.next() ?? nil {
-                entries.append(.success(record))
-            } else {
-                entries.append(.failure(ItemError(.notFound, "Record \(name) does not exist.", recordName: name)))
-            }
-        }
-        return RecordsAnswer(records: .found(entries), desiredKeys: request.desiredKeys)
+        return RecordsAnswer(records: .found(found, names: request.names), desiredKeys: request.desiredKeys)
     }
 
     func query(_ context: DatabaseRoutes.Context, _ request: QueryRecordsRequest) async throws -> RecordsAnswer {

@@ -7,7 +7,17 @@ import NimbusSupport
 ///
 /// The buffers belong to the database result: use a value only while that result is alive.
 struct StoredRecordText {
-    typealias Stamp = RecordWire.Stamp<UnsafeRawBufferPointer>
+    struct Stamp {
+        var timestamp: Int64
+        var userRecordName: UnsafeRawBufferPointer
+        var deviceID: UnsafeRawBufferPointer
+
+        init(timestamp: Int64, userRecordName: UnsafeRawBufferPointer, deviceID: UnsafeRawBufferPointer) {
+            self.timestamp = timestamp
+            self.userRecordName = userRecordName
+            self.deviceID = deviceID
+        }
+    }
 
     var recordName: UnsafeRawBufferPointer
     var recordType: UnsafeRawBufferPointer
@@ -37,8 +47,9 @@ struct StoredRecordText {
             RecordWire.writeTombstone(name: recordName, type: recordType, to: &writer)
             return
         }
-        RecordWire.writeRecord(name: recordName, type: recordType, tag: .sequence(sequence), fields: fields,
-                               created: created, modified: modified,
+        RecordWire.writeRecord(name: recordName, type: recordType, sequence: sequence, fields: fields,
+                               created: (created.timestamp, created.userRecordName, created.deviceID),
+                               modified: (modified.timestamp, modified.userRecordName, modified.deviceID),
                                zoneName: zoneName, to: &writer)
     }
 }
