@@ -86,9 +86,9 @@ struct RecordsAnswer: Sendable {
                 }
             }
         case .read(let changes):
-            for (index, change) in changes.enumerated() {
+            for index in changes.indices {
                 if index > 0 { out.separate() }
-                switch change {  // written out here, not through write(_:to:): no copy of each change
+                switch changes[index] {  // written out here, not through write(_:to:): no copy of each change
                 case .wireJSON(let json): out.append(json)
                 case .record(let record): record.writeJSON(desiredKeys: desiredKeys, downloadURL: downloadURL, to: &out.writer)
                 }
@@ -179,8 +179,8 @@ struct RecordsAnswer: Sendable {
                 if case .wireJSON(let json)? = change { size + json.count + 1 } else { size + 640 }
             }
         case .read(let changes):
-            256 + changes.reduce(0) { size, change in
-                if case .wireJSON(let json) = change { size + json.count + 1 } else { size + 640 }
+            changes.indices.reduce(256) { size, index in
+                if case .wireJSON(let json) = changes[index] { size + json.count + 1 } else { size + 640 }
             }
         }
     }
