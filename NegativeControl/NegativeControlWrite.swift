@@ -58,7 +58,7 @@ struct NegativeControlWrite: RecordWriteStrategy {
                 case .save(let record, let sequence, _, _):
                     saveNames.append(record.recordName)
                     saveTypes.append(record.recordType)
-                    saveFields.append(Record.storedFields(record.fields).serializedString)
+                    saveFields.append(Record.storage(of: record.fields).text)
                     saveSequences.append(sequence)
                     saveCreated.append(record.created.timestamp)
                     saveCreatedBy.append(record.created.deviceID)
