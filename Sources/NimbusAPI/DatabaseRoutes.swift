@@ -24,6 +24,8 @@ struct DatabaseRoutes: Sendable {
         /// Base of absolute URLs in answers: `--public-url`, else from the request's Host.
         var baseURL: String
         var limits: Limits
+        /// How the operation's statements run: stores are asked for `.on(execution)`.
+        var execution: Execution { request.execution }
 
         /// A record as answered: download URLs filled in for its assets.
         func render(_ record: Record, desiredKeys: Set<String>?, assets: AssetStore) -> JSONValue {

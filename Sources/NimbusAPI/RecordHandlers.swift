@@ -16,7 +16,7 @@ struct RecordHandlers: Sendable {
 
     func modify(_ context: DatabaseRoutes.Context, _ request: ModifyRecordsRequest) async throws -> HTTPResponse {
         let operations = request.operations
-        let results = try await records.modifyRecords(context.session, zoneName: request.zoneName, operations: operations, atomic: request.atomic, limits: limits,
+        let results = try await records.on(context.execution).modifyRecords(context.session, zoneName: request.zoneName, operations: operations, atomic: request.atomic, limits: limits,
                                                     proof: context.proof)
         let keysByName = request.desiredKeysByName
         // Written straight to bytes; saved records without assets (no download URLs to add) and
@@ -46,7 +46,7 @@ struct RecordHandlers: Sendable {
 
     func lookup(_ context: DatabaseRoutes.Context, _ request: LookupRecordsRequest) async throws -> HTTPResponse {
         // Without desiredKeys most records go out as the store wrote them from their rows.
-        let found = try await records.lookupRecords(context.session, zoneName: request.zoneName, names: request.validNames,
+        let found = try await records.on(context.execution).lookupRecords(context.session, zoneName: request.zoneName, names: request.validNames,
                                                    renderingWireJSON: request.desiredKeys == nil)
         var iterator = found.makeIterator()
         var answer = RecordsAnswer()
@@ -67,14 +67,14 @@ struct RecordHandlers: Sendable {
     }
 
     func query(_ context: DatabaseRoutes.Context, _ request: QueryRecordsRequest) async throws -> HTTPResponse {
-        let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
+        let schema = try await schemas.on(context.execution).schema(container: context.session.container, environment: context.session.environment)
         let query = try request.query(schema: schema.recordTypes)
         if schema.recordTypes[query.recordType] == nil, context.session.environment == .production {
-            let development = try await schemas.schema(container: context.session.container, environment: .development)
+            let development = try await schemas.on(context.execution).schema(container: context.session.container, environment: .development)
             throw SyncError(.badRequest, SchemaAdvice.missingRecordType(query.recordType, container: context.session.container,
                                                                         production: schema, development: development))
         }
-        let page = try await records.queryRecords(context.session, zoneName: request.zoneName, query: query,
+        let page = try await records.on(context.execution).queryRecords(context.session, zoneName: request.zoneName, query: query,
                                                   renderingWireJSON: query.desiredKeys == nil)
         var answer = RecordsAnswer()
         let renderer = context.renderer(assets: assets)
@@ -114,7 +114,7 @@ struct RecordHandlers: Sendable {
             bytes.append(contentsOf: changes.moreComing ? #","moreComing":true}"#.utf8 : #","moreComing":false}"#.utf8)
             return bytes
         }
-        let first = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: recordTypes,
+        let first = try await records.on(context.execution).recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: recordTypes,
                                                   renderingWireJSON: renderingWireJSON, proof: proof)
         if !first.changes.isEmpty || wait == 0 {
             return HTTPResponse(status: .ok, contentType: "application/json; charset=utf-8", body: answer(first))
@@ -135,7 +135,8 @@ struct RecordHandlers: Sendable {
                                 (event.kind == .records && event.zoneID == zoneID && event.sequence > seen) || event.kind == .zones
                             },
                             reread: { [hub] wokenAt in
-                                // Waiters woken alike (one zone, one position, one shape of answer) share one read.
+                                // Waiters woken alike (one zone, one position, one shape of answer) share one read,
+                                // on the wake's task (not the request's loop): `records` runs `.offloaded`.
                                 try await hub.sharedReads.read(shareKey, notBefore: wokenAt, current: hub.wakeGeneration) {
                                     let changes = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
                                                                                 desiredRecordTypes: recordTypes, renderingWireJSON: renderingWireJSON,
