@@ -24,6 +24,8 @@ struct DatabaseRoutes: Sendable {
         /// Base of absolute URLs in answers: `--public-url`, else from the request's Host.
         var baseURL: String
         var limits: Limits
+        /// How the operation's statements run: stores are asked for `.on(execution)`.
+        var execution: Execution { request.execution }
 
         /// What rendering needs, without the request (parked long-polls keep only this).
         func renderer(assets: AssetStore) -> RecordRenderer {

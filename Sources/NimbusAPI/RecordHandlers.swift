@@ -20,27 +20,27 @@ struct RecordHandlers: Sendable {
     }
 
     func modify(_ context: DatabaseRoutes.Context, _ request: ModifyRecordsRequest) async throws -> RecordsAnswer {
-        let results = try await records.modifyRecords(context.session, zoneName: request.zoneName, operations: request.operations,
+        let results = try await records.on(context.execution).modifyRecords(context.session, zoneName: request.zoneName, operations: request.operations,
                                                     atomic: request.atomic, limits: limits, proof: context.proof)
         return RecordsAnswer(records: .results(results, desiredKeysByName: request.desiredKeysByName))
     }
 
     func lookup(_ context: DatabaseRoutes.Context, _ request: LookupRecordsRequest) async throws -> RecordsAnswer {
         // Without desiredKeys most records go out as the store wrote them from their rows.
-        let found = try await records.lookupRecords(context.session, zoneName: request.zoneName, names: request.validNames,
+        let found = try await records.on(context.execution).lookupRecords(context.session, zoneName: request.zoneName, names: request.validNames,
                                                    renderingWireJSON: request.desiredKeys == nil)
         return RecordsAnswer(records: .found(found, names: request.names), desiredKeys: request.desiredKeys)
     }
 
     func query(_ context: DatabaseRoutes.Context, _ request: QueryRecordsRequest) async throws -> RecordsAnswer {
-        let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
+        let schema = try await schemas.on(context.execution).schema(container: context.session.container, environment: context.session.environment)
         let query = try request.query(schema: schema.recordTypes)
         if schema.recordTypes[query.recordType] == nil, context.session.environment == .production {
-            let development = try await schemas.schema(container: context.session.container, environment: .development)
+            let development = try await schemas.on(context.execution).schema(container: context.session.container, environment: .development)
             throw SyncError(.badRequest, SchemaAdvice.missingRecordType(query.recordType, container: context.session.container,
                                                                         production: schema, development: development))
         }
-        let page = try await records.queryRecords(context.session, zoneName: request.zoneName, query: query,
+        let page = try await records.on(context.execution).queryRecords(context.session, zoneName: request.zoneName, query: query,
                                                   renderingWireJSON: query.desiredKeys == nil)
         return RecordsAnswer(records: .read(page.changes), desiredKeys: query.desiredKeys,
                              shape: .query(continuationMarker: page.continuationMarker))
@@ -57,7 +57,7 @@ struct RecordHandlers: Sendable {
             RecordsAnswer(records: .read(changes.changes), desiredKeys: keys,
                           shape: .changes(zoneName: zoneName, syncToken: changes.token, moreComing: changes.moreComing))
         }
-        let first = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: recordTypes,
+        let first = try await records.on(context.execution).recordChanges(session, zoneName: zoneName, token: token, limit: limit, desiredRecordTypes: recordTypes,
                                                   renderingWireJSON: renderingWireJSON, proof: proof)
         if !first.changes.isEmpty || wait == 0 {
             return answer(first)
@@ -78,7 +78,8 @@ struct RecordHandlers: Sendable {
                                 (event.kind == .records && event.zoneID == zoneID && event.sequence > seen) || event.kind == .zones
                             },
                             reread: { [hub] wokenAt in
-                                // Waiters woken alike (one zone, one position, one shape of answer) share one read.
+                                // Waiters woken alike (one zone, one position, one shape of answer) share one read,
+                                // on the wake's task (not the request's loop): `records` runs `.offloaded`.
                                 try await hub.sharedReads.read(shareKey, notBefore: wokenAt, current: hub.wakeGeneration) {
                                     let changes = try await records.recordChanges(session, zoneName: zoneName, token: token, limit: limit,
                                                                                 desiredRecordTypes: recordTypes, renderingWireJSON: renderingWireJSON,

@@ -7,12 +7,16 @@ import NimbusSupport
 /// feed (`Read/`).
 package struct RecordStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded {
+        // The stores it calls run as it does.
+        didSet { accounts = accounts.on(execution); schemas = schemas.on(execution); assets = assets.on(execution) }
+    }
     /// Looks up a cached session's token before a strategy that does not check it itself.
-    let accounts: AccountStore
+    var accounts: AccountStore
     /// For the advice on types and fields missing in production.
-    let schemas: SchemaStore
+    var schemas: SchemaStore
     /// Checks the receipts of assets a write references.
-    let assets: AssetStore
+    var assets: AssetStore
 }
 
 extension RecordStore {

@@ -69,7 +69,7 @@ struct FastCreate: RecordWriteStrategy {
 
     static func makeCombiner(pool: PGPool, batchesInFlight: Int) -> WriteCombiner<PlannedCreates, CreateOutcome> {
         WriteCombiner(maxBatchesInFlight: batchesInFlight, maxBatchWeight: maxCombinedRecords,
-                      key: { $0.zoneID }, weight: { $0.count }, run: { batch in await writeCreates(batch, pool: pool) })
+                      key: { $0.zoneID }, weight: { $0.count }, run: { batch, execution in await writeCreates(batch, pool: pool, execution: execution) })
     }
 }
 
@@ -117,8 +117,10 @@ extension FastCreate {
             planned.append(name: record.record.recordName, type: record.record.recordType, wireFields: record.wireFields,
                            expiresAt: record.expiresAt)
         }
-        var outcome = await store.database.createCombiner.submit(planned)
-        if case .retryAlone = outcome { outcome = await Self.writeCreates([planned], pool: store.database.rawPool)[0] }
+        var outcome = await store.database.createCombiner.submit(planned, on: store.execution)
+        if case .retryAlone = outcome {
+            outcome = await Self.writeCreates([planned], pool: store.database.rawPool, execution: store.execution)[0]
+        }
         let first: Int64
         switch outcome {
         case .written(let firstSequence): first = firstSequence
@@ -141,10 +143,10 @@ extension FastCreate {
     /// Writes a batch: one statement for one request, the combined statement for several. A
     /// combined statement that fails a check is undone whole and its members retry alone, so one
     /// request's existing record never sends the others down the full path.
-    static func writeCreates(_ batch: [PlannedCreates], pool: PGPool) async -> [CreateOutcome] {
+    static func writeCreates(_ batch: [PlannedCreates], pool: PGPool, execution: Execution = .offloaded) async -> [CreateOutcome] {
         let statement = batch.count == 1 ? singleCreateStatement(batch[0]) : combinedCreateStatement(batch)
         do {
-            let starts = try await pool.queryFirst(statement) { try $0.optionalString(0) }
+            let starts = try await pool.queryFirst(statement, on: execution) { try $0.optionalString(0) }
             let firsts = (starts ?? nil)?.split(separator: ",").compactMap { Int64($0) } ?? []
             guard firsts.count == batch.count else { return batch.map { _ in batch.count == 1 ? .notTaken : .retryAlone } }
             return firsts.map { .written(firstSequence: $0) }

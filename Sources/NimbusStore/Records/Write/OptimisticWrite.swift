@@ -38,7 +38,7 @@ extension OptimisticWrite {
         let now = store.clock.nowMilliseconds(), caches = store.caches
         for _ in 0..<4 {
             do {
-                let outcome = try await store.database.rawPool.withConnection { connection -> Outcome in
+                let outcome = try await store.database.rawPool.withConnection(on: store.execution) { connection -> Outcome in
                     try self.attemptOptimisticWrite(connection, request, caches: caches, now: now)
                 }
                 return outcome
