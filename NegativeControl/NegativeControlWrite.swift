@@ -16,7 +16,7 @@ import NimbusSupport
 struct NegativeControlWrite: RecordWriteStrategy {
     var checksTokenItself: Bool { false }
 
-    func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+    func attempt(_ request: inout RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
         let session = request.session, zoneName = request.zoneName, operations = request.operations
         let atomic = request.atomic, limits = request.limits
         guard RecordStore.deleteSelfTargets(operations).isEmpty, RecordStore.assetCandidates(operations).isEmpty else {

@@ -33,7 +33,7 @@ extension RecordStore {
                 request.session = try await accounts.verify(request.session, proof: request.proof)
                 request.proof = .verified
             }
-            if let results = try await strategy.write(request, in: self) { return try await advised(results, session: session) }
+            if let results = try await strategy.attempt(&request, in: self) { return try await advised(results, session: session) }
         }
         throw SyncError(.internalError, "No write strategy took this request.")
     }
