@@ -1,5 +1,5 @@
 import Testing
-import NimbusSupport
+import NimbusWire
 
 @Suite struct SHA256Tests {
     // FIPS 180-4 examples (NIST CSRC "SHA256.pdf" and "SHA2_Additional.pdf").
