@@ -19,7 +19,7 @@ enum JSON {
             // Waiting answers start with heartbeat spaces: JSON whitespace, which the parser skips.
             value = try JSONValue.parse(data)
         } catch {
-            throw bad("The server's answer is not JSON (\(data.count) bytes, \(error)): \(preview(data))")
+            throw bad("The server's answer is not JSON (\(data.count) bytes): \(preview(data))")
         }
         guard case .object(let object) = value else { throw bad("The server's answer is not a JSON object: \(preview(data))") }
         return object
@@ -58,15 +58,7 @@ enum JSON {
         switch foundation {
         case is NSNull: return .null
         case let v as String: return .string(v)
-#if canImport(Darwin)
         case let v as NSNumber: return number(v)
-#else
-        case let v as Bool: return .bool(v)
-        case let v as Int: return .integer(Int64(v))
-        case let v as Int64: return .integer(v)
-        case let v as Double: return .double(v)
-        case let v as NSNumber: return number(v)
-#endif
         case let v as [Any]:
             var values: [JSONValue] = []
             for item in v {
@@ -85,12 +77,15 @@ enum JSON {
         }
     }
 
-    /// Booleans, integers and fractions apart, as Foundation tells them.
+    /// Booleans, integers and fractions apart, as Foundation tells them (`NSNumber(1) as? Bool`
+    /// succeeds, so the cast cannot).
     private static func number(_ number: NSNumber) -> JSONValue {
+        let type = String(cString: number.objCType)
 #if canImport(Darwin)
         if CFGetTypeID(number) == CFBooleanGetTypeID() { return .bool(number.boolValue) }
+#else
+        if type == "c" { return .bool(number.boolValue) }   // swift-corelibs-foundation's booleans (and Swift's Bool)
 #endif
-        let type = String(cString: number.objCType)
         if type == "d" || type == "f" { return .double(number.doubleValue) }
         if type == "Q" && number.uint64Value > UInt64(Int64.max) { return .double(number.doubleValue) }
         return .integer(number.int64Value)

@@ -5,10 +5,13 @@ extension RecordValue {
     /// `JSONSerialization`'s sorted output; every other path writes `wireJSON()`. Goes when that
     /// file moves to `wireJSON().serialized(sortedKeys: true)` (a later round: Crypto/ was being tuned).
     func wireField() -> [String: Any] {
-        ["value": Self.foundation(wireValue()), "type": fieldType.rawValue]
+        ["value": JSON.foundation(wireValue()), "type": fieldType.rawValue]
     }
+}
 
-    private static func foundation(_ value: JSONValue) -> Any {
+extension JSON {
+    /// A typed value as the Foundation tree `JSONSerialization` writes (and a push's `userInfo` holds).
+    static func foundation(_ value: JSONValue) -> Any {
         switch value {
         case .null: return NSNull()
         case .bool(let v): return v
