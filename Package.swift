@@ -41,7 +41,7 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        // What server and client share on the wire: JSON value, parser, writers and escapes, SHA-256,
+        // What server and client share on the wire: JSON value, parser, writers and escapes, SHA-256 (and HMAC),
         // base64url. Foundation-free (libc only), so NimbusKit uses it without importing a server target.
         .target(name: "NimbusWire", swiftSettings: swiftSettings),
         .target(name: "NimbusSupport", dependencies: ["NimbusWire"], swiftSettings: swiftSettings),
@@ -118,7 +118,7 @@ let package = Package(
             path: "Examples/NimbusSyncTool",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "NimbusWireTests", dependencies: ["NimbusWire"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusWireTests", dependencies: ["NimbusWire", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusSupportTests", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
