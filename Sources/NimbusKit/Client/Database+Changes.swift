@@ -58,12 +58,12 @@ extension Database {
     /// the engine reads the next page's token from them (`ChangesContinuation`) and asks for it
     /// while this one is decoded.
     func changesAnswer(in zone: ZoneID, since token: SyncToken?, resultsLimit: Int?) async throws -> Data {
-        var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName]]
-        if let token { body["syncToken"] = token.value }
-        if let resultsLimit { body["resultsLimit"] = resultsLimit }
+        var body: JSONObject = ["zoneID": JSON.zoneID(zone)]
+        if let token { body["syncToken"] = .string(token.value) }
+        if let resultsLimit { body["resultsLimit"] = .integer(Int64(resultsLimit)) }
         var request = transport.request(url("records/changes"), method: "POST", waitSeconds: 0)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSON.encode(body)
+        request.httpBody = JSON.encode(body)
         let (data, response) = try await transport.send(request, limit: await pageLimit(resultsLimit, "a records/changes page"))
         try Transport.check(response, data: data, zoneID: zone)
         return data
