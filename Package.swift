@@ -41,7 +41,10 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        .target(name: "NimbusSupport", swiftSettings: swiftSettings),
+        // What server and client share on the wire: JSON value, parser, writers and escapes, SHA-256 (and HMAC),
+        // base64url. Foundation-free (libc only), so NimbusKit uses it without importing a server target.
+        .target(name: "NimbusWire", swiftSettings: swiftSettings),
+        .target(name: "NimbusSupport", dependencies: ["NimbusWire"], swiftSettings: swiftSettings),
         // Linux epoll/eventfd headers, which the Glibc module does not export (libc only, no package).
         .systemLibrary(name: "CLinux"),
         .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CLinux"], swiftSettings: httpCoreSettings),
@@ -75,10 +78,10 @@ let package = Package(
                            "NimbusRelay"],
             swiftSettings: swiftSettings
         ),
-        // The client side: Foundation only, imports no server target (and no server target imports it).
+        // The client side: Foundation and the shared NimbusWire, imports no server target (and no server target imports it).
         // SHA-256 of assets through libcrypto on Linux only (CryptoKit on Apple platforms).
-        .target(name: "NimbusKit", dependencies: [.target(name: "CCrypto", condition: .when(platforms: [.linux]))], swiftSettings: swiftSettings),
-        .target(name: "NimbusKitCK", dependencies: ["NimbusKit"], swiftSettings: swiftSettings),
+        .target(name: "NimbusKit", dependencies: ["NimbusWire", .target(name: "CCrypto", condition: .when(platforms: [.linux]))], swiftSettings: swiftSettings),
+        .target(name: "NimbusKitCK", dependencies: ["NimbusKit", "NimbusWire"], swiftSettings: swiftSettings),
         // The apps' code as they wrote it: Swift 5 language mode, the seed kept beside it as text.
         .executableTarget(
             name: "AppLockerSync",
@@ -115,6 +118,7 @@ let package = Package(
             path: "Examples/NimbusSyncTool",
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "NimbusWireTests", dependencies: ["NimbusWire", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusSupportTests", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport", "NimbusHTTP"], swiftSettings: swiftSettings),

@@ -3,8 +3,7 @@ import Foundation
 /// An asset field. Made from a local file, it is uploaded when its record is saved; fetched from
 /// the server (`record(for:)`, queries, zone changes), its bytes are downloaded, verified against
 /// the checksum and cached before the fetch returns, so `fileURL` is a local file.
-public final class CKAsset: NSObject, CKRecordValueProtocol, @unchecked Sendable {
-    // Safe: `state` is only touched under its lock.
+public final class CKAsset: NSObject, CKRecordValueProtocol, Sendable {
     private let state: Locked<Asset>
     /// The database a fetched asset downloads from.
     let database: Database?

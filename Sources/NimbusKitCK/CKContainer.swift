@@ -7,8 +7,7 @@ public enum CKAccountStatus: Int, Sendable {
 
 /// An app's container on the Nimbus server configured with `NimbusCK.configure` or the
 /// `NIMBUS_*` environment variables.
-public final class CKContainer: @unchecked Sendable {
-    // Safe: immutable after init.
+public final class CKContainer: Sendable {
     public let containerIdentifier: String?
     let container: Container?
 

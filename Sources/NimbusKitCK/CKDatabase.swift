@@ -2,8 +2,7 @@ import Foundation
 
 /// A user's private database with CloudKit's method names: the iOS 15 async API and the
 /// completion-handler API the apps use.
-public final class CKDatabase: @unchecked Sendable {
-    // Safe: immutable after init.
+public final class CKDatabase: Sendable {
     let container: Container?
     let scope: Scope
 

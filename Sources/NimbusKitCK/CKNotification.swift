@@ -22,8 +22,7 @@ public class CKNotification: CKNotificationFactory, @unchecked Sendable {
     public enum NotificationType: Int, Sendable { case query = 1, recordZone = 2, readNotification = 3, database = 4 }
 
     /// A notification's identity.
-    public final class ID: NSObject, @unchecked Sendable {
-        // Safe: immutable after init.
+    public final class ID: NSObject, Sendable {
         public let value: String
         init(_ value: String) { self.value = value }
         public override func isEqual(_ object: Any?) -> Bool { (object as? ID)?.value == value }

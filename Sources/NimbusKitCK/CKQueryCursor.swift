@@ -3,8 +3,7 @@ import Foundation
 /// Where the next page of a query starts, CloudKit's `CKQueryOperation.Cursor`. It archives with
 /// `NSSecureCoding` (the query, its zone and the server's continuation marker), so a paging app
 /// can resume after a relaunch. Top-level because Linux's `NSKeyedArchiver` cannot name a nested class.
-public final class CKQueryCursor: NSObject, NSSecureCoding, @unchecked Sendable {
-    // Safe: immutable after init.
+public final class CKQueryCursor: NSObject, NSSecureCoding, Sendable {
     let cursor: QueryCursor
     init(_ cursor: QueryCursor) { self.cursor = cursor }
 

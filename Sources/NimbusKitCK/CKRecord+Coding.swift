@@ -1,4 +1,5 @@
 import Foundation
+import NimbusWire
 
 /// `CKRecord` archived with `NSSecureCoding`: whole, or its system fields only.
 extension CKRecord {
@@ -13,11 +14,9 @@ extension CKRecord {
     public func encodeSystemFields(with coder: NSCoder) {
         var system = record
         system.fields = [:]
-        guard let json = try? JSONEncoder().encode(system),
-              var object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else { return }
+        guard let json = try? JSONEncoder().encode(system), case .object(var object)? = try? JSONValue.parse(json) else { return }
         object["serverFields"] = nil
-        guard let stripped = try? JSONSerialization.data(withJSONObject: object) else { return }
-        coder.encode(NSData(data: stripped), forKey: CKRecord.systemFieldsKey)
+        coder.encode(NSData(data: Data(JSONValue.object(object).serialized())), forKey: CKRecord.systemFieldsKey)
         encodeParent(with: coder)
     }
 

@@ -2,8 +2,7 @@ import Foundation
 
 /// A record's identity, CloudKit's `CKRecord.ID`. A top-level class because Linux's
 /// `NSKeyedArchiver` cannot name a nested one; apps write `CKRecord.ID`.
-public final class CKRecordID: NSObject, NSSecureCoding, @unchecked Sendable {
-    // Safe: immutable after init.
+public final class CKRecordID: NSObject, NSSecureCoding, Sendable {
     public let recordName: String
     public let zoneID: CKRecordZone.ID
 

@@ -2,8 +2,7 @@ import Foundation
 
 /// A zone (only its identity: NimbusKitCK creates zones through `CKDatabase`). It archives with
 /// `NSSecureCoding`, as CloudKit's does.
-public final class CKRecordZone: NSObject, NSSecureCoding, @unchecked Sendable {
-    // Safe: immutable after init.
+public final class CKRecordZone: NSObject, NSSecureCoding, Sendable {
     public let zoneID: ID
 
     public init(zoneID: ID) { self.zoneID = zoneID }

@@ -2,8 +2,7 @@ import Foundation
 
 /// A zone's identity, CloudKit's `CKRecordZone.ID`. A top-level class because Linux's
 /// `NSKeyedArchiver` cannot name a nested one; apps write `CKRecordZone.ID`.
-public final class CKRecordZoneID: NSObject, NSSecureCoding, @unchecked Sendable {
-    // Safe: immutable after init.
+public final class CKRecordZoneID: NSObject, NSSecureCoding, Sendable {
     public let zoneName: String
     public let ownerName: String
 

@@ -2,8 +2,7 @@ import Foundation
 
 /// A `REFERENCE` value, CloudKit's `CKRecord.Reference`. It archives with `NSSecureCoding`;
 /// top-level because Linux's `NSKeyedArchiver` cannot name a nested class.
-public final class CKReference: NSObject, NSSecureCoding, CKRecordValueProtocol, @unchecked Sendable {
-    // Safe: immutable after init.
+public final class CKReference: NSObject, NSSecureCoding, CKRecordValueProtocol, Sendable {
     public enum Action: UInt, Sendable { case none = 0, deleteSelf = 1 }
     public let recordID: CKRecord.ID
     public let action: Action

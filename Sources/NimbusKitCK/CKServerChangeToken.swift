@@ -2,8 +2,7 @@ import Foundation
 
 /// A change token of a zone (`recordZoneChanges`) or of the database (`databaseChanges`). It
 /// archives with `NSSecureCoding`, as CloudKit's does, so apps keep it with `NSKeyedArchiver`.
-public final class CKServerChangeToken: NSObject, NSSecureCoding, NSCopying, @unchecked Sendable {
-    // Safe: immutable after init.
+public final class CKServerChangeToken: NSObject, NSSecureCoding, NSCopying, Sendable {
     let token: SyncToken
     init(_ token: SyncToken) { self.token = token }
 

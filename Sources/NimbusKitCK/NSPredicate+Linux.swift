@@ -7,8 +7,7 @@ import Foundation
 /// `key IN %@`, `NOT (key IN %@)`, `key BEGINSWITH %@`, `list CONTAINS %@`, `ANY list == %@`, parentheses,
 /// `AND` / `&&`, `TRUEPREDICATE`; arguments `%@ %d %i %ld %f`,
 /// quoted strings and numbers; `%K` for a key.
-public final class NSPredicate: @unchecked Sendable, CustomStringConvertible {
-    // Safe: immutable after init.
+public final class NSPredicate: Sendable, CustomStringConvertible {
     let parsed: Result<[Filter], NimbusError>
     public let predicateFormat: String
 
@@ -45,8 +44,7 @@ public final class NSPredicate: @unchecked Sendable, CustomStringConvertible {
 }
 
 /// A sort key (`NSSortDescriptor(key:ascending:)` is missing from Linux's Foundation).
-public final class NSSortDescriptor: @unchecked Sendable {
-    // Safe: immutable after init.
+public final class NSSortDescriptor: Sendable {
     public let key: String?
     public let ascending: Bool
 

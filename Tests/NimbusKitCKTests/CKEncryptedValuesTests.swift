@@ -21,11 +21,11 @@ struct CKEncryptedValuesTests {
         #expect(record.encryptedValues["appName"] == nil)  // a plain field is not an encrypted value
 
         let wire = try container.seal(record.record).wireRecord()
-        let text = String(decoding: try JSONSerialization.data(withJSONObject: wire), as: UTF8.self)
+        let text = String(decoding: JSON.encode(wire), as: UTF8.self)
         #expect(!text.contains("mac-mini") && text.contains("Safari"))
-        let fields = try #require(wire["fields"] as? JSONObject)
-        #expect((fields["deviceName"] as? JSONObject)?["type"] as? String == "ENCRYPTED_BYTES")
-        #expect((fields["attempts"] as? JSONObject)?["type"] as? String == "ENCRYPTED_BYTES")
+        let fields = try #require(wire["fields"])
+        #expect(fields["deviceName"]?["type"] == "ENCRYPTED_BYTES")
+        #expect(fields["attempts"]?["type"] == "ENCRYPTED_BYTES")
 
         let fetched = CKRecord(record: try container.open(try #require(try Record.fromWire(wire, zoneID: .default))))
         #expect(fetched.encryptedValues["deviceName"] as? String == "mac-mini")

@@ -124,10 +124,10 @@ struct CloudKitArchivingTests {
     @Test func integerArgumentsAreTypedByTheServersSchema() throws {
         let filters = try NSPredicate(format: "duration > %d AND ratio < %@ AND n IN %@ AND mixed IN %@ AND name == %@",
                                       30, NSNumber(value: 2), [1, 2], [1, 2.5] as [Any], "x").nimbusFilters()
-        let wire = filters.map { $0.wireFilter()["fieldValue"] as? JSONObject }
-        let types = wire.map { $0?["type"] as? String }
+        let wire = filters.map { $0.wireFilter()["fieldValue"]?.objectValue }
+        let types = wire.map { $0?["type"]?.stringValue }
         #expect(types[0] == nil && types[1] == nil && types[2] == nil, "integers go untyped")
-        #expect(wire[0]?["value"] as? NSNumber == 30 && filters.count == 5)
+        #expect(wire[0]?["value"] == .integer(30) && filters.count == 5)
         #expect(types[3] == "DOUBLE_LIST", "integers among fractions are a DOUBLE list")
         #expect(types[4] == "STRING")
         #expect(try NSPredicate(format: "ratio > %f", 2.0).nimbusFilters().first?.typedBySchema == false)

@@ -27,8 +27,8 @@ extension Container {
     /// Asks for a single-use code with which a new device of this user enrolls itself
     /// (`POST /devices/pair`). `deviceName` is a suggestion for the new device.
     public func pairNewDevice(deviceName: String? = nil) async throws -> PairingInvitation {
-        var body: JSONObject = [:]
-        if let deviceName { body["deviceName"] = deviceName }
+        var body = JSONObject()
+        if let deviceName { body["deviceName"] = .string(deviceName) }
         let answer = try await transport.post(transport.url("/devices/pair"), body: body)
         guard let code = JSON.string(answer["code"]), let expiresAt = JSON.int64(answer["expiresAt"]),
               let text = JSON.string(answer["pairingURL"]), let url = URL(string: text) else {
@@ -53,7 +53,7 @@ extension Container {
                               environment: NimbusConfiguration.Environment = .development,
                               credentials: any CredentialStore) async throws -> Container {
         let anonymous = Transport(configuration: NimbusConfiguration(serverURL: serverURL, token: "", environment: environment))
-        let answer = try await anonymous.post(anonymous.url("/devices/enroll"), body: ["code": code, "deviceName": deviceName],
+        let answer = try await anonymous.post(anonymous.url("/devices/enroll"), body: ["code": .string(code), "deviceName": .string(deviceName)],
                                               authorized: false)
         guard let token = JSON.string(answer["token"]), let tokenID = JSON.string(answer["tokenID"]),
               let user = JSON.string(answer["userRecordName"]) else {
@@ -69,7 +69,7 @@ extension Container {
         let answer = try await transport.get(transport.url("/devices"))
         guard let items = JSON.array(answer["devices"]) else { throw JSON.bad("GET /devices answered without devices") }
         return try items.map { item in
-            guard let object = item as? JSONObject, let id = JSON.string(object["tokenID"]), let name = JSON.string(object["deviceName"]),
+            guard let object = JSON.object(item), let id = JSON.string(object["tokenID"]), let name = JSON.string(object["deviceName"]),
                   let created = JSON.int64(object["createdAt"]) else { throw JSON.bad("a device without tokenID, deviceName or createdAt") }
             let push = try (JSON.array(object["push"]) ?? []).map { item in
                 guard let registration = JSON.object(item) else { throw JSON.bad("a push registration is not an object") }
@@ -77,14 +77,14 @@ extension Container {
             }
             return DeviceInfo(tokenID: id, deviceName: name, createdAt: Date(timeIntervalSince1970: Double(created) / 1000),
                               lastUsedAt: JSON.int64(object["lastUsedAt"]).map { Date(timeIntervalSince1970: Double($0) / 1000) },
-                              isCurrent: object["current"] as? Bool ?? false, push: push)
+                              isCurrent: JSON.bool(object["current"]) ?? false, push: push)
         }
     }
 
     /// Revokes one of the user's devices (this one included: signing out). Its next request is
     /// refused with `notAuthenticated`.
     public func revokeDevice(tokenID: String) async throws {
-        _ = try await transport.post(transport.url("/devices/revoke"), body: ["tokenID": tokenID])
+        _ = try await transport.post(transport.url("/devices/revoke"), body: ["tokenID": .string(tokenID)])
     }
 }
 

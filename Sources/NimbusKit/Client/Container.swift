@@ -14,10 +14,15 @@ public final class Container: Sendable {
     /// Where the account keys of end-to-end encryption are (Container+Encryption.swift).
     let keyStoreBox = Locked<KeySetup>(KeySetup())
 
-    public init(identifier: String, configuration: NimbusConfiguration) {
+    public convenience init(identifier: String, configuration: NimbusConfiguration) {
+        self.init(identifier: identifier, configuration: configuration, transport: Transport(configuration: configuration))
+    }
+
+    /// A container whose requests go through `transport` (tests: an in-process transport, no server).
+    init(identifier: String, configuration: NimbusConfiguration, transport: Transport) {
         self.identifier = identifier
         self.configuration = configuration
-        transport = Transport(configuration: configuration)
+        self.transport = transport
         assetCache = AssetCache(directory: configuration.assetCacheDirectory ?? AssetCache.defaultDirectory())
     }
 

@@ -38,17 +38,17 @@ extension Database {
     /// change commits or the wait ends (then no records and the same token).
     public func changes(in zone: ZoneID, since token: SyncToken?, resultsLimit: Int? = nil, desiredKeys: [String]? = nil,
                         recordTypes: [String]? = nil, wait: Int = 0) async throws -> ZoneChanges {
-        var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName]]
-        if let token { body["syncToken"] = token.value }
-        if let resultsLimit { body["resultsLimit"] = resultsLimit }
-        if let desiredKeys { body["desiredKeys"] = desiredKeys }
-        if let recordTypes { body["desiredRecordTypes"] = recordTypes }
-        if wait > 0 { body["wait"] = wait }
+        var body: JSONObject = ["zoneID": JSON.zoneID(zone)]
+        if let token { body["syncToken"] = .string(token.value) }
+        if let resultsLimit { body["resultsLimit"] = .integer(Int64(resultsLimit)) }
+        if let desiredKeys { body["desiredKeys"] = JSON.strings(desiredKeys) }
+        if let recordTypes { body["desiredRecordTypes"] = JSON.strings(recordTypes) }
+        if wait > 0 { body["wait"] = .integer(Int64(wait)) }
         // The answer is decoded from its bytes (ChangesPageDecoder), not through JSONSerialization's
         // tree: a first sync's pages of 400 records spent most of their time there.
         var request = transport.request(url("records/changes"), method: "POST", waitSeconds: wait)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSON.encode(body)
+        request.httpBody = JSON.encode(body)
         let (data, response) = try await transport.send(request, limit: await pageLimit(resultsLimit, "a records/changes page"))
         try Transport.check(response, data: data, zoneID: zone)
         return try await decodeChanges(data, zone: zone)
@@ -58,12 +58,12 @@ extension Database {
     /// the engine reads the next page's token from them (`ChangesContinuation`) and asks for it
     /// while this one is decoded.
     func changesAnswer(in zone: ZoneID, since token: SyncToken?, resultsLimit: Int?) async throws -> Data {
-        var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName]]
-        if let token { body["syncToken"] = token.value }
-        if let resultsLimit { body["resultsLimit"] = resultsLimit }
+        var body: JSONObject = ["zoneID": JSON.zoneID(zone)]
+        if let token { body["syncToken"] = .string(token.value) }
+        if let resultsLimit { body["resultsLimit"] = .integer(Int64(resultsLimit)) }
         var request = transport.request(url("records/changes"), method: "POST", waitSeconds: 0)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSON.encode(body)
+        request.httpBody = JSON.encode(body)
         let (data, response) = try await transport.send(request, limit: await pageLimit(resultsLimit, "a records/changes page"))
         try Transport.check(response, data: data, zoneID: zone)
         return data
@@ -83,7 +83,7 @@ extension Database {
         return .records(min(resultsLimit ?? limits.maxResultsLimit, limits.maxResultsLimit), limits, what)
     }
 
-    /// A `records/changes` answer decoded through `JSONSerialization`'s tree: the reference that
+    /// A `records/changes` answer decoded through the JSON tree (NimbusWire's parser): the reference that
     /// `ChangesPageDecoder` is tested against.
     static func zoneChanges(_ answer: JSONObject, zone: ZoneID) throws -> ZoneChanges {
         guard let token = JSON.string(answer["syncToken"]) else { throw JSON.bad("records/changes answered without a syncToken") }
@@ -105,10 +105,10 @@ extension Database {
 
     /// One page of `zones/changes`: which zones changed since the database token.
     public func databaseChanges(since token: SyncToken?, resultsLimit: Int? = nil, wait: Int = 0) async throws -> DatabaseChanges {
-        var body: JSONObject = [:]
-        if let token { body["syncToken"] = token.value }
-        if let resultsLimit { body["resultsLimit"] = resultsLimit }
-        if wait > 0 { body["wait"] = wait }
+        var body = JSONObject()
+        if let token { body["syncToken"] = .string(token.value) }
+        if let resultsLimit { body["resultsLimit"] = .integer(Int64(resultsLimit)) }
+        if wait > 0 { body["wait"] = .integer(Int64(wait)) }
         let answer = try await transport.post(url("zones/changes"), body: body, waitSeconds: wait)
         guard let token = JSON.string(answer["syncToken"]) else { throw JSON.bad("zones/changes answered without a syncToken") }
         var changed: [ZoneID] = []

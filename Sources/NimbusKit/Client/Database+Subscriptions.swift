@@ -12,7 +12,7 @@ extension Database {
 
     /// `subscriptions/lookup`: a missing subscription is an `unknownItem` item.
     public func lookupSubscriptions(_ ids: [String]) async throws -> [Result<Subscription, NimbusError>] {
-        let body: JSONObject = ["subscriptions": ids.map { ["subscriptionID": $0] as JSONObject }]
+        let body: JSONObject = ["subscriptions": .array(ids.map { ["subscriptionID": .string($0)] })]
         let answer = try await transport.post(url("subscriptions/lookup"), body: body)
         return try subscriptionResults(answer, names: ids).map { result in
             result.flatMap { item in
@@ -26,12 +26,12 @@ extension Database {
     public func modifySubscriptions(saving: [Subscription] = [], deleting: [String] = []) async throws
         -> [Result<Subscription?, NimbusError>] {
         // `create` saves whether or not the subscription exists (docs/api.md); `update` would need it to.
-        var operations: [JSONObject] = saving.map { subscription in
-            ["operationType": "create", "subscription": subscription.wireSubscription()]
+        var operations: [JSONValue] = saving.map { subscription in
+            ["operationType": "create", "subscription": .object(subscription.wireSubscription())]
         }
-        operations += deleting.map { ["operationType": "delete", "subscription": ["subscriptionID": $0]] as JSONObject }
+        operations += deleting.map { ["operationType": "delete", "subscription": ["subscriptionID": .string($0)]] }
         guard !operations.isEmpty else { return [] }
-        let answer = try await transport.post(url("subscriptions/modify"), body: ["operations": operations])
+        let answer = try await transport.post(url("subscriptions/modify"), body: ["operations": .array(operations)])
         return try subscriptionResults(answer, names: saving.map(\.subscriptionID) + deleting)
     }
 

@@ -126,10 +126,10 @@ extension Database {
     }
 
     private func uploadURLs(for items: [(record: Record?, field: String)], zone: ZoneID) async throws -> [URL] {
-        let tokens: [JSONObject] = items.map { item in
-            ["recordType": item.record?.recordType ?? "", "fieldName": item.field, "recordName": item.record?.recordName ?? ""]
+        let tokens: [JSONValue] = items.map { item in
+            ["recordType": .string(item.record?.recordType ?? ""), "fieldName": .string(item.field), "recordName": .string(item.record?.recordName ?? "")]
         }
-        let answer = try await transport.post(url("assets/upload"), body: ["zoneID": ["zoneName": zone.zoneName], "tokens": tokens],
+        let answer = try await transport.post(url("assets/upload"), body: ["zoneID": JSON.zoneID(zone), "tokens": .array(tokens)],
                                               zoneID: zone)
         guard let answered = JSON.array(answer["tokens"]), answered.count == items.count else {
             throw JSON.bad("assets/upload answered another number of tokens than asked for")

@@ -16,7 +16,7 @@ extension Database {
 
     /// `zones/lookup`: a missing zone is a `zoneNotFound` item.
     public func lookupZones(_ ids: [ZoneID]) async throws -> [Result<ZoneInfo, NimbusError>] {
-        let body: JSONObject = ["zones": ids.map { ["zoneName": $0.zoneName] as JSONObject }]
+        let body: JSONObject = ["zones": .array(ids.map(JSON.zoneID))]
         let answer = try await transport.post(url("zones/lookup"), body: body)
         return try zoneResults(answer, ids: ids)
     }
@@ -25,9 +25,9 @@ extension Database {
     public func modifyZones(saving: [ZoneID] = [], deleting: [ZoneID] = []) async throws -> [Result<ZoneInfo, NimbusError>] {
         let operations = saving.map { ("create", $0) } + deleting.map { ("delete", $0) }
         guard !operations.isEmpty else { return [] }
-        let body: JSONObject = ["operations": operations.map { kind, zone in
-            ["operationType": kind, "zone": ["zoneID": ["zoneName": zone.zoneName]]] as JSONObject
-        }]
+        let body: JSONObject = ["operations": .array(operations.map { kind, zone in
+            ["operationType": .string(kind), "zone": ["zoneID": JSON.zoneID(zone)]]
+        })]
         let answer = try await transport.post(url("zones/modify"), body: body)
         return try zoneResults(answer, ids: operations.map(\.1))
     }

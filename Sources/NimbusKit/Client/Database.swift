@@ -155,7 +155,7 @@ public struct Database: Sendable {
         return (bodies, oversized)
     }
 
-    static func recordResult(_ item: Any, id: RecordID) -> Result<RecordResult, NimbusError> {
+    static func recordResult(_ item: JSONValue, id: RecordID) -> Result<RecordResult, NimbusError> {
         guard let object = JSON.object(item) else { return .failure(JSON.bad("An answer item is not an object")) }
         if object["serverErrorCode"] != nil {
             var error = NimbusError.fromWire(object, status: 200, zoneID: id.zoneID)
@@ -188,9 +188,8 @@ public struct Database: Sendable {
             var end = index
             while end < ids.count && ids[end].zoneID == zone && end - index < limits.maxOperationsPerRequest { end += 1 }
             let slice = ids[index..<end]
-            var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName],
-                                    "records": slice.map { ["recordName": $0.recordName] as JSONObject }]
-            if let desiredKeys { body["desiredKeys"] = desiredKeys }
+            var body: JSONObject = ["zoneID": JSON.zoneID(zone), "records": .array(slice.map { ["recordName": .string($0.recordName)] })]
+            if let desiredKeys { body["desiredKeys"] = JSON.strings(desiredKeys) }
             let answer = try await transport.post(url("records/lookup"), body: body, zoneID: zone,
                                                   limit: .records(slice.count, limits, "a records/lookup answer"))
             guard let items = JSON.array(answer["records"]), items.count == slice.count else {
@@ -215,10 +214,10 @@ public struct Database: Sendable {
     /// One page of `records/query`. Pass the page's `continuation` back for the next one.
     public func query(_ query: Query, in zone: ZoneID = .default, resultsLimit: Int? = nil, desiredKeys: [String]? = nil,
                       continuation: QueryCursor? = nil) async throws -> QueryPage {
-        var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName], "query": query.wireQuery()]
-        if let resultsLimit { body["resultsLimit"] = resultsLimit }
-        if let desiredKeys { body["desiredKeys"] = desiredKeys }
-        if let continuation { body["continuationMarker"] = continuation.marker }
+        var body: JSONObject = ["zoneID": JSON.zoneID(zone), "query": .object(query.wireQuery())]
+        if let resultsLimit { body["resultsLimit"] = .integer(Int64(resultsLimit)) }
+        if let desiredKeys { body["desiredKeys"] = JSON.strings(desiredKeys) }
+        if let continuation { body["continuationMarker"] = .string(continuation.marker) }
         let answer = try await transport.post(url("records/query"), body: body, zoneID: zone,
                                               limit: await pageLimit(resultsLimit, "a records/query page"))
         let records = try (JSON.array(answer["records"]) ?? []).compactMap { item -> Record? in

@@ -35,18 +35,18 @@ public struct RecordOperation: Sendable, Hashable {
 
     /// The wire operation; `update` sends only the changed keys, like CloudKit.
     func wireOperation() -> JSONObject {
-        var object: JSONObject = ["operationType": kind.rawValue]
+        var object: JSONObject = ["operationType": .string(kind.rawValue)]
         if let record {
             switch kind {
             case .update, .forceUpdate:
-                object["record"] = record.wireRecord(keys: record.existsOnServer ? record.changedKeys : nil)
+                object["record"] = .object(record.wireRecord(keys: record.existsOnServer ? record.changedKeys : nil))
             default:
-                object["record"] = record.wireRecord()
+                object["record"] = .object(record.wireRecord())
             }
         } else {
-            var wire: JSONObject = ["recordName": recordID.recordName, "zoneID": ["zoneName": recordID.zoneID.zoneName]]
-            if let changeTag { wire["recordChangeTag"] = changeTag }
-            object["record"] = wire
+            var wire: JSONObject = ["recordName": .string(recordID.recordName), "zoneID": JSON.zoneID(recordID.zoneID)]
+            if let changeTag { wire["recordChangeTag"] = .string(changeTag) }
+            object["record"] = .object(wire)
         }
         return object
     }

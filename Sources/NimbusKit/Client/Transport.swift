@@ -3,29 +3,32 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// HTTP to one server with one device token: JSON in, JSON out, every failure as a `NimbusError`.
+/// HTTP to one server with one device credential: JSON in, JSON out, every failure as a
+/// `NimbusError`. Requests go through the interceptors (retry, then credential) to a transport:
+/// `URLSessionTransport`, or the in-process one a test gives.
 final class Transport: Sendable {
     let configuration: NimbusConfiguration
+    /// The default transport's session, for the asset paths that stream a file (uploads from one,
+    /// downloads into one), which only URLSession does.
     let session: URLSession
-    /// The device token requests carry: the configuration's, until `replaceToken`.
-    private let token: Locked<String>
+    let credential: CredentialInterceptor
+    /// The interceptors and the transport every request of `exchange` goes through.
+    private let chain: any HTTPTransport
 
-    init(configuration: NimbusConfiguration) {
+    /// `base`: where requests go (nil: URLSession); `retry`: how 503s are sent again.
+    init(configuration: NimbusConfiguration, base: (any HTTPTransport)? = nil, retry: RetryInterceptor = RetryInterceptor()) {
         self.configuration = configuration
-        token = Locked(configuration.token)
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.httpMaximumConnectionsPerHost = 8
-        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        sessionConfiguration.urlCache = nil
-        session = AnswerCollector.makeSession(sessionConfiguration)
+        credential = CredentialInterceptor(token: configuration.token)
+        session = URLSessionTransport.makeSession()
+        chain = InterceptedTransport(base: base ?? URLSessionTransport(session: session), interceptors: [retry, credential])
     }
 
     deinit { session.finishTasksAndInvalidate() }
 
-    var currentToken: String { token.withLock { $0 } }
+    var currentToken: String { credential.current }
 
     /// Requests started from now on carry `newToken` (requests under way keep the old one).
-    func replaceToken(_ newToken: String) { token.withLock { $0 = newToken } }
+    func replaceToken(_ newToken: String) { credential.replace(newToken) }
 
     /// `serverURL` + path (the path starts with `/`).
     func url(_ path: String) -> URL {
@@ -34,13 +37,16 @@ final class Transport: Sendable {
         return URL(string: base + path) ?? configuration.serverURL
     }
 
+    /// A request built as a `URLRequest` (for URLSession's file paths), the credential set now.
     func request(_ url: URL, method: String, waitSeconds: Int = 0, authorized: Bool = true) -> URLRequest {
         var request = URLRequest(url: url)
         request.httpMethod = method
-        request.timeoutInterval = configuration.requestTimeout + TimeInterval(waitSeconds)
+        request.timeoutInterval = timeout(waitSeconds: waitSeconds)
         if authorized { request.setValue("Bearer \(currentToken)", forHTTPHeaderField: "Authorization") }
         return request
     }
+
+    func timeout(waitSeconds: Int) -> TimeInterval { configuration.requestTimeout + TimeInterval(waitSeconds) }
 
     /// POSTs a JSON body and returns the answer's JSON object; a non-2xx answer throws its error.
     /// `limit`: what the request can return (`AnswerLimit.records` for answers with records).
@@ -51,36 +57,36 @@ final class Transport: Sendable {
 
     func post(_ url: URL, bodyData: Data, waitSeconds: Int = 0, zoneID: ZoneID = .default, authorized: Bool = true,
               limit: AnswerLimit = .small) async throws -> JSONObject {
-        var request = request(url, method: "POST", waitSeconds: waitSeconds, authorized: authorized)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = bodyData
-        return try await json(for: request, zoneID: zoneID, limit: limit)
+        let answer = try await exchange(HTTPRequest(url: url, method: "POST", headers: ["Content-Type": "application/json"], body: bodyData,
+                                                    timeout: timeout(waitSeconds: waitSeconds), limit: limit, authorized: authorized))
+        try Transport.check(answer, zoneID: zoneID)
+        return try JSON.decodeObject(answer.body)
     }
 
     func get(_ url: URL, waitSeconds: Int = 0, authorized: Bool = true, limit: AnswerLimit = .small) async throws -> JSONObject {
-        try await json(for: request(url, method: "GET", waitSeconds: waitSeconds, authorized: authorized), zoneID: .default, limit: limit)
+        let answer = try await exchange(HTTPRequest(url: url, method: "GET", timeout: timeout(waitSeconds: waitSeconds), limit: limit,
+                                                    authorized: authorized))
+        try Transport.check(answer, zoneID: .default)
+        return try JSON.decodeObject(answer.body)
     }
 
-    func json(for request: URLRequest, zoneID: ZoneID, limit: AnswerLimit) async throws -> JSONObject {
-        let (data, response) = try await send(request, limit: limit)
-        try Transport.check(response, data: data, zoneID: zoneID)
-        return try JSON.decodeObject(data)
-    }
-
-    /// Sends a request; a failure to get any answer is `networkFailure`, an answer past `limit`
-    /// `serverResponseBad`.
-    func send(_ request: URLRequest, limit: AnswerLimit) async throws -> (Data, HTTPURLResponse) {
-        let data: Data
-        let response: URLResponse
+    /// Sends a request through the interceptors; any status is an answer (`check` throws the errors).
+    func exchange(_ request: HTTPRequest) async throws -> HTTPAnswer {
         do {
-            (data, response) = try await CancellableRequest.data(session, for: request, limit: limit)
+            return try await chain.send(request)
         } catch {
-            throw Transport.networkError(error, url: request.url, timeout: request.timeoutInterval)
+            throw Transport.networkError(error, url: request.url, timeout: request.timeout)
         }
-        guard let http = response as? HTTPURLResponse else {
+    }
+
+    /// Sends a request built as a `URLRequest` through the interceptors, as `exchange` does.
+    func send(_ request: URLRequest, limit: AnswerLimit) async throws -> (Data, HTTPURLResponse) {
+        let answer = try await exchange(HTTPRequest(request, limit: limit))
+        guard let url = request.url, let response = HTTPURLResponse(url: url, statusCode: answer.status, httpVersion: "HTTP/1.1",
+                                                                     headerFields: answer.headers) else {
             throw NimbusError(.serverResponseBad, reason: "The answer from \(request.url?.absoluteString ?? "?") is not HTTP.")
         }
-        return (data, http)
+        return (answer.body, response)
     }
 
     /// Starts a download of at most `limit` bytes into a new temporary file (not cancellable: for
@@ -108,15 +114,21 @@ final class Transport: Sendable {
 
     /// Throws the answer's error when its status is not 2xx.
     static func check(_ response: HTTPURLResponse, data: Data, zoneID: ZoneID) throws {
-        let status = response.statusCode
+        try check(HTTPAnswer(response, body: data), zoneID: zoneID)
+    }
+
+    /// Throws the answer's error when its status is not 2xx: the server's error shape as it says,
+    /// anything else (a proxy's page, a crash, garbage) by its status.
+    static func check(_ answer: HTTPAnswer, zoneID: ZoneID) throws {
+        let status = answer.status
         guard !(200..<300).contains(status) else { return }
-        let retryAfter = response.header("Retry-After").flatMap(TimeInterval.init)
+        let data = answer.body
+        let retryAfter = answer.header("Retry-After").flatMap(TimeInterval.init)
         if let object = try? JSON.decodeObject(data), object["serverErrorCode"] != nil {
             var error = NimbusError.fromWire(object, status: status, zoneID: zoneID)
             if error.retryAfter == nil { error.retryAfter = retryAfter }
             throw error
         }
-        // Not our error shape: a proxy's page, a crash, garbage.
         let code: NimbusError.Code
         switch status {
         case 502, 503, 504: code = .serviceUnavailable

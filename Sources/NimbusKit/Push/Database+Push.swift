@@ -77,7 +77,7 @@ extension Database {
     /// change). A server with push off answers `push == .off` (not an error); a malformed token or
     /// a container the operator gave no APNs topic is `invalidArguments` with the server's reason.
     public func registerForPush(apnsToken: Data, environment: APNsEnvironment) async throws -> PushRegistration {
-        let body: JSONObject = ["apnsToken": apnsToken.nimbusHexString, "apnsEnvironment": environment.rawValue]
+        let body: JSONObject = ["apnsToken": .string(apnsToken.nimbusHexString), "apnsEnvironment": .string(environment.rawValue)]
         let answer = try await transport.post(url("tokens/register"), body: body)
         guard let mode = JSON.string(answer["push"]) else { throw JSON.bad("tokens/register answered without push") }
         return PushRegistration(

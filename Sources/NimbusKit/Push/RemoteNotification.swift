@@ -31,9 +31,13 @@ public struct RemoteNotification: Sendable, Hashable {
     /// Reads a push's `userInfo`. A dictionary without a `nimbus` member, or one missing what
     /// every Nimbus notification has, throws `invalidArguments` naming what is wrong.
     public init(userInfo: [AnyHashable: Any]) throws {
-        var top: JSONObject = [:]
-        for (key, value) in userInfo { if let key = key.base as? String { top[key] = value } }
-        guard let nimbus = Self.object(top["nimbus"]) else {
+        // Apple hands `userInfo` over as Foundation objects (`NSDictionary`, `NSNumber`): read once
+        // into the wire's typed JSON, members JSON cannot hold left out.
+        var top = JSONObject()
+        for (key, value) in userInfo {
+            if let key = key.base as? String, let value = JSON.value(foundation: value) { top[key] = value }
+        }
+        guard let nimbus = JSON.object(top["nimbus"]) else {
             throw Self.malformed("it has no \"nimbus\" object (not a Nimbus push)")
         }
         func required(_ key: String) throws -> String {
@@ -58,15 +62,15 @@ public struct RemoteNotification: Sendable, Hashable {
         container = try required("container")
         environment = try required("environment")
         cursor = try required("cursor")
-        parsedZone = JSON.string(Self.object(nimbus["zoneID"])?["zoneName"]).map(ZoneID.init) ?? .default
+        parsedZone = JSON.string(JSON.object(nimbus["zoneID"])?["zoneName"]).map(ZoneID.init) ?? .default
         let recordZone = parsedZone
         recordID = JSON.string(nimbus["recordName"]).map { RecordID(recordName: $0, zoneID: recordZone) }
         recordType = JSON.string(nimbus["recordType"])
         fieldsOmitted = JSON.bool(nimbus["fieldsOmitted"]) ?? false
-        let wireFields = Self.object(nimbus["fields"]) ?? [:]
+        let wireFields = JSON.object(nimbus["fields"]) ?? [:]
         let zone = parsedZone
         (fields, encryptedFields) = Self.readFields(wireFields, zone: zone)
-        let aps = Self.object(top["aps"]) ?? [:]
+        let aps = JSON.object(top["aps"]) ?? [:]
         contentAvailable = (JSON.int64(aps["content-available"]) ?? 0) == 1
         alert = Self.alert(aps)
     }
@@ -84,7 +88,7 @@ public struct RemoteNotification: Sendable, Hashable {
         var plain: [String: RecordValue] = [:]
         var encrypted: [String: Data] = [:]
         for (name, field) in wire {
-            guard let object = object(field) else { continue }
+            guard let object = JSON.object(field) else { continue }
             if JSON.string(object["type"]) == "ENCRYPTED_BYTES" {
                 if let text = JSON.string(object["value"]), let data = Data(base64Encoded: text) { encrypted[name] = data }
             } else if let value = try? RecordValue.fromWire(object, zoneID: zone) {
@@ -100,20 +104,11 @@ public struct RemoteNotification: Sendable, Hashable {
         if let body = JSON.string(aps["alert"]) {
             return NimbusNotification.Alert(title: nil, body: body, localizationKey: nil, soundName: sound)
         }
-        guard let alert = object(aps["alert"]) else {
+        guard let alert = JSON.object(aps["alert"]) else {
             return sound.map { NimbusNotification.Alert(title: nil, body: nil, localizationKey: nil, soundName: $0) }
         }
         return NimbusNotification.Alert(title: JSON.string(alert["title"]), body: JSON.string(alert["body"]),
                                         localizationKey: JSON.string(alert["loc-key"]), soundName: sound)
-    }
-
-    /// Apple hands `userInfo` over as `NSDictionary`, whose nested keys may be `AnyHashable`.
-    static func object(_ value: Any?) -> JSONObject? {
-        if let object = value as? JSONObject { return object }
-        guard let dictionary = value as? [AnyHashable: Any] else { return nil }
-        var object: JSONObject = [:]
-        for (key, item) in dictionary { if let key = key.base as? String { object[key] = item } }
-        return object
     }
 
     static func malformed(_ what: String) -> NimbusError {

@@ -7,7 +7,7 @@ import CCrypto
 
 /// SHA-256 of files and bytes, to verify downloaded assets against their `fileChecksum`: CryptoKit
 /// on Apple platforms, OpenSSL's libcrypto on Linux (the CCrypto system library; no package), both
-/// as fast in a debug build as in a release one. Elsewhere, `SoftwareSHA256`.
+/// as fast in a debug build as in a release one. Elsewhere, `SoftwareChecksum` (the shared Swift SHA-256).
 struct Checksum {
 #if canImport(CryptoKit)
     private var hasher = SHA256()
@@ -30,7 +30,7 @@ struct Checksum {
         return context.finalize().base64EncodedString()
     }
 #else
-    private var hasher = SoftwareSHA256()
+    private var hasher = SoftwareChecksum()
 
     mutating func update(_ data: Data) { hasher.update(data) }
 

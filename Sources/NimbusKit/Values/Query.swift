@@ -18,10 +18,10 @@ public struct Query: Sendable, Hashable {
     public static let modificationDateField = "___modTime"
 
     func wireQuery() -> JSONObject {
-        var object: JSONObject = ["recordType": recordType]
-        if !filters.isEmpty { object["filterBy"] = filters.map { $0.wireFilter() } }
+        var object: JSONObject = ["recordType": .string(recordType)]
+        if !filters.isEmpty { object["filterBy"] = .array(filters.map { .object($0.wireFilter()) }) }
         if !sort.isEmpty {
-            object["sortBy"] = sort.map { ["fieldName": $0.fieldName, "ascending": $0.ascending] as JSONObject }
+            object["sortBy"] = .array(sort.map { ["fieldName": .string($0.fieldName), "ascending": .bool($0.ascending)] })
         }
         return object
     }
@@ -73,9 +73,9 @@ public struct Filter: Sendable, Hashable {
     }
 
     /// A filter value from the wire: typed, or (sent `typedBySchema`) a JSON number or list of numbers.
-    static func valueFromWire(_ field: Any?) throws -> RecordValue? {
+    static func valueFromWire(_ field: JSONValue?) throws -> RecordValue? {
         guard let object = JSON.object(field), object["type"] == nil else { return try RecordValue.fromWire(field, zoneID: .default) }
-        func number(_ value: Any?) -> RecordValue? {
+        func number(_ value: JSONValue?) -> RecordValue? {
             if let int = JSON.int64(value) { return .int64(int) }
             return JSON.double(value).map(RecordValue.double)
         }
@@ -88,9 +88,9 @@ public struct Filter: Sendable, Hashable {
     }
 
     func wireFilter() -> JSONObject {
-        var field = value.wireField()
+        var field = value.wireJSON()
         if typedBySchema { field["type"] = nil }
-        return ["fieldName": fieldName, "comparator": comparator.rawValue, "fieldValue": field]
+        return ["fieldName": .string(fieldName), "comparator": .string(comparator.rawValue), "fieldValue": .object(field)]
     }
 }
 

@@ -59,25 +59,25 @@ public struct Subscription: Sendable, Hashable {
     }
 
     func wireSubscription() -> JSONObject {
-        var object: JSONObject = ["subscriptionID": subscriptionID, "subscriptionType": kind.rawValue,
-                                  "firesOn": Event.allCases.filter(firesOn.contains).map(\.rawValue)]
+        var object: JSONObject = ["subscriptionID": .string(subscriptionID), "subscriptionType": .string(kind.rawValue),
+                                  "firesOn": JSON.strings(Event.allCases.filter(firesOn.contains).map(\.rawValue))]
         if firesOnce { object["firesOnce"] = true }
         if let recordType {
-            var query: JSONObject = ["recordType": recordType]
-            if !filters.isEmpty { query["filterBy"] = filters.map { $0.wireFilter() } }
-            object["query"] = query
+            var query: JSONObject = ["recordType": .string(recordType)]
+            if !filters.isEmpty { query["filterBy"] = .array(filters.map { .object($0.wireFilter()) }) }
+            object["query"] = .object(query)
         }
-        if let zoneID { object["zoneID"] = ["zoneName": zoneID.zoneName] }
-        var info: JSONObject = [:]
+        if let zoneID { object["zoneID"] = JSON.zoneID(zoneID) }
+        var info = JSONObject()
         let n = notificationInfo
-        if let v = n.title { info["title"] = v }
-        if let v = n.alertBody { info["alertBody"] = v }
-        if let v = n.alertLocalizationKey { info["alertLocalizationKey"] = v }
-        if let v = n.soundName { info["soundName"] = v }
+        if let v = n.title { info["title"] = .string(v) }
+        if let v = n.alertBody { info["alertBody"] = .string(v) }
+        if let v = n.alertLocalizationKey { info["alertLocalizationKey"] = .string(v) }
+        if let v = n.soundName { info["soundName"] = .string(v) }
         if n.shouldBadge { info["shouldBadge"] = true }
         if n.shouldSendContentAvailable { info["shouldSendContentAvailable"] = true }
-        if let v = n.desiredKeys { info["desiredKeys"] = v }
-        object["notificationInfo"] = info
+        if let v = n.desiredKeys { info["desiredKeys"] = JSON.strings(v) }
+        object["notificationInfo"] = .object(info)
         return object
     }
 

@@ -1,56 +1,44 @@
 import Foundation
+import NimbusWire
 
-/// Writes JSON straight to bytes for the shapes the client sends most (`records/modify`):
-/// several times cheaper than building `[String: Any]` for `JSONSerialization` on Linux.
+/// Writes JSON straight to bytes for the shapes the client sends most (`records/modify`), through
+/// the server's writer (NimbusWire's `JSONWriter`: its escapes and number forms): several times
+/// cheaper than building a tree first.
 struct JSONBytes {
-    private(set) var bytes: [UInt8] = []
+    private var writer: JSONWriter
 
-    init(capacity: Int = 1024) { bytes.reserveCapacity(capacity) }
-
-    var data: Data { Data(bytes) }
-
-    mutating func raw(_ text: StaticString) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    init(capacity: Int = 1024) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(capacity)
+        writer = JSONWriter(bytes: bytes, sortedKeys: false)
     }
 
-    mutating func byte(_ value: UInt8) { bytes.append(value) }
+    var bytes: [UInt8] { writer.bytes }
+    var data: Data { Data(writer.bytes) }
+
+    mutating func raw(_ text: StaticString) { writer.append(text) }
+
+    mutating func byte(_ value: UInt8) {
+        withUnsafeBytes(of: value) { writer.appendJSON($0) }
+    }
 
     /// `"key":`
     mutating func key(_ name: String) {
-        string(name)
-        bytes.append(UInt8(ascii: ":"))
+        writer.write(name)
+        writer.append(":")
     }
 
-    mutating func string(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for unit in value.utf8 {
-            switch unit {
-            case UInt8(ascii: "\""): raw("\\\"")
-            case UInt8(ascii: "\\"): raw("\\\\")
-            case 0x0A: raw("\\n")
-            case 0x0D: raw("\\r")
-            case 0x09: raw("\\t")
-            case 0..<0x20:
-                raw("\\u00")
-                bytes.append(JSONBytes.hex[Int(unit >> 4)])
-                bytes.append(JSONBytes.hex[Int(unit & 0xF)])
-            default: bytes.append(unit)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
+    mutating func string(_ value: String) { writer.write(value) }
 
-    mutating func number(_ value: Int64) { bytes.append(contentsOf: String(value).utf8) }
+    mutating func number(_ value: Int64) { writer.write(value) }
 
     /// A finite double; others are refused (JSON has no NaN or infinity).
     mutating func number(_ value: Double) throws {
         guard value.isFinite else {
             throw NimbusError(.invalidArguments, reason: "A DOUBLE field is \(value); only finite numbers can be stored.")
         }
-        bytes.append(contentsOf: "\(value)".utf8)
+        writer.write(value)
     }
-
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 }
 
 extension RecordValue {

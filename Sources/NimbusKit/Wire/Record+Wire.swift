@@ -1,25 +1,25 @@
 import Foundation
 
 extension Record {
-    /// The wire dictionary of a record for `records/modify`: its name, type, change tag and the
+    /// The wire object of a record for `records/modify`: its name, type, change tag and the
     /// given fields (all of them, or only `keys`).
     func wireRecord(keys: [String]? = nil) -> JSONObject {
-        var object: JSONObject = ["recordName": id.recordName, "recordType": recordType,
-                                  "zoneID": ["zoneName": id.zoneID.zoneName]]
-        if let changeTag { object["recordChangeTag"] = changeTag }
-        var wireFields: JSONObject = [:]
+        var object: JSONObject = ["recordName": .string(id.recordName), "recordType": .string(recordType),
+                                  "zoneID": JSON.zoneID(id.zoneID)]
+        if let changeTag { object["recordChangeTag"] = .string(changeTag) }
+        var wireFields = JSONObject()
         for key in keys ?? Array(fields.keys) {
             if let value = fields[key] {
-                wireFields[key] = value.wireField()
+                wireFields[key] = .object(value.wireJSON())
             } else {
-                wireFields[key] = ["value": NSNull()] as JSONObject  // removes the field
+                wireFields[key] = ["value": .null]  // removes the field
             }
         }
-        object["fields"] = wireFields
+        object["fields"] = .object(wireFields)
         return object
     }
 
-    /// Decodes a record dictionary of an answer. A tombstone (`deleted: true`) is `nil`.
+    /// Decodes a record object of an answer. A tombstone (`deleted: true`) is `nil`.
     static func fromWire(_ object: JSONObject, zoneID: ZoneID) throws -> Record? {
         guard let name = JSON.string(object["recordName"]) else { throw JSON.bad("A record has no recordName") }
         let zone = JSON.string(JSON.object(object["zoneID"])?["zoneName"]).map(ZoneID.init) ?? zoneID
@@ -37,7 +37,7 @@ extension Record {
                                  created: stamp(object["created"]), modified: stamp(object["modified"]))
     }
 
-    private static func stamp(_ value: Any?) -> Stamp? {
+    private static func stamp(_ value: JSONValue?) -> Stamp? {
         guard let object = JSON.object(value), let ms = JSON.int64(object["timestamp"]) else { return nil }
         return Stamp(timestamp: WireTime.date(milliseconds: ms), userRecordName: JSON.string(object["userRecordName"]),
                      deviceID: JSON.string(object["deviceID"]))

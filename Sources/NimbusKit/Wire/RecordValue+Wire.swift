@@ -2,36 +2,40 @@ import Foundation
 
 extension RecordValue {
     /// The wire form `{"value": …, "type": "…"}`.
-    func wireField() -> JSONObject {
-        ["value": wireValue(), "type": fieldType.rawValue]
+    func wireJSON() -> JSONObject {
+        ["value": wireValue(), "type": .string(fieldType.rawValue)]
     }
 
-    func wireValue() -> Any {
+    /// The value's JSON (`JSONBytes` writes the same straight to bytes for `records/modify`).
+    func wireValue() -> JSONValue {
         switch self {
-        case .string(let v): return v
-        case .int64(let v): return NSNumber(value: v)
-        case .double(let v): return NSNumber(value: v)
-        case .date(let v): return NSNumber(value: WireTime.milliseconds(v))
-        case .bytes(let v): return v.base64EncodedString()
+        case .string(let v): return .string(v)
+        case .int64(let v): return .integer(v)
+        case .double(let v): return .double(v)
+        case .date(let v): return .integer(WireTime.milliseconds(v))
+        case .bytes(let v): return .string(v.base64EncodedString())
         case .reference(let v):
-            return ["recordName": v.recordID.recordName, "zoneID": ["zoneName": v.recordID.zoneID.zoneName],
-                    "action": v.action.rawValue] as JSONObject
+            return ["recordName": .string(v.recordID.recordName), "zoneID": JSON.zoneID(v.recordID.zoneID),
+                    "action": .string(v.action.rawValue)]
         case .asset(let v):
-            var object: JSONObject = [:]
-            if let c = v.fileChecksum { object["fileChecksum"] = c }
-            if let s = v.size { object["size"] = NSNumber(value: s) }
-            if let r = v.receipt { object["receipt"] = r }
-            return object
-        case .list(let values, _): return values.map { $0.wireValue() }
-        case .encrypted(let v): return (v.ciphertext ?? Data()).base64EncodedString()
+            var object = JSONObject()
+            if let c = v.fileChecksum { object["fileChecksum"] = .string(c) }
+            if let s = v.size { object["size"] = .integer(s) }
+            if let r = v.receipt { object["receipt"] = .string(r) }
+            return .object(object)
+        case .list(let values, _): return .array(values.map { $0.wireValue() })
+        case .encrypted(let v): return .string((v.ciphertext ?? Data()).base64EncodedString())
         }
     }
 
     /// Decodes a wire field (`{"value", "type"}`); `zoneID` is where references without a zone point.
-    static func fromWire(_ field: Any?, zoneID: ZoneID) throws -> RecordValue? {
+    static func fromWire(_ field: JSONValue?, zoneID: ZoneID) throws -> RecordValue? {
         guard let object = JSON.object(field) else { throw JSON.bad("A field is not an object {value, type}") }
-        let value = object["value"]
-        if value == nil || value is NSNull { return nil }
+        return try fromWire(object, zoneID: zoneID)
+    }
+
+    static func fromWire(_ object: JSONObject, zoneID: ZoneID) throws -> RecordValue? {
+        guard let value = object["value"], !value.isNull else { return nil }
         guard let typeName = JSON.string(object["type"]) else { throw JSON.bad("A field has no type") }
         let type = FieldType(rawValue: typeName)
         if type == .encryptedBytes {
@@ -44,10 +48,10 @@ extension RecordValue {
             let values = try items.map { try scalar($0, type: element, zoneID: zoneID) }
             return .list(values, elementType: element)
         }
-        return try scalar(value as Any, type: type, zoneID: zoneID)
+        return try scalar(value, type: type, zoneID: zoneID)
     }
 
-    private static func scalar(_ value: Any, type: FieldType, zoneID: ZoneID) throws -> RecordValue {
+    private static func scalar(_ value: JSONValue, type: FieldType, zoneID: ZoneID) throws -> RecordValue {
         switch type {
         case .string:
             if let v = JSON.string(value) { return .string(v) }

@@ -27,7 +27,7 @@ struct CKEncryptedValuesLiveTests {
         let plain = server.container(token: token)  // no key store: what the server holds, unopened
         let answer = try await plain.transport.post(plain.privateDatabase.url("records/lookup"),
                                                     body: ["zoneID": ["zoneName": "_defaultZone"], "records": [["recordName": "event-1"]]])
-        let text = String(decoding: try JSONSerialization.data(withJSONObject: answer), as: UTF8.self)
+        let text = String(decoding: JSON.encode(answer), as: UTF8.self)
         #expect(text.contains("ENCRYPTED_BYTES"))
         #expect(!text.contains("mac-mini"))
         #expect(text.contains("Safari"))

@@ -18,8 +18,7 @@ struct EncryptionFormatTests {
     func roundTrip(_ record: Record, through container: Container, edit: (inout JSONObject) -> Void = { _ in }) throws -> Record {
         var wire = try container.seal(record).wireRecord()
         edit(&wire)
-        let bytes = try JSONSerialization.data(withJSONObject: wire)
-        let parsed = try #require(try JSONSerialization.jsonObject(with: bytes) as? JSONObject)
+        let parsed = try JSON.decodeObject(JSON.encode(wire))
         let fetched = try #require(try Record.fromWire(parsed, zoneID: record.zoneID))
         return try container.open(fetched)
     }
@@ -37,13 +36,13 @@ struct EncryptionFormatTests {
         let record = clipboard()
         let sealedRecord = try device.seal(record)
         let wire = sealedRecord.wireRecord()
-        let fields = try #require(wire["fields"] as? JSONObject)
-        let value = try #require(fields["value"] as? JSONObject)
-        #expect(value["type"] as? String == "ENCRYPTED_BYTES")
-        let text = try #require(value["value"] as? String)
+        let fields = try #require(wire["fields"]?.objectValue)
+        let value = try #require(fields["value"]?.objectValue)
+        #expect(value["type"] == "ENCRYPTED_BYTES")
+        let text = try #require(value["value"]?.stringValue)
         let sealed = try #require(Data(base64Encoded: text))
         #expect(sealed.count == (try FieldPlaintext.encode(.string("correct horse battery staple"))).count + SealFormat.fieldOverhead)
-        #expect(String(data: try JSONSerialization.data(withJSONObject: wire), encoding: .utf8)?.contains("horse") == false)
+        #expect(String(decoding: JSON.encode(wire), as: UTF8.self).contains("horse") == false)
         let back = try roundTrip(record, through: device)
         #expect(back.encryptedValues["value"] == .string("correct horse battery staple"))
         #expect(back.encryptedValues["stamp"] == .dates([Date(timeIntervalSince1970: 1_700_000_000)]))
@@ -66,9 +65,9 @@ struct EncryptionFormatTests {
             ("another type", { $0["recordType"] = "HistoryItem" }),
             ("another zone", { $0["zoneID"] = ["zoneName": "Work"] }),
             ("another field", { wire in
-                var fields = wire["fields"] as? JSONObject ?? [:]
+                var fields = wire["fields"]?.objectValue ?? [:]
                 fields["value"] = fields["stamp"]
-                wire["fields"] = fields
+                wire["fields"] = .object(fields)
             }),
         ]
         for (what, move) in moves {

@@ -18,9 +18,9 @@ struct EncryptionLiveTests {
     /// What the server holds for a record, read with the raw API.
     func rawFields(_ database: Database, _ name: String) async throws -> JSONObject {
         let answer = try await database.transport.post(database.url("records/lookup"),
-                                                       body: ["zoneID": ["zoneName": "_defaultZone"], "records": [["recordName": name]]])
-        let record = try #require(JSON.array(answer["records"])?.first as? JSONObject)
-        return try #require(record["fields"] as? JSONObject)
+                                                       body: ["zoneID": ["zoneName": "_defaultZone"], "records": [["recordName": .string(name)]]])
+        let record = try #require(JSON.array(answer["records"])?.first)
+        return try #require(record["fields"]?.objectValue)
     }
 
     @Test func thePairedPhoneReadsWhatTheMacSealedAndTheServerHoldsOnlyCiphertext() async throws {
@@ -41,9 +41,9 @@ struct EncryptionLiveTests {
         #expect(saved.encryptedValues["value"] == .string(Self.secret))
 
         let raw = try await rawFields(mac.privateDatabase, "clip-1")
-        let value = try #require(raw["value"] as? JSONObject)
-        #expect(value["type"] as? String == "ENCRYPTED_BYTES")
-        #expect(String(data: try JSONSerialization.data(withJSONObject: raw), encoding: .utf8)?.contains("493817") == false)
+        let value = try #require(raw["value"]?.objectValue)
+        #expect(value["type"] == "ENCRYPTED_BYTES")
+        #expect(String(decoding: JSON.encode(raw), as: UTF8.self).contains("493817") == false)
         let log = try String(contentsOf: server.logFile, encoding: .utf8)
         #expect(!log.contains("493817"))
 
@@ -85,22 +85,22 @@ struct EncryptionLiveTests {
         let database = mac.privateDatabase
         _ = try await database.save(clip("a", "secret of a"))
         _ = try await database.save(clip("b", "secret of b"))
-        let sealedA = try #require((try await rawFields(database, "a"))["value"] as? JSONObject)
-        let base64 = try #require(sealedA["value"] as? String)
+        let sealedA = try #require((try await rawFields(database, "a"))["value"])
+        let base64 = try #require(sealedA["value"]?.stringValue)
         var flipped = try #require(Data(base64Encoded: base64))
         flipped[flipped.count - 3] ^= 1
         let writes: [(String, JSONObject)] = [
             ("b", ["value": sealedA]),                                                                   // another record
-            ("c", ["value": ["type": sealedA["type"] ?? "ENCRYPTED_BYTES", "value": flipped.base64EncodedString()] as JSONObject]),  // a flipped byte
+            ("c", ["value": ["type": sealedA["type"] ?? "ENCRYPTED_BYTES", "value": .string(flipped.base64EncodedString())]]),  // a flipped byte
             ("d", ["other": sealedA]),                                                                   // another field
         ]
         for (name, fields) in writes {
             let answer = try await database.transport.post(database.url("records/modify"), body: [
                 "zoneID": ["zoneName": "_defaultZone"],
                 "operations": [["operationType": "forceReplace",
-                                "record": ["recordName": name, "recordType": "HistoryItemContent", "fields": fields] as JSONObject] as JSONObject],
+                                "record": ["recordName": .string(name), "recordType": "HistoryItemContent", "fields": .object(fields)]]],
             ])
-            let item = try #require(JSON.array(answer["records"])?.first as? JSONObject)
+            let item = try #require(JSON.array(answer["records"])?.first?.objectValue)
             #expect(item["serverErrorCode"] == nil, "the raw write of \(name): \(item)")
             await #expect { try await database.record(for: RecordID(recordName: name)) } throws: {
                 ($0 as? NimbusError)?.code == .decryptionFailed
@@ -141,7 +141,7 @@ struct EncryptionLiveTests {
         // Every record is under key 2 and reads the same on every device.
         for index in 0..<30 {
             let raw = try await rawFields(devices[1].privateDatabase, "r\(index)")
-            let text = try #require((raw["value"] as? JSONObject)?["value"] as? String)
+            let text = try #require(raw["value"]?["value"]?.stringValue)
             let sealed = try #require(Data(base64Encoded: text))
             #expect(SealFormat.keyID(of: sealed) == 2)
             for device in devices {

@@ -14,7 +14,8 @@ struct SealedAlertTests {
         var record = Record(recordType: "FailedAuthEvent", id: RecordID(recordName: "event-7"))
         record.encryptedValues["deviceName"] = .string("mac-mini")
         record["appName"] = .string("Safari")
-        let fields = try #require(try device.seal(record).wireRecord()["fields"] as? JSONObject)
+        let wireFields = try #require(try device.seal(record).wireRecord()["fields"])
+        let fields = try #require(JSON.foundation(wireFields) as? [String: Any])
         let nimbus: [String: Any] = ["notificationID": "n1", "subscriptionID": "failed-unlocks", "notificationType": "query",
                                      "reason": "recordCreated", "container": Self.container, "environment": "development", "cursor": "c1",
                                      "recordName": "event-7", "zoneID": ["zoneName": "_defaultZone"], "recordType": "FailedAuthEvent",

@@ -1,4 +1,4 @@
-import NimbusSupport
+import NimbusWire
 import Testing
 
 @Suite struct JSONPageWriterTests {

@@ -1,4 +1,4 @@
-@testable import NimbusSupport
+@testable import NimbusWire
 import Testing
 
 /// The eight-at-a-time scan of plain ASCII in strings (`JSONEscape.plainRun`), which the parser

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import NimbusSupport
+import NimbusWire
+import NimbusSupport  // SplitMix64
 
 @Suite struct Base64URLTests {
     // RFC 4648 §10, without the padding the §5 encoding omits here.

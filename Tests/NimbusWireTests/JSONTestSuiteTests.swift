@@ -1,4 +1,4 @@
-import NimbusSupport
+import NimbusWire
 import Testing
 
 /// One input for a table-driven parser test, named after JSONTestSuite's file where there is one.

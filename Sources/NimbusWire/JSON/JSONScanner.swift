@@ -1,4 +1,8 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Reads one JSON document front to back without building it, for request bodies of a known
 /// shape: the caller asks for what it expects next (an object, its next key, a string, any value)

@@ -1,4 +1,8 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 extension String {
     /// Whether the text holds U+0000 (which PostgreSQL's text and jsonb cannot store), found with

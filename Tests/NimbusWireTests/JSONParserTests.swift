@@ -1,4 +1,5 @@
-import NimbusSupport
+import NimbusWire
+import NimbusSupport  // SplitMix64
 import Testing
 
 @Suite struct JSONParserTests {

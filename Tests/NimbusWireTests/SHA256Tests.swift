@@ -1,5 +1,6 @@
 import Testing
-import NimbusSupport
+import NimbusWire
+import NimbusSupport  // SplitMix64
 
 @Suite struct SHA256Tests {
     // FIPS 180-4 examples (NIST CSRC "SHA256.pdf" and "SHA2_Additional.pdf").
