@@ -23,67 +23,26 @@ extension Container {
 
     /// A page of changes with its records opened; those that do not open move to `unreadable`.
     /// The page is taken over, so each record is opened in place (its fields are not copied).
-    /// A page of many sealed values is opened in `parts` runs at once (default: `openingParts`),
-    /// on as many threads: records are independent, and the GCM contexts are per thread. The runs
-    /// are joined in page order, so the records and the unreadable list are those one run gives.
-    func openChanges(_ page: consuming ZoneChanges, parts: Int? = nil) -> ZoneChanges {
+    func openChanges(_ page: consuming ZoneChanges) -> ZoneChanges {
         let declared = encryptedAssetFields
         // A page without sealed values (as the decoder counted) has nothing to open: not copied.
         if page.sealedValues == 0 && declared.isEmpty { return page }
         var records = page.modified
         page.modified = []
         var opened = page
-        let count = records.count
-        let runs = max(1, min(parts ?? Self.openingParts(sealedValues: opened.sealedValues ?? count), count))
-        var results = [OpenedRun](repeating: OpenedRun(), count: runs)
-        records.withUnsafeMutableBufferPointer { all in
-            results.withUnsafeMutableBufferPointer { out in
-                // Each run reads and writes only its own records and its own result.
-                nonisolated(unsafe) let all = all
-                nonisolated(unsafe) let out = out
-                let openRun = { @Sendable (run: Int) in
-                    let range = count * run / runs ..< count * (run + 1) / runs
-                    out[run] = self.openRun(UnsafeMutableBufferPointer(rebasing: all[range]), declared: declared)
-                }
-                if runs == 1 { openRun(0) } else { DispatchQueue.concurrentPerform(iterations: runs, execute: openRun) }
-            }
-        }
-        opened.modified.reserveCapacity(count)
-        for run in results {
-            opened.modified += run.modified
-            opened.unreadable += run.unreadable
-        }
-        return opened
-    }
-
-    /// How many runs a page of this many sealed values is opened in: one per processor, at most
-    /// 4, each of at least 64 values (fewer are not worth a thread's hand-off).
-    static func openingParts(sealedValues: Int) -> Int {
-        max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4, sealedValues / 64))
-    }
-
-    /// One run of a page's records, opened in place: those that opened and those that did not, in order.
-    private func openRun(_ records: UnsafeMutableBufferPointer<Record>, declared: [String: Set<String>]) -> OpenedRun {
-        var run = OpenedRun()
-        run.modified.reserveCapacity(records.count)
-        var opener: FieldOpener?  // one per run: the zone key and associated data's fixed part kept
+        opened.modified.reserveCapacity(records.count)
+        var opener: FieldOpener?  // one per page: the zone key and associated data's fixed part kept
         for index in records.indices {
             do {
                 try open(&records[index], declared: declared, opener: &opener)
-                run.modified.append(records[index])
+                opened.modified.append(records[index])
             } catch {
                 let nimbus = error as? NimbusError ?? NimbusError(.decryptionFailed, reason: "\(error)")
-                run.unreadable.append(UnreadableRecord(recordID: records[index].id, recordType: records[index].recordType, error: nimbus))
+                opened.unreadable.append(UnreadableRecord(recordID: records[index].id, recordType: records[index].recordType, error: nimbus))
             }
         }
-        return run
+        return opened
     }
-}
-
-/// What one run of `openChanges` opened and could not open, in page order.
-private struct OpenedRun {
-    var modified: [Record] = []
-    var unreadable: [UnreadableRecord] = []
 }
 
 extension Container {
