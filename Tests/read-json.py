@@ -9,6 +9,7 @@ regular expressions over the text. Reads one JSON document (or several, back to 
   read-json.py record-summary      `NAME TAG` per live record, `NAME -` per tombstone (serverRecords too)
   read-json.py field-value NAME F  record NAME's field F value as raw JSON
   read-json.py objects KEY[,KEY]  each object in a list that has KEY, one compact line each
+  read-json.py object KEY=VALUE   the first object in a list whose KEY is VALUE, compact
   read-json.py lasts KEY...       the last value of each KEY (`-` when absent), joined by spaces
   read-json.py rows KEY F[=D]...  per such object, the first value of each F inside it (or D, else
                                   empty), joined by spaces: one line per object
@@ -158,6 +159,13 @@ def main(argv):
             return 1
     elif command == "objects":
         out = [compact(item) for document in documents for item in objects_with(document, args[0])]
+    elif command == "object":
+        key, _, wanted = args[0].partition("=")
+        found = next((item for document in documents for item in objects_with(document, key)
+                      if key in item and scalar(item[key]) == wanted), None)
+        if found is None:
+            return 1
+        out.append(compact(found))
     elif command == "rows":
         for document in documents:
             for item in objects_with(document, args[0]):

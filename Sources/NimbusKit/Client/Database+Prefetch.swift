@@ -13,15 +13,43 @@ extension Database {
     /// no longer has, or whose bytes do not match their checksum, keeps no file; its error shows
     /// when it is read (`downloadAsset`).
     public func downloadingAssets(of records: [Record]) async throws -> [Record] {
+        try await prefetchingAssets(of: records).records
+    }
+
+    /// `downloadingAssets`, for the engine: a record with an encrypted asset that does not open
+    /// on this device (`decryptionFailed`: changed, cut, reordered or moved; `encryptionKeyMissing`)
+    /// leaves `records` for `unreadable`, as a record whose encrypted value does not open
+    /// (CLIENT.md: parked where the app sees it, never garbage).
+    func openingAssets(of records: [Record]) async throws -> (records: [Record], unreadable: [UnreadableRecord]) {
+        let fetched = try await prefetchingAssets(of: records)
+        guard !fetched.unopened.isEmpty else { return (fetched.records, []) }
+        var readable: [Record] = []
+        var unreadable: [UnreadableRecord] = []
+        for record in fetched.records {
+            var failure: NimbusError?
+            for value in record.fields.values where failure == nil { Database.collectAssets(value) { asset in
+                if failure == nil, let key = Database.downloadKey(asset) { failure = fetched.unopened[key] }
+            } }
+            if let failure {
+                unreadable.append(UnreadableRecord(recordID: record.id, recordType: record.recordType, error: failure))
+            } else {
+                readable.append(record)
+            }
+        }
+        return (readable, unreadable)
+    }
+
+    /// The records with their assets downloaded, and the sealed assets that did not open (by `downloadKey`).
+    private func prefetchingAssets(of records: [Record]) async throws -> (records: [Record], unopened: [String: NimbusError]) {
         var wanted: [String: Asset] = [:]
         for record in records {
             for value in record.fields.values { Database.collectAssets(value) { asset in
                 if let key = Database.downloadKey(asset), asset.downloadURL != nil, wanted[key] == nil { wanted[key] = asset }
             } }
         }
-        guard !wanted.isEmpty else { return records }
-        let files = try await downloadAll(Array(wanted.values))
-        return records.map { record in
+        guard !wanted.isEmpty else { return (records, [:]) }
+        let (files, unopened) = try await downloadAll(Array(wanted.values))
+        let localized = records.map { record in
             var record = record
             for (key, value) in record.fields { record.fields[key] = Database.localize(value, files) }
             // The base copy's assets too: they are the same bytes, and a local edit compares by content.
@@ -30,12 +58,14 @@ extension Database {
             }
             return record
         }
+        return (localized, unopened)
     }
 
     /// Files by `downloadKey` for the assets, downloaded with bounded concurrency.
-    private func downloadAll(_ assets: [Asset]) async throws -> [String: URL] {
-        try await withThrowingTaskGroup(of: (String, URL?).self) { group in
+    private func downloadAll(_ assets: [Asset]) async throws -> ([String: URL], unopened: [String: NimbusError]) {
+        try await withThrowingTaskGroup(of: (String, Result<URL, NimbusError>?).self) { group in
             var files: [String: URL] = [:]
+            var unopened: [String: NimbusError] = [:]
             var next = 0
             func startNext() {
                 guard next < assets.count else { return }
@@ -45,19 +75,27 @@ extension Database {
                     guard let key = Database.downloadKey(asset) else { return ("", nil) }
                     do {
                         // An encrypted asset's file is the opened plaintext (`downloadAsset`).
-                        return (key, try await self.downloadAsset(asset))
+                        return (key, .success(try await self.downloadAsset(asset)))
+                    } catch let error as NimbusError where asset.isEncrypted
+                                && (error.code == .decryptionFailed || error.code == .encryptionKeyMissing) {
+                        // Not a sealed file of its field, or no key: its record is unreadable here.
+                        return (key, .failure(error))
                     } catch let error as NimbusError where !error.isRetryable && error.code != .notAuthenticated {
-                        // Corrupted, gone, or not a sealed file of its field: read lazily, where the error can be seen.
+                        // Corrupted or gone: read lazily, where the error can be seen.
                         return (key, nil)
                     }
                 }
             }
             for _ in 0..<min(Database.assetPrefetchConcurrency, assets.count) { startNext() }
-            while let (checksum, file) = try await group.next() {
-                if let file { files[checksum] = file }
+            while let (key, outcome) = try await group.next() {
+                switch outcome {
+                case .success(let file)?: files[key] = file
+                case .failure(let error)?: unopened[key] = error
+                case nil: break
+                }
                 startNext()
             }
-            return files
+            return (files, unopened)
         }
     }
 

@@ -22,17 +22,20 @@ extension Database {
     /// requests themselves (network, 5xx, 408, 429) throws, and the caller retries the batch.
     func uploadAssets(of operations: [RecordOperation], limits: ServerLimits) async throws -> PreparedOperations {
         var prepared = PreparedOperations(operations: operations)
-        var pending: [(operation: Int, field: String, file: URL)] = []
+        // `element`: the asset's place in an ASSETID_LIST field, nil for an ASSETID field.
+        var pending: [(operation: Int, field: String, element: Int?, file: URL)] = []
         for (index, operation) in operations.enumerated() {
             guard let record = operation.record else { continue }
             let keys = operation.kind == .update || operation.kind == .forceUpdate ? record.changedKeys : Array(record.fields.keys)
             for key in keys.sorted() {
-                guard case .asset(let asset)? = record.fields[key], asset.receipt == nil, let file = asset.fileURL else { continue }
-                do {
-                    try Database.checkAssetFile(file, field: key, record: record, limits: limits)
-                    pending.append((index, key, file))
-                } catch let error as NimbusError {
-                    if prepared.refused[index] == nil { prepared.refused[index] = error }
+                for (element, asset) in Database.assetsToUpload(record.fields[key]) {
+                    guard let file = asset.fileURL else { continue }
+                    do {
+                        try Database.checkAssetFile(file, field: key, record: record, limits: limits)
+                        pending.append((index, key, element, file))
+                    } catch let error as NimbusError {
+                        if prepared.refused[index] == nil { prepared.refused[index] = error }
+                    }
                 }
             }
         }
@@ -48,7 +51,13 @@ extension Database {
                         var uploaded = try await uploadResending(item.file, firstURL: uploadURL, record: operations[item.operation].record,
                                                                  field: item.field, zone: zone)
                         uploaded.fileURL = item.file
-                        prepared.operations[item.operation].record?.fields[item.field] = .asset(uploaded)
+                        let field = prepared.operations[item.operation].record?.fields[item.field]
+                        if let element = item.element, case .list(var assets, let type)? = field, assets.indices.contains(element) {
+                            assets[element] = .asset(uploaded)
+                            prepared.operations[item.operation].record?.fields[item.field] = .list(assets, elementType: type)
+                        } else {
+                            prepared.operations[item.operation].record?.fields[item.field] = .asset(uploaded)
+                        }
                     } catch let error as NimbusError where error.isChangeFailure {
                         prepared.refused[item.operation] = error
                     }
@@ -56,6 +65,22 @@ extension Database {
             }
         }
         return prepared
+    }
+
+    /// The assets of a field value that still need their bytes uploaded (a local file, no receipt):
+    /// an ASSETID's (element nil), or each of an ASSETID_LIST's with its place in the list.
+    static func assetsToUpload(_ value: RecordValue?) -> [(element: Int?, asset: Asset)] {
+        switch value {
+        case .asset(let asset)? where asset.receipt == nil && asset.fileURL != nil:
+            return [(nil, asset)]
+        case .list(let values, _)?:
+            return values.enumerated().compactMap { index, element in
+                guard case .asset(let asset) = element, asset.receipt == nil, asset.fileURL != nil else { return nil }
+                return (index, asset)
+            }
+        default:
+            return []
+        }
     }
 
     /// A local file an asset can be uploaded from: there, readable, a file, within `maxAssetBytes`.

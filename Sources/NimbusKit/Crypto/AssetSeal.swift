@@ -15,6 +15,21 @@ enum AssetSeal {
     static let headerSize = 5 + 16
     static let sealedSegmentSize = segmentSize + Primitives.tagSize
 
+    /// The size of a file of `plaintext` bytes once sealed: the header and a tag per segment
+    /// (the last segment, possibly empty, included).
+    static func sealedSize(ofPlaintext plaintext: Int64) -> Int64 {
+        Int64(headerSize) + plaintext + Int64(Primitives.tagSize) * (plaintext / Int64(segmentSize) + 1)
+    }
+
+    /// The largest file whose sealed form is at most `limit` bytes (0 when none fits).
+    static func largestPlaintext(sealedWithin limit: Int64) -> Int64 {
+        let perSegment = Int64(sealedSegmentSize)
+        var plaintext = max(0, (limit - Int64(headerSize)) * Int64(segmentSize) / perSegment)
+        while plaintext > 0 && sealedSize(ofPlaintext: plaintext) > limit { plaintext -= 1 }
+        while sealedSize(ofPlaintext: plaintext + 1) <= limit { plaintext += 1 }
+        return sealedSize(ofPlaintext: plaintext) <= limit ? plaintext : 0
+    }
+
     /// Seals `source` into `destination` with `key`.
     static func seal(_ source: URL, to destination: URL, key: AccountKey, context: SealContext,
                      salt: Data = Primitives.random(16)) throws {

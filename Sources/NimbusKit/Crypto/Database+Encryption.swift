@@ -86,7 +86,8 @@ extension Database {
                 for (key, value) in ready.fields {
                     // An encrypted asset travels as an ASSETID whose file is the sealed one.
                     guard let asset = value.encryptedAsset(declared: fields.contains(key)) else { continue }
-                    ready.fields[key] = .asset(try container.sealedForUpload(asset, of: record, field: key, temporary: &temporary))
+                    ready.fields[key] = .asset(try container.sealedForUpload(asset, of: record, field: key, limits: limits,
+                                                                                temporary: &temporary))
                 }
                 sealed[index].record = ready
             } catch {

@@ -44,7 +44,10 @@ extension Container {
     /// What to send for an encrypted asset of a record's field: an uploaded or fetched one as it
     /// is (the server holds its sealed bytes; the plaintext in the cache is never uploaded), a
     /// local file sealed into a new temporary file (added to `temporary`, for the caller to delete).
-    func sealedForUpload(_ asset: Asset, of record: Record, field: String, temporary: inout [URL]) throws -> Asset {
+    /// A file whose sealed form would pass `maxAssetBytes` is refused before it is sealed, with the
+    /// largest size that fits.
+    func sealedForUpload(_ asset: Asset, of record: Record, field: String, limits: ServerLimits,
+                         temporary: inout [URL]) throws -> Asset {
         if asset.receipt != nil { return asset }
         let cached = asset.fileURL.map { $0.standardizedFileURL.path.hasPrefix(assetCache.directory.standardizedFileURL.path) } ?? true
         if asset.isOnServer && asset.fileChecksum != nil && cached {
@@ -53,9 +56,22 @@ extension Container {
             return reference
         }
         guard let file = asset.fileURL else { return asset }
+        try Self.checkSealedSize(of: file, record: record, field: field, limits: limits)
         let sealed = try sealAsset(file, for: record, field: field)
         temporary.append(sealed)
         return Asset(fileURL: sealed)
+    }
+
+    /// `limitExceeded` naming the file's size, its sealed size and the largest file that fits,
+    /// when sealing it would pass the server's `maxAssetBytes` (which counts the bytes it stores).
+    static func checkSealedSize(of file: URL, record: Record, field: String, limits: ServerLimits) throws {
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value else { return }
+        let sealed = AssetSeal.sealedSize(ofPlaintext: size)
+        guard sealed > limits.maxAssetBytes else { return }
+        throw NimbusError(.limitExceeded, reason: "The asset file \(file.lastPathComponent) of \(record.recordName).\(field) has \(size) "
+            + "bytes, \(sealed) once sealed for end-to-end encryption (21 + 16 per 64 KiB segment); the server takes at most "
+            + "\(limits.maxAssetBytes) (maxAssetBytes), so an encrypted asset can have at most "
+            + "\(AssetSeal.largestPlaintext(sealedWithin: limits.maxAssetBytes)) bytes.", itemName: record.recordName)
     }
 }
 

@@ -30,14 +30,38 @@ struct AssetPins {
         guard case .save(var record) = change else { return (change, false) }
         var pinned = false
         for (key, value) in record.fields {
-            guard case .asset(var asset) = value, asset.receipt == nil, let file = asset.fileURL,
-                  !isPinned(file), FileManager.default.fileExists(atPath: file.path) else { continue }
-            guard let link = link(file) else { continue }
-            asset.fileURL = link
-            record.fields[key] = .asset(asset)
+            guard let linked = pinning(value) else { continue }
+            record.fields[key] = linked
             pinned = true
         }
         return (.save(record), pinned)
+    }
+
+    /// The value with its unsent asset files linked, or nil when none was: a plain asset, each
+    /// asset of a list, and the asset of an encrypted value (`encryptedValues[f] = .asset(…)`,
+    /// sealed only at upload, so its file must last as long as a plain one's).
+    private mutating func pinning(_ value: RecordValue) -> RecordValue? {
+        switch value {
+        case .asset(var asset):
+            guard asset.receipt == nil, let file = asset.fileURL, !isPinned(file),
+                  FileManager.default.fileExists(atPath: file.path), let link = link(file) else { return nil }
+            asset.fileURL = link
+            return .asset(asset)
+        case .list(var values, let type):
+            var changed = false
+            for index in values.indices {
+                guard let linked = pinning(values[index]) else { continue }
+                values[index] = linked
+                changed = true
+            }
+            return changed ? .list(values, elementType: type) : nil
+        case .encrypted(var encrypted):
+            guard let plaintext = encrypted.plaintext, let linked = pinning(plaintext) else { return nil }
+            encrypted.plaintext = linked
+            return .encrypted(encrypted)
+        default:
+            return nil
+        }
     }
 
     /// Makes new links durable: the folder's entries reach the disk.
@@ -56,7 +80,9 @@ struct AssetPins {
         for change in state.outbox.map(\.change) + state.failed.map(\.change) {
             guard case .save(let record) = change else { continue }
             for value in record.fields.values {
-                if case .asset(let asset) = value, let file = asset.fileURL, isPinned(file) { referenced.insert(file.lastPathComponent) }
+                AssetPins.forEachAsset(in: value) { asset in
+                    if let file = asset.fileURL, isPinned(file) { referenced.insert(file.lastPathComponent) }
+                }
             }
         }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
@@ -64,6 +90,16 @@ struct AssetPins {
             unlink(folder.appendingPathComponent(name).path)
         }
         count = referenced.count
+    }
+
+    /// Every asset of a value: itself, a list's, an encrypted value's plaintext's.
+    static func forEachAsset(in value: RecordValue, _ body: (Asset) -> Void) {
+        switch value {
+        case .asset(let asset): body(asset)
+        case .list(let values, _): for element in values { forEachAsset(in: element, body) }
+        case .encrypted(let encrypted): if let plaintext = encrypted.plaintext { forEachAsset(in: plaintext, body) }
+        default: break
+        }
     }
 
     private func isPinned(_ file: URL) -> Bool {

@@ -125,9 +125,10 @@ extension SyncEngine {
             }
             if !page.modified.isEmpty || !page.deleted.isEmpty || !page.unreadable.isEmpty {
                 // The app gets records whose assets are local files already (CloudKit's contract).
-                let modified = try await database.downloadingAssets(of: page.modified)
+                // A record whose encrypted asset does not open here is unreadable, as one whose field does not.
+                let (modified, unopened) = try await database.openingAssets(of: page.modified)
                 try await delegate.syncEngine(self, apply: FetchedChanges(
-                    zoneID: zone, modified: modified, deleted: page.deleted.map(\.id), reason: .changes, unreadable: page.unreadable))
+                    zoneID: zone, modified: modified, deleted: page.deleted.map(\.id), reason: .changes, unreadable: page.unreadable + unopened))
                 noteKnown(in: zone, added: page.modified.map(\.id) + page.unreadable.map(\.recordID), removed: page.deleted.map(\.id))
             }
             token = page.syncToken

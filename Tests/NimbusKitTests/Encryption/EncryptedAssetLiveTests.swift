@@ -123,9 +123,13 @@ struct EncryptedAssetLiveTests {
 
         let phone = try scene.device("phone")
         try await phone.engine.fetchChanges()
-        let fetched = try #require(phone.replica.snapshot[RecordID(recordName: "p1")])
+        // The engine parks the record as unreadable, naming the field, as one whose field does not open.
+        #expect(phone.replica.snapshot[RecordID(recordName: "p1")] == nil, "the engine applied a record whose asset does not open")
+        let parked = try #require(phone.replica.unreadable.first { $0.recordID == RecordID(recordName: "p1") })
+        #expect(parked.error.code == .decryptionFailed && parked.error.fieldName == "image", "\(parked.error)")
+        let fetched = try await phone.database.record(for: RecordID(recordName: "p1"))
         let asset = try #require(fetched["image"]?.assetValue)
-        #expect(asset.fileURL == nil, "the prefetch gave a file for bytes that are not sealed")
+        #expect(asset.fileURL == nil)
         let failed: (any Error) -> Bool = { ($0 as? NimbusError)?.code == .decryptionFailed }
         await #expect { try await phone.database.downloadAsset(asset) } throws: { failed($0) }
         #expect { try phone.database.downloadAssetBlocking(asset) } throws: { failed($0) }
@@ -163,6 +167,21 @@ struct EncryptedAssetLiveTests {
         // Two segments opened before the end showed the cut: their plaintext was not kept.
         #expect(Self.files(in: Self.cache(of: phone), ofSize: 2 * 65_536).isEmpty)
         #expect(Self.partialFiles(of: phone).isEmpty)
+    }
+
+    /// A device that declares the field but was paired without the key gets the record parked as
+    /// `encryptionKeyMissing`, not a record whose photo silently has no file.
+    @Test func theEngineParksARecordWhoseAssetItHasNoKeyFor() async throws {
+        let scene = try Self.scene()
+        defer { scene.stop() }
+        let mac = try scene.device("mac")
+        try await mac.save(scene.photoRecord("p2"))
+        #expect(try await mac.flush())
+        let phone = try scene.device("phone", key: false)
+        try await phone.engine.fetchChanges()
+        #expect(phone.replica.snapshot.isEmpty)
+        #expect(phone.replica.unreadable.map(\.recordID) == [RecordID(recordName: "p2")])
+        #expect(phone.replica.unreadable.first?.error.code == .encryptionKeyMissing)
     }
 
     @Test func aResentCreateCarriesTheSameBytesAndTheServerTakesItAsTheSameCreate() async throws {

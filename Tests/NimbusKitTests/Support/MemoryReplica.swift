@@ -13,6 +13,7 @@ final class MemoryReplica: SyncEngineDelegate, @unchecked Sendable {
     private var resets: [FetchedChanges] = []
     private var failures: [FailedChange] = []
     private var spuriousErrors: [FailedChange] = []
+    private var unreadableSeen: [UnreadableRecord] = []
     let resolution: (@Sendable (Conflict) -> ConflictResolution)?
 
     init(resolution: (@Sendable (Conflict) -> ConflictResolution)? = nil) {
@@ -24,6 +25,8 @@ final class MemoryReplica: SyncEngineDelegate, @unchecked Sendable {
     var tokenResets: [FetchedChanges] { lock.withLock { resets } }
     var failed: [FailedChange] { lock.withLock { failures } }
     var applied: [RecordID] { lock.withLock { appliedIDs } }
+    /// The records the engine said it could not open (`FetchedChanges.unreadable`), in order.
+    var unreadable: [UnreadableRecord] { lock.withLock { unreadableSeen } }
     func appliedTime(_ id: RecordID) -> Date? { lock.withLock { appliedAt[id] } }
 
     /// A local edit: stored here, then handed to the engine.
@@ -40,6 +43,7 @@ final class MemoryReplica: SyncEngineDelegate, @unchecked Sendable {
                 appliedAt[record.id] = appliedAt[record.id] ?? now
             }
             for id in changes.deleted { records[id] = nil }
+            unreadableSeen += changes.unreadable
             if changes.reason != .changes { resets.append(changes) }
         }
     }

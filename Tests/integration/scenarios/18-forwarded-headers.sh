@@ -66,11 +66,12 @@ ok "127.0.0.2 throttled after $PER_ADDRESS failures whatever X-Forwarded-For it 
 note "the console's request log shows the client"
 curl -sS --max-time 20 -H "Authorization: Bearer $ADMIN_TOKEN" -o "$TEST_TMP/requests" "$ADMIN/api/requests?route=enroll&limit=50" \
   || fail "GET /api/requests failed"
-clients=$(grep -o '"client":"[^"]*"' "$TEST_TMP/requests" | sort | uniq -c | sed 's/^ *//' | tr '\n' ' ')
-for expected in '"client":"198.51.100.1"' '"client":"198.51.100.2"' '"client":"127.0.0.2"'; do
-  grep -q "$expected" "$TEST_TMP/requests" || fail "the request log lacks $expected: $clients"
+client_list=$(json_read rows client client <"$TEST_TMP/requests")
+clients=$(sort <<<"$client_list" | uniq -c | sed 's/^ *//' | tr '\n' ' ')
+for expected in 198.51.100.1 198.51.100.2 127.0.0.2; do
+  grep -qx "$expected" <<<"$client_list" || fail "the request log lacks client $expected: $clients"
 done
-! grep -q '"client":"203.0.113' "$TEST_TMP/requests" || fail "the request log believed an untrusted peer's X-Forwarded-For: $clients"
+! grep -q '^203\.0\.113' <<<"$client_list" || fail "the request log believed an untrusted peer's X-Forwarded-For: $clients"
 ok "request log clients: $clients"
 
 # courier_url BASE [HEADER...]: the webcourierURL that tokens/create answers through BASE.
@@ -79,7 +80,7 @@ courier_url() {
   local headers=() header
   for header in "$@"; do headers+=(-H "$header"); done
   curl -sS --max-time 20 -X POST -H "Authorization: Bearer $PHONE" -H 'Content-Type: application/json' "${headers[@]}" \
-    --data-binary '{}' "$base$(api_path tokens/create)" | grep -o '"webcourierURL":"[^"]*"' | sed 's/^"webcourierURL":"//; s/"$//'
+    --data-binary '{}' "$base$(api_path tokens/create)" | json_read first webcourierURL
 }
 
 note "absolute URLs: scheme and host from a trusted proxy, unless --public-url"
@@ -114,7 +115,7 @@ for pair in "$NGINX_URL 127.0.0.3 127.0.0.4" "$HAPROXY_URL 127.0.0.5 127.0.0.6";
     --data-binary '{"code":"ZZZZ-ZZZZ-ZZ","deviceName":"x"}' "$proxy/devices/enroll")
   [ "$status" = 401 ] || fail "$proxy: $other was throttled for $client's failures ($status)"
   url=$(curl -sk --max-time 20 -X POST -H "Authorization: Bearer $PHONE" -H 'Content-Type: application/json' --data-binary '{}' \
-    "$proxy$(api_path tokens/create)" | grep -o '"webcourierURL":"[^"]*"' | sed 's/^"webcourierURL":"//; s/"$//')
+    "$proxy$(api_path tokens/create)" | json_read first webcourierURL)
   [[ $url == "$proxy/webcourier/1/"* ]] || fail "$proxy: webcourierURL $url is not under the proxy's own https URL"
   # A client's own Forwarded and X-Forwarded-Host must not pass the proxy: Forwarded would name
   # the client (it wins over X-Forwarded-For) and the host of the URLs in its answers.
@@ -123,7 +124,7 @@ for pair in "$NGINX_URL 127.0.0.3 127.0.0.4" "$HAPROXY_URL 127.0.0.5 127.0.0.6";
   [ "$status" = 401 ] || fail "$proxy: a first failure from $other with its own Forwarded header was $status"
   url=$(curl -sk --max-time 20 -X POST -H "Authorization: Bearer $PHONE" -H 'Content-Type: application/json' --data-binary '{}' \
     -H 'Forwarded: for=192.0.2.79;proto=http;host=evil.example' -H 'X-Forwarded-Host: evil.example' \
-    "$proxy$(api_path tokens/create)" | grep -o '"webcourierURL":"[^"]*"' | sed 's/^"webcourierURL":"//; s/"$//')
+    "$proxy$(api_path tokens/create)" | json_read first webcourierURL)
   [[ $url == "$proxy/webcourier/1/"* ]] || fail "$proxy: a client's own Forwarded / X-Forwarded-Host made the URL $url"
   ok "$proxy: the client is $client (its own X-Forwarded-For and Forwarded ignored), URLs are $proxy/…"
 done

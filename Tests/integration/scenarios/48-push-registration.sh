@@ -108,11 +108,11 @@ expect_json_field apnsEnvironment development
   || fail "the registration is not stored lower-case"
 request GET /devices -H "Authorization: Bearer $MAC"
 expect_status 200 "GET /devices"
-phone_entry=$(grep -o "{\"tokenID\":\"$PHONE_ID\"[^]]*]" <<<"$HTTP_BODY")
+phone_entry=$(json_read object "tokenID=$PHONE_ID" <<<"$HTTP_BODY")
 [[ $phone_entry == *"\"push\":[{\"container\":\"$API_CONTAINER\",\"environment\":\"development\",\"apnsEnvironment\":\"development\",\"registeredAt\":"* ]] \
   || fail "GET /devices does not show the phone's registration: $HTTP_BODY"
 [[ $phone_entry != *lastStatus* ]] || fail "a registration without attempts shows lastStatus: $phone_entry"
-mac_entry=$(grep -o "{\"tokenID\":\"$MAC_ID\"[^]]*]" <<<"$HTTP_BODY")
+mac_entry=$(json_read object "tokenID=$MAC_ID" <<<"$HTTP_BODY")
 [[ $mac_entry == *'"push":[]'* ]] || fail "the mac, not registered, shows: $mac_entry"
 api_ok "$BOB" tokens/register "{\"apnsEnvironment\":\"production\",\"apnsToken\":\"$(repeat_char 22 32)\"}"
 ok "registered: the phone's entry in GET /devices, the mac's list empty"
@@ -142,7 +142,7 @@ log_entry "'2030-01-01T00:00:00Z'" retry 503 "'ServiceUnavailable'"
 log_entry "'2030-01-01T00:00:01Z'" removed 410 "'Unregistered'"
 log_entry "'2030-01-01T00:00:02Z'" long-poll NULL NULL
 request GET /devices -H "Authorization: Bearer $TABLET"
-tablet_entry=$(grep -o "{\"tokenID\":\"$TABLET_ID\"[^]]*]" <<<"$HTTP_BODY")
+tablet_entry=$(json_read object "tokenID=$TABLET_ID" <<<"$HTTP_BODY")
 [[ $tablet_entry == *'"lastAttemptAt":1893456001000,"lastStatus":410,"lastReason":"Unregistered"'* ]] \
   || fail "GET /devices does not show the newest attempt (410 Unregistered at 1893456001000): $tablet_entry"
 ok "GET /devices: lastAttemptAt, lastStatus and lastReason of the newest attempt (a long-poll delivery is no attempt)"

@@ -49,7 +49,7 @@ sleep 1.5
 [ "$(pushes "$BAD_APNS" | cut -f2,3)" = $'400\tBadDeviceToken' ] || fail "the 400 device: $(pushes "$BAD_APNS" | cut -f2,3 | tr '\n' ' ')"
 request GET /devices -H "Authorization: Bearer $PHONE"
 for id in "$GONE_ID" "$BAD_ID"; do
-  entry=$(grep -o "{\"tokenID\":\"$id\"[^]]*]" <<<"$HTTP_BODY")
+  entry=$(json_read object "tokenID=$id" <<<"$HTTP_BODY")
   [[ $entry == *'"push":[]'* ]] || fail "GET /devices still shows a registration for $id: $entry"
 done
 [ "$(psql_db "SELECT string_agg(outcome || ' ' || status || ' ' || reason, ',' ORDER BY status) FROM push_log

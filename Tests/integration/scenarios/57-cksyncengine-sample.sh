@@ -87,6 +87,6 @@ ok "a zone deleted on the phone empties the Mac (fetchedDatabaseChanges); the ne
 mac sync && phone sync || fail "final sync failed"
 [ "$(mac list)" = "$(phone list)" ] || fail "the replicas differ: $(diff <(mac list) <(phone list))"
 count=$(curl -s -X POST "$NIMBUS_URL/database/1/$NIMBUS_CONTAINER/development/private/records/changes" \
-  -H "Authorization: Bearer $MAC" -H 'Content-Type: application/json' -d '{"zoneID":{"zoneName":"Contacts"}}' | grep -o '"recordName"' | wc -l)
+  -H "Authorization: Bearer $MAC" -H 'Content-Type: application/json' -d '{"zoneID":{"zoneName":"Contacts"}}' | json_read record-summary | wc -l)
 [ "$count" = "$(mac list | wc -l)" ] || fail "the server lists $count records, the replicas $(mac list | wc -l)"
 ok "both replicas equal the server ($count contacts)"
