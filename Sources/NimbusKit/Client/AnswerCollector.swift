@@ -4,10 +4,10 @@ import FoundationNetworking
 #endif
 
 /// The session delegate that collects each data task's answer up to its `AnswerLimit`, in memory
-/// or (an asset's 2xx body) through an `AssetDownload`, chunk by chunk as it arrives. A declared `Content-Length` past the limit stops
-/// the task before the body, and a body that grows past it is cancelled there (a completion
-/// handler or a download task would take an endless body whole). Tasks it was not told about
-/// (uploads) are left to their own handlers.
+/// or (an asset's 2xx body) through an `AssetDownload`, chunk by chunk as it arrives. A declared
+/// `Content-Length` past the limit stops the task before the body, and a body that grows past it
+/// is cancelled there (a completion handler or a download task would take an endless body whole).
+/// Tasks it was not told about (uploads) are left to their own handlers.
 ///
 /// swift-corelibs-foundation hands body chunks to the delegate queue without back-pressure (and
 /// keeps the task's byte counts and `progress` at 0 meanwhile): a body arriving faster than the
