@@ -78,7 +78,10 @@ final class AnswerSink: HTTPResponseSink, Sendable {
     }
 
     func write(_ bytes: [UInt8]) -> Bool { false }
-    func finishStreaming() {}
+    func writeChunk(_ bytes: [UInt8]) {}
+    func finishStreaming(last: [UInt8]) {}
+    func probeWhenInputCloses(_ bytes: [UInt8]) {}
+    func onCancel(_ handler: @escaping @Sendable () -> Void) {}
 
     func answer() async -> AdminAnswer {
         await withCheckedContinuation { continuation in

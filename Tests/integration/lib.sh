@@ -626,7 +626,7 @@ json_last_field() {
   json_read last "$1" <<<"${2-$HTTP_BODY}"
 }
 
-# MARK: - Long-poll (scenarios 40–44)
+# MARK: - Long-poll (scenarios 41–44, 49)
 # Waiting requests run in the background (one curl each, or many per curl with --parallel), are
 # timed with bash's clock (no fork), and the server's /metrics gauges are polled. Everything
 # started here is registered with track_pid.

@@ -10,6 +10,11 @@ package final class HTTPBodyStream: Sendable {
         package var reason: String
         /// The status the server answers when it rejected the body itself (413, 400), if any.
         package var status: HTTPStatus?
+
+        package init(reason: String, status: HTTPStatus?) {
+            self.reason = reason
+            self.status = status
+        }
         package var description: String { reason }
     }
 
@@ -29,7 +34,9 @@ package final class HTTPBodyStream: Sendable {
     /// Asks the connection (on its loop) to read again after a pause.
     private let resumeReading: @Sendable () -> Void
 
-    init(resumeReading: @escaping @Sendable () -> Void) {
+    /// `resumeReading` runs when the consumer caught up after a pause (in-process tests feed a
+    /// stream of their own with `append`, `finish` and `fail`).
+    package init(resumeReading: @escaping @Sendable () -> Void) {
         self.resumeReading = resumeReading
     }
 
@@ -59,7 +66,7 @@ package final class HTTPBodyStream: Sendable {
     // MARK: - Connection side (loop thread)
 
     /// Appends bytes; returns false when the connection should stop reading for now.
-    func append(_ bytes: [UInt8]) -> Bool {
+    package func append(_ bytes: [UInt8]) -> Bool {
         guard !bytes.isEmpty else { return true }
         let (waiter, keepReading): (CheckedContinuation<[UInt8]?, any Error>?, Bool) = state.withLock { state in
             if let waiter = state.waiter {
@@ -78,7 +85,7 @@ package final class HTTPBodyStream: Sendable {
         return keepReading
     }
 
-    func finish() {
+    package func finish() {
         let waiter = state.withLock { state -> CheckedContinuation<[UInt8]?, any Error>? in
             state.finished = true
             defer { state.waiter = nil }
@@ -87,7 +94,7 @@ package final class HTTPBodyStream: Sendable {
         waiter?.resume(returning: nil)
     }
 
-    func fail(_ failure: Failure) {
+    package func fail(_ failure: Failure) {
         let waiter = state.withLock { state -> CheckedContinuation<[UInt8]?, any Error>? in
             guard !state.finished, state.failure == nil else { return nil }
             state.failure = failure

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Assets (issue 5): round trip of 0 B, 1 B, 256 KiB - 1, 256 KiB, 256 KiB + 1 and 50 MiB of random
-# bytes, uploaded with Content-Length and with chunked encoding; fileChecksum checked against
-# sha256sum; the bytes saved in records, fetched by another device of the user through
-# downloadURL and compared byte for byte (ETag, Content-Length). Identical bytes uploaded again
-# (either framing) answer the same checksum and are stored once.
+# Assets over the wire (issue 5): a round trip of 50 MiB of random bytes, uploaded with
+# Content-Length and with chunked encoding; fileChecksum checked against sha256sum; the bytes saved
+# in records, fetched by another device of the user through downloadURL and compared byte for byte
+# (ETag, Content-Length); the same bytes again with the other framing answer the same checksum and
+# are stored once; an upload and the next request on one keep-alive connection. The rules in
+# process (sizes around the 256 KiB chunk, the empty asset, dedup, the saved record's members, the
+# download): Tests/NimbusAPITests/AssetTests.swift.
 source "$(dirname "$0")/../lib.sh"
 
 start_store_server
@@ -11,8 +13,7 @@ nimbus_admin user add alice >/dev/null
 issue_token MAC alice mac-mini
 issue_token PHONE alice iphone
 
-KIB256=262144
-sizes=(0 1 $((KIB256 - 1)) $KIB256 $((KIB256 + 1)) 52428800)
+sizes=(52428800)
 declare -A CHECKSUM=() RECEIPT=()
 ops="" distinct_bytes=0 distinct=0
 
@@ -36,8 +37,6 @@ for size in "${sizes[@]}"; do
   [ "$size" = 0 ] && { distinct=$((distinct - 1)); }
 done
 ok "uploads of ${sizes[*]} bytes, each with Content-Length and chunked: 200 with the sha256sum checksum and the size"
-[ "${CHECKSUM[a-0]}" = 47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU= ] || fail "the empty asset's checksum is ${CHECKSUM[a-0]}"
-ok "the empty asset's checksum is the SHA-256 of nothing"
 
 note "the same bytes again, with the other framing"
 for size in "${sizes[@]}"; do
@@ -100,14 +99,7 @@ for size in "${sizes[@]}"; do
     [ "$size" -ge 1000000 ] && note "download of $size bytes took $took ms"
   done
 done
-ok "the phone downloaded all 12 byte-identical (Content-Length, ETag = \"fileChecksum\", sha256sum = fileChecksum)"
-
-note "new bytes from two devices, one after the other"
-random_file "$TEST_TMP/late" 777
-upload_asset "$PHONE" "$TEST_TMP/late" chunked
-upload_asset "$MAC" "$TEST_TMP/late" length
-[ "$(psql_db "SELECT count(*) FROM assets")" = $((distinct + 1)) ] || fail "777 bytes uploaded twice made $(( $(psql_db "SELECT count(*) FROM assets") - distinct )) rows"
-ok "the same 777 bytes from two devices: one more assets row"
+ok "the phone downloaded both byte-identical (Content-Length, ETag = \"fileChecksum\", sha256sum = fileChecksum)"
 
 note "an upload and the next request on one keep-alive connection"
 for framing in length chunked; do
