@@ -44,11 +44,15 @@ final class AssetDownload: @unchecked Sendable {
             try handle.write(contentsOf: data)
             return
         }
+        var writeFailure: (any Error)?
         do {
             // Mutated in place (optional chaining): a copy would copy its pending segment each chunk.
-            try opener?.receive(data) { try handle.write(contentsOf: $0) }
-        } catch let error as EncryptionError {
-            failedToOpen(error)
+            try opener?.receive(data) { plaintext in
+                do { try handle.write(contentsOf: plaintext) } catch { writeFailure = error; throw error }
+            }
+        } catch {
+            if let writeFailure { throw writeFailure }
+            failedToOpen(error)  // the bytes, or the key store read for their key id
         }
     }
 
@@ -56,13 +60,17 @@ final class AssetDownload: @unchecked Sendable {
     /// `size`, when given) and, sealed, every segment opened. Any failure removes the file.
     func finish(checksum: String, size: Int64?, as target: URL) throws -> URL {
         if openFailure == nil, opener != nil, let handle {
+            var writeFailure: (any Error)?
             do {
-                try opener?.finish { try handle.write(contentsOf: $0) }
-            } catch let error as EncryptionError {
-                failedToOpen(error)
+                try opener?.finish { plaintext in
+                    do { try handle.write(contentsOf: plaintext) } catch { writeFailure = error; throw error }
+                }
             } catch {
-                discard()
-                throw NimbusError(.networkFailure, reason: "The download could not be written to \(partial.path): \(error.localizedDescription)")
+                if let writeFailure {
+                    discard()
+                    throw NimbusError(.networkFailure, reason: "The download could not be written to \(partial.path): \(writeFailure.localizedDescription)")
+                }
+                failedToOpen(error)
             }
         }
         let actual = hasher.finalizeBase64()
@@ -103,7 +111,7 @@ final class AssetDownload: @unchecked Sendable {
 
     /// A sealed body that does not open: nothing more is opened or written (the partial
     /// plaintext goes at once), but hashing goes on, so that a corrupted body is still told apart.
-    private func failedToOpen(_ error: EncryptionError) {
+    private func failedToOpen(_ error: any Error) {
         openFailure = error
         opener = nil
         discard()

@@ -28,10 +28,14 @@ struct AssetDownloadTests {
 
     /// `body` fed in `chunk`-byte pieces to a download into a fresh directory, finished against
     /// `checksum` and `size`.
-    func download(_ body: Data, checksum: String, size: Int64?, sealed: Bool, keys: KeyRing? = nil, chunk: Int = 4096) throws -> Outcome {
+    func download(_ body: Data, checksum: String, size: Int64?, sealed: Bool, keys: KeyRing? = nil, keyStoreFails: Bool = false,
+                  chunk: Int = 4096) throws -> Outcome {
         let directory = temporaryDirectory("download")
         let ring = keys ?? KeyRing([key])
-        let opener = sealed ? AssetSealOpener(context: context) { ring.key(id: $0) } : nil
+        let opener = sealed ? AssetSealOpener(context: context) { id in
+            if keyStoreFails { throw NimbusError(.internalError, reason: "the keychain is locked") }
+            return ring.key(id: id)
+        } : nil
         let download = try AssetDownload(directory: directory, opener: opener)
         for start in stride(from: 0, to: body.count, by: chunk) { try download.write(body.subdata(in: start..<min(body.count, start + chunk))) }
         let target = directory.appendingPathComponent("target")
@@ -112,6 +116,11 @@ struct AssetDownloadTests {
         #expect(code(missing) == .encryptionKeyMissing && missing.files.isEmpty)
         let corrupted = try download(body, checksum: Checksum.of(Data()), size: nil, sealed: true, keys: KeyRing())
         #expect(code(corrupted) == .assetCorrupted && corrupted.files.isEmpty)
+        // A key store that cannot be read: its error, after the checksum (the bytes are read to the end).
+        let locked = try download(body, checksum: Checksum.of(body), size: nil, sealed: true, keyStoreFails: true)
+        #expect(code(locked) == .internalError && locked.files.isEmpty, "\(locked.file)")
+        let lockedCorrupted = try download(body, checksum: Checksum.of(Data()), size: nil, sealed: true, keyStoreFails: true)
+        #expect(code(lockedCorrupted) == .assetCorrupted && lockedCorrupted.files.isEmpty)
     }
 
     @Test func aDiscardedDownloadLeavesNothing() throws {
