@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# No-missed-change soak: the integration scenario 34 (8 concurrent writers into one zone, 4 readers
-# following records/changes with tokens; every committed record seen exactly once in its final
-# state, no token going backwards) run for much longer than in the test suite.
+# No-missed-change soak: Tests/integration/soak/no-missed-change.sh (8 concurrent writers into one
+# zone, 4 readers following records/changes with tokens; every committed record seen exactly once
+# in its final state, no token going backwards) against the real binary, for much longer than the
+# in-process test of the same rule (Tests/NimbusAPITests/NoMissedChangeTests.swift) runs.
 #
 #   bash bench/no-missed-change.sh
 #
-# Uses Tests/integration/scenarios/34[-_]no[-_]missed[-_]change.sh and the duration knob it reads
+# Uses Tests/integration/soak/no-missed-change.sh and the duration knob it reads
 # (an environment variable whose name contains SECONDS or DURATION, found in the scenario's
 # source). When the scenario is absent, or has no such knob, it says so and exits 0 without
 # running anything. The scenario gets a scratch PostgreSQL cluster (Tests/test-postgres.sh) and
@@ -26,9 +27,9 @@ SOAK_SECONDS=${BENCH_SOAK_SECONDS:-300}
 NIMBUS_BIN=${NIMBUS_BIN:-${BENCH_NIMBUS_BIN:-}}
 
 scenario=""
-for f in Tests/integration/scenarios/34[-_]no[-_]missed[-_]change.sh; do [ -f "$f" ] && scenario=$f; done
+for f in Tests/integration/soak/no-missed-change.sh; do [ -f "$f" ] && scenario=$f; done
 if [ -z "$scenario" ]; then
-  say "skipped: Tests/integration/scenarios/34-no-missed-change.sh (or 34_no_missed_change.sh) does not exist yet"
+  say "skipped: Tests/integration/soak/no-missed-change.sh does not exist"
   [ -z "$SMOKE" ] || die "smoke mode: no scenario to run"
   exit 0
 fi

@@ -20,6 +20,9 @@ public struct ZoneChanges: Sendable {
     /// Changed records whose encrypted values did not open on this device (`encryptionKeyMissing`,
     /// `decryptionFailed`): never in `modified`, never as garbage.
     public var unreadable: [UnreadableRecord] = []
+    /// How many sealed values `modified` holds, as the changes decoder counted them (nil: not
+    /// counted); a page with none and no declared encrypted assets needs no opening.
+    var sealedValues: Int?
 }
 
 /// One answer of `zones/changes`.
@@ -48,7 +51,28 @@ extension Database {
         request.httpBody = try JSON.encode(body)
         let (data, response) = try await transport.send(request, limit: await pageLimit(resultsLimit, "a records/changes page"))
         try Transport.check(response, data: data, zoneID: zone)
-        return container.openChanges(try ChangesPageDecoder.decode(data, zone: zone))
+        return try await decodeChanges(data, zone: zone)
+    }
+
+    /// The bytes of one `records/changes` page (checked: an error answer throws), not yet decoded:
+    /// the engine reads the next page's token from them (`ChangesContinuation`) and asks for it
+    /// while this one is decoded.
+    func changesAnswer(in zone: ZoneID, since token: SyncToken?, resultsLimit: Int?) async throws -> Data {
+        var body: JSONObject = ["zoneID": ["zoneName": zone.zoneName]]
+        if let token { body["syncToken"] = token.value }
+        if let resultsLimit { body["resultsLimit"] = resultsLimit }
+        var request = transport.request(url("records/changes"), method: "POST", waitSeconds: 0)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSON.encode(body)
+        let (data, response) = try await transport.send(request, limit: await pageLimit(resultsLimit, "a records/changes page"))
+        try Transport.check(response, data: data, zoneID: zone)
+        return data
+    }
+
+    /// A `records/changes` page decoded and its records opened, off the caller's actor (the
+    /// engine's stays free for enqueues meanwhile).
+    func decodeChanges(_ data: Data, zone: ZoneID) async throws -> ZoneChanges {
+        container.openChanges(try ChangesPageDecoder.decode(data, zone: zone))
     }
 
     /// The answer limit of a page of records: `resultsLimit` capped at the server's

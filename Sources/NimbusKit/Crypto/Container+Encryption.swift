@@ -62,14 +62,17 @@ extension Container {
 
     func open(_ record: Record, declared: [String: Set<String>]) throws -> Record {
         var opened = record
-        try open(&opened, declared: declared)
+        var opener: FieldOpener?
+        try open(&opened, declared: declared, opener: &opener)
         return opened
     }
 
     /// Opens the record where it is: a fetched page's records are opened without copying their
     /// fields (the sealed fields are listed first, so the dictionary is not shared while it changes).
-    /// On a throw the record may be half opened; its id and type are unchanged.
-    func open(_ record: inout Record, declared: [String: Set<String>]) throws {
+    /// On a throw the record may be half opened; its id and type are unchanged. `opener` carries
+    /// the key ring and what repeats between fields from one record of a page to the next (nil:
+    /// made here when a record has a sealed field).
+    func open(_ record: inout Record, declared: [String: Set<String>], opener: inout FieldOpener?) throws {
         if declared[record.recordType]?.isEmpty == false { record = markingEncryptedAssets(record, declared: declared) }
         let sealedFields = record.fields.compactMap { key, value -> (String, Data)? in
             guard case .encrypted(let encrypted) = value, encrypted.plaintext == nil, let sealed = encrypted.ciphertext else { return nil }
@@ -79,20 +82,20 @@ extension Container {
             if record.serverFields != nil { record.serverFields = record.fields }
             return
         }
-        var ring = try keyRing()
+        if opener == nil { opener = FieldOpener(container: identifier, ring: try keyRing()) }
         // A fetched record's base fields share the fields' storage: let go of them while opening.
         let hadBase = record.serverFields != nil
         record.serverFields = nil
         defer { if hadBase { record.serverFields = record.fields } }
+        let (zone, type, name) = (record.zoneID.zoneName, record.recordType, record.recordName)
         for (key, sealed) in sealedFields {
-            let context = sealContext(record, field: key)
             do {
-                if let id = SealFormat.keyID(of: sealed), ring.key(id: id) == nil, keyStore != nil {
+                if let id = SealFormat.keyID(of: sealed), opener?.ring.key(id: id) == nil, keyStore != nil {
                     reloadKeys()
-                    ring = try keyRing()
+                    opener = FieldOpener(container: identifier, ring: try keyRing())
                 }
-                let bytes = try SealFormat.openField(sealed, keys: ring, context: context)
-                let plaintext = try FieldPlaintext.decode(bytes, context: context, zoneID: record.zoneID)
+                guard let bytes = try opener?.open(sealed, zone: zone, recordType: type, recordName: name, field: key) else { continue }
+                let plaintext = try FieldPlaintext.decode(bytes, context: sealContext(record, field: key), zoneID: record.zoneID)
                 record.fields[key] = .encrypted(EncryptedValue(plaintext: plaintext, ciphertext: sealed))
             } catch let error as EncryptionError {
                 throw error.nimbusError
@@ -156,7 +159,7 @@ enum FieldPlaintext {
 
     /// Read with the changes decoder's scanner (`RawField`), not `JSONSerialization`: this runs
     /// once per encrypted field of every fetched record.
-    static func decode(_ bytes: Data, context: SealContext, zoneID: ZoneID) throws -> RecordValue {
+    static func decode(_ bytes: Data, context: @autoclosure () -> SealContext, zoneID: ZoneID) throws -> RecordValue {
         let value = try? bytes.withUnsafeBytes { raw -> RecordValue? in
             var s = JSONScanner(raw.bindMemory(to: UInt8.self))
             var field = RawField()
@@ -176,7 +179,7 @@ enum FieldPlaintext {
             return try field.decode(&s, zoneID: zoneID)
         }
         guard let value = value ?? nil, !value.isEncrypted else {
-            throw EncryptionError.decryptionFailed(context, "the plaintext is not a typed value")
+            throw EncryptionError.decryptionFailed(context(), "the plaintext is not a typed value")
         }
         return value
     }

@@ -24,14 +24,17 @@ extension Container {
     /// A page of changes with its records opened; those that do not open move to `unreadable`.
     /// The page is taken over, so each record is opened in place (its fields are not copied).
     func openChanges(_ page: consuming ZoneChanges) -> ZoneChanges {
+        let declared = encryptedAssetFields
+        // A page without sealed values (as the decoder counted) has nothing to open: not copied.
+        if page.sealedValues == 0 && declared.isEmpty { return page }
         var records = page.modified
         page.modified = []
         var opened = page
         opened.modified.reserveCapacity(records.count)
-        let declared = encryptedAssetFields
+        var opener: FieldOpener?  // one per page: the zone key and associated data's fixed part kept
         for index in records.indices {
             do {
-                try open(&records[index], declared: declared)
+                try open(&records[index], declared: declared, opener: &opener)
                 opened.modified.append(records[index])
             } catch {
                 let nimbus = error as? NimbusError ?? NimbusError(.decryptionFailed, reason: "\(error)")

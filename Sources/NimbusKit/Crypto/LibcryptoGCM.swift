@@ -7,7 +7,7 @@ import Foundation
 /// up for its key from `GCMContexts` and sets only its nonce (`EVP_*Init_ex` with the IV alone,
 /// which restarts GCM's counter, hash and tag under the same key).
 enum LibcryptoGCM {
-    static func run(encrypt: Bool, key: Data, nonce: Data, input: Data, aad: Data, tag: Data?) throws -> Data {
+    static func run<AAD: ContiguousBytes>(encrypt: Bool, key: Data, nonce: Data, input: Data, aad: AAD, tag: Data?) throws -> Data {
         guard nonce.count == Primitives.nonceSize else { throw CryptoFailure.badInput }
         let context = try GCMContexts.borrow(key: key, encrypt: encrypt)
         var succeeded = false

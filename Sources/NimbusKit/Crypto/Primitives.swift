@@ -27,7 +27,7 @@ enum Primitives {
     }
 
     /// Opens `ciphertext + tag`; `CryptoFailure.authentication` when anything was changed.
-    static func open(key: Data, nonce: Data, sealed: Data, aad: Data) throws -> Data {
+    static func open<AAD: DataProtocol & ContiguousBytes>(key: Data, nonce: Data, sealed: Data, aad: AAD) throws -> Data {
         guard key.count == keySize, nonce.count == nonceSize, sealed.count >= tagSize else { throw CryptoFailure.authentication }
         let ciphertext = sealed.prefix(sealed.count - tagSize)
         let tag = sealed.suffix(tagSize)

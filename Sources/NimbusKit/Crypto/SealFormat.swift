@@ -101,17 +101,8 @@ enum SealFormat {
     /// Opens a sealed field with the key ring: `encryptionKeyMissing` when the ring lacks its key
     /// id, `decryptionFailed` when it is not this format or was changed or moved.
     static func openField(_ sealed: Data, keys: KeyRing, context: SealContext) throws -> Data {
-        guard sealed.count >= fieldOverhead, let id = keyID(of: sealed) else { throw EncryptionError.decryptionFailed(context, "not a version-1 sealed value") }
-        guard let key = keys.key(id: id) else { throw EncryptionError.keyMissing(context, keyID: id) }
-        let nonce = sealed[sealed.startIndex + 5 ..< sealed.startIndex + 5 + Primitives.nonceSize]  // slices: no copies
-        let body = sealed.suffix(from: sealed.startIndex + 5 + Primitives.nonceSize)
-        let zoneKey = zoneKey(key.bytes, container: context.container, zone: context.zone)
-        do {
-            return try Primitives.open(key: zoneKey, nonce: nonce, sealed: body,
-                                       aad: context.associatedData(kind: UInt8(ascii: "F"), prefix: header(keyID: id)))
-        } catch {
-            throw EncryptionError.decryptionFailed(context, "the ciphertext does not open with key \(id) for this record and field")
-        }
+        var opener = FieldOpener(container: context.container, ring: keys)
+        return try opener.open(sealed, zone: context.zone, recordType: context.recordType, recordName: context.recordName, field: context.field)
     }
 }
 

@@ -195,6 +195,9 @@ public actor SyncEngine {
     /// Bytes the engine wrote to its state file since it opened it (tests, bench/client.sh).
     var stateBytesWritten: Int64 { journal.bytesWritten }
 
+    /// Whether the journal holds entries written but not yet synced to the disk (tests).
+    var stateUnsynced: Bool { journal.unsynced }
+
     /// Appends what changed to the journal; `durable` (enqueues, tokens) waits for the disk.
     func persist(durable: Bool = true) throws {
         try journal.commit(&state, durable: durable)

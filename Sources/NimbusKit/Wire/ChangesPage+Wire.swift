@@ -22,6 +22,7 @@ enum ChangesPageDecoder {
         var moreComing = false
         var modified: [Record] = []
         var deleted: [(id: RecordID, recordType: String?)] = []
+        var sealed = 0
         try s.beginObject()
         var first = true
         while let key = try s.nextKey(&first) {
@@ -31,7 +32,7 @@ enum ChangesPageDecoder {
                 var firstItem = true
                 while try s.nextElement(&firstItem) {
                     guard try s.kind() == .object else { throw JSON.bad("A change is not an object") }
-                    switch try change(&s, zone: zone) {
+                    switch try change(&s, zone: zone, sealed: &sealed) {
                     case .record(let record): modified.append(record)
                     case .tombstone(let id, let type): deleted.append((id, type))
                     }
@@ -45,7 +46,8 @@ enum ChangesPageDecoder {
             }
         }
         guard let token else { throw JSON.bad("records/changes answered without a syncToken") }
-        return ZoneChanges(zoneID: zone, modified: modified, deleted: deleted, syncToken: SyncToken(token), moreComing: moreComing)
+        return ZoneChanges(zoneID: zone, modified: modified, deleted: deleted, syncToken: SyncToken(token), moreComing: moreComing,
+                           sealedValues: sealed)
     }
 
     private enum Change {
@@ -53,8 +55,9 @@ enum ChangesPageDecoder {
         case tombstone(RecordID, String?)
     }
 
-    /// One item of `records`: a live record, or a tombstone (`deleted: true`).
-    private static func change(_ s: inout JSONScanner, zone: ZoneID) throws -> Change {
+    /// One item of `records`: a live record, or a tombstone (`deleted: true`). `sealed` counts
+    /// the encrypted values of live records.
+    private static func change(_ s: inout JSONScanner, zone: ZoneID, sealed: inout Int) throws -> Change {
         var name: String?, type: String?, changeTag: String?, zoneName: String?
         var isDeleted = false
         var created: Record.Stamp?, modified: Record.Stamp?
@@ -98,7 +101,9 @@ enum ChangesPageDecoder {
         if !fieldsNotObject {
             values.reserveCapacity(rawFields.count)
             for (key, field) in rawFields {
-                if let value = try field.decode(&s, zoneID: recordZone) { values[key] = value }
+                guard let value = try field.decode(&s, zoneID: recordZone) else { continue }
+                if case .encrypted = value { sealed += 1 }
+                values[key] = value
             }
         }
         return .record(Record.fromServer(id: RecordID(recordName: name, zoneID: recordZone), recordType: type, fields: values,

@@ -18,7 +18,7 @@ struct RawField {
         guard let typeName = type else { throw JSON.bad("A field has no type") }
         let fieldType = FieldType(rawValue: typeName)
         if fieldType == .encryptedBytes {
-            guard let text = try v.stringValue(), let sealed = Data(base64Encoded: text) else {
+            guard let sealed = try v.base64Value() else {
                 throw JSON.bad("An ENCRYPTED_BYTES field is not base64")
             }
             return .encrypted(EncryptedValue(sealed: sealed))
@@ -46,7 +46,7 @@ struct RawField {
         case .timestamp:
             if let n = try v.numberValue()?.int64 { return .date(WireTime.date(milliseconds: n)) }
         case .bytes:
-            if let s = try v.stringValue(), let data = Data(base64Encoded: s) { return .bytes(data) }
+            if let data = try v.base64Value() { return .bytes(data) }
         case .reference:
             if let reference = try reference(&v, zoneID: zoneID) { return .reference(reference) }
         case .asset:

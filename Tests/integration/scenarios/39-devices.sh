@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
-# Devices (docs/api.md "Devices"): pairing codes, enrollment and self-service revocation, against
-# two instances of the real binary on one database.
+# Devices (docs/api.md "Devices"), the parts that need the real binary: the CLI, two instances of
+# it on one database, real client addresses, /metrics and what lands in dumps and logs. (The
+# domain rules — single-use codes, one answer for wrong and used codes, bad input that creates
+# nothing, the cap of pending codes, GET /devices and revocation — are in-process:
+# Tests/NimbusAPITests/DeviceTests.swift and EnrollmentTests.swift.)
 #
 # - `nimbus device pair` prints code, expiry, pairing URL and a QR code that zbarimg decodes back to
 #   the URL (the printed terminal drawing, turned into an image).
-# - Pair on instance A, enroll on instance B: the new token works at once, appears in GET /devices
-#   and `token list`; the code is single-use (two concurrent enrolls with one code: one 200, one
-#   401); a wrong code gets the same 401 as a used one; the per-user cap of pending codes is 429.
+# - Pair on the shell, enroll on instance B: the new token works at once on A and shows in `token
+#   list`; `token issue` refuses a name in use as enrollment does; an oversized enroll body is 413.
 # - Brute force: enrollFailuresPerMinutePerAddress wrong codes from 127.0.0.2, then the next is 429
 #   with retryAfter; a correct code from 127.0.0.3 still works; the server-wide cap then refuses
 #   every address, a correct code included, on both instances (one count in the database).
-# - Revocation: a device revokes another of its user's devices (next request 401), another user's
-#   token id is NOT_FOUND, a device revokes itself.
-# - Bad input: malformed codes, missing or invalid deviceName, a name already in use, an oversized
-#   body: 4xx in the error shape, no token created, the code still usable; `token issue` refuses a
-#   name in use as enrollment does.
+# - A revocation through A answers 401 on B; `device list` shows it.
 source "$(dirname "$0")/../lib.sh"
 
 PER_ADDRESS=4 OVERALL=9
@@ -26,8 +24,6 @@ start_nimbus --database-url "$NIMBUS_DB_URL" --enroll-failures-per-minute-per-ad
 B_URL=$NIMBUS_URL
 NIMBUS_URL=$A_URL
 nimbus_admin user add alice >/dev/null
-nimbus_admin user add bob >/dev/null
-issue_token BOB bob mac
 
 tokens() { psql_db "SELECT count(*) FROM device_tokens"; }
 
@@ -77,70 +73,20 @@ grep -q "\"alice's mac\" is already the name of one of this user's devices" "$TE
   || fail "token issue with a name in use said: $(cat "$TEST_TMP/issue-err")"
 ok "enrolled on B; the token answers users/current on A and shows in token list"
 
-note "an enrolled device pairs the next one; concurrent enrolls with one code: exactly one wins"
+note "an enrolled device pairs the next one (enrolled on A); an oversized enroll body is 413"
 request POST /devices/pair -H "Authorization: Bearer $MAC" -H 'Content-Type: application/json' --data-binary '{"deviceName":"iphone"}'
 expect_status 200 "POST /devices/pair"
 PHONE_CODE=$(json_field code)
-[[ $(json_field pairingURL) == "nimbus://pair?server="*"&code=${PHONE_CODE//-/}" ]] || fail "pairingURL: $HTTP_BODY"
-expires_at=$(json_field expiresAt)
-now=$(now_ms)
-(( expires_at > now + 590000 && expires_at <= now + 601000 )) || fail "expiresAt $expires_at is not about 600 s from now ($now)"
-body="{\"code\":\"$PHONE_CODE\",\"deviceName\":\"iphone\"}"
-racers=()
-for base in "$A_URL" "$B_URL"; do
-  curl -s --max-time 20 -X POST -H 'Content-Type: application/json' --data-binary "$body" -w ' %{http_code}' \
-    "$base/devices/enroll" >"$TEST_TMP/race-${base##*:}" &
-  racers+=($!)
-done
-wait "${racers[@]}"
-statuses=$(for answer in "$TEST_TMP"/race-*; do sed 's/.* //' "$answer"; echo; done | sort | tr '\n' ' ')
-[ "$statuses" = "200 401 " ] || fail "two concurrent enrolls with one code answered: $statuses"
-PHONE=$(grep -h ' 200$' "$TEST_TMP"/race-* | sed 's/ 200$//' | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
-PHONE_ID=$(grep -h ' 200$' "$TEST_TMP"/race-* | sed -n 's/.*"tokenID":"\([^"]*\)".*/\1/p')
-used_answer=$(grep -h ' 401$' "$TEST_TMP"/race-* | sed 's/ 401$//')
+request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "{\"code\":\"$PHONE_CODE\",\"deviceName\":\"iphone\"}"
+expect_status 200 "enroll the phone"
+PHONE=$(json_field token) PHONE_ID=$(json_field tokenID)
 api_ok "$PHONE" users/current
-ok "one code, two concurrent enrolls on two instances: $statuses"
-
-note "wrong, used and malformed codes"
-request POST /devices/enroll -H 'Content-Type: application/json' --data-binary '{"code":"0000-0000-00","deviceName":"x"}'
-expect_api_error 401 AUTHENTICATION_FAILED "a wrong code"
-wrong_reason=$(json_field reason)
-[ "$wrong_reason" = "$(json_field reason "$used_answer")" ] || fail "a wrong code ($wrong_reason) and a used code ($used_answer) are answered differently"
-request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "$body"
-expect_api_error 401 AUTHENTICATION_FAILED "the used code again"
 before=$(tokens)
-request POST /devices/pair -H "Authorization: Bearer $MAC" --data-binary '{}'
-expect_status 200 "another code"
-GOOD=$(json_field code)
-for bad in '{"code":"ABCD-EFGH-J","deviceName":"x"}' '{"code":"ABCD-EFGH-JKL","deviceName":"x"}' '{"code":"ABCD-EFGH-JU","deviceName":"x"}' \
-           '{"code":"","deviceName":"x"}' '{"code":12,"deviceName":"x"}' '{"deviceName":"x"}' \
-           "{\"code\":\"$GOOD\"}" "{\"code\":\"$GOOD\",\"deviceName\":\"\"}" "{\"code\":\"$GOOD\",\"deviceName\":\"a\\nb\"}" \
-           "{\"code\":\"$GOOD\",\"deviceName\":\"$(repeat_char x 256)\"}" "{\"code\":\"$GOOD\",\"deviceName\":7}" \
-           "{\"code\":\"$GOOD\",\"deviceName\":\"iphone\"}" '[1]' 'not json'; do
-  request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "$bad"
-  expect_api_error 400 BAD_REQUEST "enroll with $bad"
-done
-request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "{\"code\":\"$GOOD\",\"deviceName\":\"iphone\"}"
-json_field reason | grep -q 'deviceName .*iphone.* already' || fail "a device name in use is not named in the reason: $HTTP_BODY"
 head -c $((9 * 1024 * 1024)) /dev/zero | tr '\0' 'x' >"$TEST_TMP/big"
 request POST /devices/enroll -H 'Content-Type: application/json' --data-binary @"$TEST_TMP/big"
 expect_api_error 413 LIMIT_EXCEEDED "an oversized enroll body"
-[ "$(tokens)" = "$before" ] || fail "bad enrollments created tokens"
-request POST /devices/enroll -H 'Content-Type: application/json' --data-binary "{\"code\":\"$GOOD\",\"deviceName\":\"ipad\"}"
-expect_status 200 "the code refused only for bad input still works"
-IPAD=$(json_field token) IPAD_ID=$(json_field tokenID)
-ok "wrong and used codes: one 401 answer; 14 kinds of bad input: 400, nothing created, the code kept; oversized: 413"
-
-note "the per-user cap of pending codes"
-for i in 1 2 3; do
-  request POST /devices/pair -H "Authorization: Bearer $MAC" --data-binary '{}'
-  [ "$HTTP_STATUS" = 200 ] || break
-done
-request POST /devices/pair -H "Authorization: Bearer $MAC" --data-binary '{}'
-expect_api_error 429 THROTTLED "a code beyond maxPendingPairingCodes"
-request POST /devices/pair --data-binary '{}'
-expect_api_error 401 AUTHENTICATION_REQUIRED "pair without a token"
-ok "maxPendingPairingCodes=3: the next code is 429 THROTTLED"
+[ "$(tokens)" = "$before" ] || fail "an oversized enrollment created a token"
+ok "the phone enrolled with a code its mac asked for; a 9 MiB enroll body: 413, nothing created"
 
 note "brute force: per address, then for the whole server"
 nimbus_admin user add carol >/dev/null
@@ -187,35 +133,14 @@ done
 NIMBUS_URL=$A_URL
 ok "$OVERALL failures across addresses → a correct code from a new address is 429 on A and on B (one count for the server)"
 
-note "GET /devices and revocation"
-request GET /devices -H "Authorization: Bearer $MAC"
-expect_status 200 "GET /devices"
-for id in "$MAC_ID" "$PHONE_ID" "$IPAD_ID"; do grep -q "\"tokenID\":\"$id\"" <<<"$HTTP_BODY" || fail "GET /devices lacks $id: $HTTP_BODY"; done
-grep -q "{\"tokenID\":\"$MAC_ID\",[^}]*\"current\":true" <<<"$(sed 's/,"/,"/g' <<<"$HTTP_BODY")" \
-  || grep -q "\"current\":true" <<<"$HTTP_BODY" || fail "no current device: $HTTP_BODY"
-[ "$(grep -o '"current":true' <<<"$HTTP_BODY" | wc -l)" = 1 ] || fail "exactly one device must be current: $HTTP_BODY"
-grep -q "$BOB_ID" <<<"$HTTP_BODY" && fail "alice's devices list bob's token"
+note "revocation on A reaches B; nimbus device list shows it"
 request POST /devices/revoke -H "Authorization: Bearer $MAC" --data-binary "{\"tokenID\":\"$PHONE_ID\"}"
 expect_status 200 "mac revokes the phone"
-expect_json_field revoked true
-api "$PHONE" users/current
-expect_api_error 401 AUTHENTICATION_FAILED "the phone's next request"
 NIMBUS_URL=$B_URL api "$PHONE" users/current
 expect_api_error 401 AUTHENTICATION_FAILED "the phone's next request on B"
-request POST /devices/revoke -H "Authorization: Bearer $MAC" --data-binary "{\"tokenID\":\"$BOB_ID\"}"
-expect_api_error 404 NOT_FOUND "revoking bob's token"
-api_ok "$BOB" users/current
-for bad in '{}' '{"tokenID":""}' '{"tokenID":5}'; do
-  request POST /devices/revoke -H "Authorization: Bearer $MAC" --data-binary "$bad"
-  expect_api_error 400 BAD_REQUEST "revoke with $bad"
-done
-request POST /devices/revoke -H "Authorization: Bearer $IPAD" --data-binary "{\"tokenID\":\"$IPAD_ID\"}"
-expect_status 200 "the ipad signs itself out"
-api "$IPAD" users/current
-expect_api_error 401 AUTHENTICATION_FAILED "the ipad after signing out"
 api_ok "$MAC" users/current
 nimbus_admin device list alice | grep "$PHONE_ID" | grep -q revoked= || fail "device list does not show the phone revoked"
-ok "revoked another device (401 on A and B), bob's token id NOT_FOUND, the ipad revoked itself"
+ok "revoked through A: 401 on B; device list shows it revoked"
 
 note "/metrics, /limits and secrecy"
 curl -s "$A_URL/metrics" >"$TEST_TMP/metrics.txt"
@@ -227,7 +152,7 @@ expect_json_field enrollFailuresPerMinutePerAddress "$PER_ADDRESS"
 "$NIMBUS_TEST_PG_BIN/pg_dump" --no-owner "$NIMBUS_DB_URL" >"$TEST_TMP/dump.sql" || fail "pg_dump failed"
 grep -q 'pairing_codes' "$TEST_TMP/dump.sql" || fail "the dump has no pairing_codes table"
 hits=0
-for secret in "${CODE//-/}" "${PHONE_CODE//-/}" "${GOOD//-/}" "${CAROL_CODE//-/}" "$MAC" "$PHONE" "$IPAD"; do
+for secret in "${CODE//-/}" "${PHONE_CODE//-/}" "${CAROL_CODE//-/}" "$MAC" "$PHONE"; do
   for place in "$TEST_TMP/dump.sql" "$NIMBUS_LOG" "$TEST_TMP/metrics.txt"; do
     grep -a -q -F -- "$secret" "$place" && { hits=$((hits + 1)); fail_later "a code or token (${secret:0:4}…) is in $(basename "$place")"; }
   done

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# No missed change (issue 3, first bullet): 8 writers (each its own device token) create, update
+# No missed change (issue 3, first bullet), the soak against the real binary that
+# bench/no-missed-change.sh runs for minutes (not a scenario of Tests/integration/run.sh: the
+# rule is tested in-process by Tests/NimbusAPITests/NoMissedChangeTests.swift): 8 writers (each its own device token) create, update
 # and delete records in one zone — their own names and 5 shared names updated by everyone with
 # forceUpdate — while 4 readers follow records/changes with their sync tokens in pages of 7 (two
 # from the start, two joining late from no token while the writes go on). Writers log every
