@@ -117,7 +117,7 @@ let package = Package(
         ),
         .testTarget(name: "NimbusSupportTests", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusHTTPTests", dependencies: ["NimbusHTTP", "NimbusSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "NimbusPostgresTests", dependencies: ["NimbusPostgres", "NimbusSupport", "NimbusHTTP"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPushTests", dependencies: ["NimbusPush", "NimbusSupport", "CCrypto"], swiftSettings: swiftSettings),
         .testTarget(name: "NimbusPushSenderTests", dependencies: ["NimbusPushSender", "NimbusPush", "NimbusStore", "NimbusCore", "NimbusSupport", "NimbusTestSupport"],
                     swiftSettings: swiftSettings),

@@ -16,7 +16,7 @@ import NimbusSupport
 struct NegativeControlWrite: RecordWriteStrategy {
     var checksTokenItself: Bool { false }
 
-    func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+    func attempt(_ request: inout RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
         let session = request.session, zoneName = request.zoneName, operations = request.operations
         let atomic = request.atomic, limits = request.limits
         guard RecordStore.deleteSelfTargets(operations).isEmpty, RecordStore.assetCandidates(operations).isEmpty else {
@@ -58,7 +58,7 @@ struct NegativeControlWrite: RecordWriteStrategy {
                 case .save(let record, let sequence, _, _):
                     saveNames.append(record.recordName)
                     saveTypes.append(record.recordType)
-                    saveFields.append(Record.storedFields(record.fields).serializedString)
+                    saveFields.append(Record.storage(of: record.fields).text)
                     saveSequences.append(sequence)
                     saveCreated.append(record.created.timestamp)
                     saveCreatedBy.append(record.created.deviceID)

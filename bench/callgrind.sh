@@ -23,13 +23,16 @@
 #      lookup    records/lookup of 100 record names                               BENCH_LOOKUPS=40
 #      query     records/query, the latest 100 by timestamp                       BENCH_QUERIES=40
 #      limits    GET /limits (the HTTP exchange alone)                            BENCH_LIMITS=400
+#      replace   records/modify, forceReplace of the same 10 records (the optimistic write)  BENCH_REPLACES=40
+#      locked    records/modify, forceReplace of 10 records with a DELETE_SELF reference
+#                (the locked write)                                               BENCH_LOCKED=40
 #    Per record for the first five: ÷ records. The top functions (inclusive of nothing, self cost)
 #    of each dump are printed with callgrind_annotate (BENCH_TOP=15 lines) and the dumps kept in
 #    BENCH_OUT (default /tmp/nimbus-callgrind) for callgrind_annotate / kcachegrind.
 # 4. A summary: Ir per request and per record for each binary (and the ratio new ÷ old).
 #
 # Knobs: BENCH_ONE BENCH_BATCHES BENCH_PAGES BENCH_LOOKUPS BENCH_QUERIES BENCH_LIMITS BENCH_TOP
-#   BENCH_WORKLOADS="one batch changes lookup query limits" BENCH_NIMBUS_BIN BENCH_COMPARE BENCH_OUT
+#   BENCH_WORKLOADS="one batch changes lookup query limits" (replace locked: add them) BENCH_NIMBUS_BIN BENCH_COMPARE BENCH_OUT
 #   BENCH_FEED_RECORDS=4000 BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1 BENCH_KEEP=1
 # Loopback only; bounded (every curl and recload has a time limit); everything stopped by PID.
 # --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_ONE=5 BENCH_BATCHES=2 BENCH_PAGES=2 BENCH_LOOKUPS=2 BENCH_QUERIES=2 BENCH_LIMITS=5 BENCH_TOP=3 BENCH_FEED_RECORDS=400 BENCH_WORKLOADS="one batch changes limits"), the binary of BENCH_NIMBUS_BIN, the whole
@@ -48,6 +51,8 @@ PAGES=${BENCH_PAGES:-60}
 LOOKUPS=${BENCH_LOOKUPS:-40}
 QUERIES=${BENCH_QUERIES:-40}
 LIMITS=${BENCH_LIMITS:-400}
+REPLACES=${BENCH_REPLACES:-40}
+LOCKED=${BENCH_LOCKED:-40}
 TOP=${BENCH_TOP:-15}
 WORKLOADS=${BENCH_WORKLOADS:-one batch changes lookup query limits}
 OUT=${BENCH_OUT:-}  # default /tmp/nimbus-callgrind; in smoke mode the temp dir (removed)
@@ -97,6 +102,13 @@ curl_many() {
   local bad
   bad=$(grep -vc '^200$' "$WORK/codes" || true)
   [ "$bad" = 0 ] || die "$bad of $n answers to $path were not 200: $(sort "$WORK/codes" | uniq -c | paste -sd' ')"
+}
+# modify_ok BODY: one records/modify whose every operation succeeded (curl_many checks statuses only).
+modify_ok() {
+  local answer
+  answer=$(curl -sS --max-time 120 -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+    --data-binary "@$1" "$BASE/records/modify") || die "records/modify failed"
+  ! grep -q serverErrorCode <<<"$answer" || die "records/modify answered an error: ${answer:0:400}"
 }
 RUNS=0
 recload_modify() {  # recload_modify REQUESTS BATCH ZONE PREFIX (names PREFIX[-run]-0-<n>-<i>: new every run)
@@ -164,6 +176,15 @@ for b in "${!BINARIES[@]}"; do
   printf '{"zoneID":{"zoneName":"feed"},"records":[%s]}' "$names" >"$WORK/lookup.json"
   printf '{"zoneID":{"zoneName":"feed"},"query":{"recordType":"AppEvent","sortBy":[{"fieldName":"timestamp","ascending":false}]},"resultsLimit":100}' >"$WORK/query.json"
   printf '{"zoneID":{"zoneName":"feed"},"resultsLimit":200}' >"$WORK/changes.json"
+  # replace: the same 10 records saved again (a plain save: the optimistic write); locked: 10
+  # records referencing a feed record with DELETE_SELF (the locked write, with its edges).
+  ops="" linked=""
+  for ((i = 0; i < 10; i++)); do
+    ops+="${ops:+,}{\"operationType\":\"forceReplace\",\"record\":{\"recordName\":\"replaced-$i\",\"recordType\":\"Replaced\",\"fields\":{\"n\":{\"value\":$i},\"note\":{\"value\":\"saved again and again\"}}}}"
+    linked+="${linked:+,}{\"operationType\":\"forceReplace\",\"record\":{\"recordName\":\"linked-$i\",\"recordType\":\"Linked\",\"fields\":{\"n\":{\"value\":$i},\"owner\":{\"value\":{\"recordName\":\"feed-0-1-0\",\"action\":\"DELETE_SELF\"},\"type\":\"REFERENCE\"}}}}"
+  done
+  printf '{"zoneID":{"zoneName":"feed"},"operations":[%s]}' "$ops" >"$WORK/replace.json"
+  printf '{"zoneID":{"zoneName":"feed"},"operations":[%s]}' "$linked" >"$WORK/locked.json"
   for w in $WORKLOADS; do
     case $w in
       one) measure "$label" one "$ONE" "$ONE" recload_modify "$ONE" 1 one one ;;
@@ -172,6 +193,8 @@ for b in "${!BINARIES[@]}"; do
       lookup) measure "$label" lookup "$LOOKUPS" $((LOOKUPS * 100)) curl_many "$LOOKUPS" records/lookup "$WORK/lookup.json" ;;
       query) measure "$label" query "$QUERIES" $((QUERIES * 100)) curl_many "$QUERIES" records/query "$WORK/query.json" ;;
       limits) measure "$label" limits "$LIMITS" 0 curl_many "$LIMITS" limits "" ;;
+      replace) modify_ok "$WORK/replace.json"; measure "$label" replace "$REPLACES" $((REPLACES * 10)) curl_many "$REPLACES" records/modify "$WORK/replace.json" ;;
+      locked) modify_ok "$WORK/locked.json"; measure "$label" locked "$LOCKED" $((LOCKED * 10)) curl_many "$LOCKED" records/modify "$WORK/locked.json" ;;
       *) die "unknown workload $w" ;;
     esac
   done

@@ -113,13 +113,15 @@ package final class API: Sendable {
                     return
                 }
                 let who = RequestWho()
+                // On the loop the request came in on, as `request.execution` tells every store
+                // the route asks for: statements wait there (`PGPool.query`), suspending the task
+                // and leaving the thread to other connections; blocking work
+                // (`PGPool.withConnection`) hops to a thread that may block. A request made in
+                // process runs on threads that may block.
                 let answering = Answering(writer: writer, bearer: bearer, who: who) {
                     metrics.record(route, method: request.method, status: 200, start: start, who: who, request: request)
                 }
-                // On the connection's event loop: statements that wait there (`PGPool.query`)
-                // suspend the task and leave the thread to other connections; blocking calls
-                // (`PGPool.withConnection`) hop to a thread that may block.
-                Task(executorPreference: CurrentLoop.context?.taskExecutor ?? BlockingExecutor.shared) {
+                Task(executorPreference: request.loop?.taskExecutor ?? BlockingExecutor.shared) {
                     let response: HTTPResponse?
                     var code: String?
                     do {
@@ -183,4 +185,11 @@ package final class RequestWho: Sendable {
     func set(user: String, device: String) {
         state.withLock { $0 = (user, device) }
     }
+}
+
+extension HTTPRequest {
+    /// How a route's task runs its statements: on the loop the request came in on (where
+    /// `API.RouteBuilder` starts the task), else on threads that may block. Stores are asked for
+    /// `.on(request.execution)`.
+    var execution: Execution { loop.map { .onLoop($0) } ?? .blocking }
 }

@@ -33,15 +33,15 @@ struct AssetRoutes: Sendable {
     static func requestUploads(_ context: DatabaseRoutes.Context, _ request: AssetUploadsRequest, assets: AssetStore,
                                schemas: SchemaStore) async throws -> HTTPResponse? {
         let container = context.session.container, environment = context.session.environment
-        let schema = try await schemas.schema(container: container, environment: environment)
+        let schema = try await schemas.on(context.execution).schema(container: container, environment: environment)
         if let refused = request.uploads.first(where: { Self.uploadProblem($0, schema: schema, development: nil, environment: environment) != nil }) {
             // Development is read only to word a production refusal: deploy it, or "did you mean …?".
-            let development = environment == .production ? try await schemas.schema(container: container, environment: .development) : nil
+            let development = environment == .production ? try await schemas.on(context.execution).schema(container: container, environment: .development) : nil
             let problem = Self.uploadProblem(refused, schema: schema, development: development, environment: environment)
             throw SyncError(.badRequest, problem ?? "Upload URLs are only for ASSETID fields.")
         }
         let requests = request.uploads.map { (recordType: $0.recordType, fieldName: $0.fieldName, recordName: $0.recordName) }
-        let ids = try await assets.createUploads(context.session, zoneName: request.zoneName, requests: requests)
+        let ids = try await assets.on(context.execution).createUploads(context.session, zoneName: request.zoneName, requests: requests)
         let tokens: [JSONValue] = zip(requests, ids).map { request, id in
             .object(["recordName": .string(request.recordName), "fieldName": .string(request.fieldName),
                      "url": .string(context.baseURL + "/assets/1/upload/" + id)])
@@ -76,6 +76,7 @@ struct AssetRoutes: Sendable {
     }
 
     private static func upload(_ request: HTTPRequest, bearer: API.Bearer, assets: AssetStore, limits: Limits) async throws -> HTTPResponse {
+        let assets = assets.on(request.execution)
         let digest = try bearer.digest()
         let session: Session
         switch try await assets.uploadAccess(tokenDigest: digest, uploadID: request.pathParameters["id"] ?? "") {
@@ -100,6 +101,7 @@ struct AssetRoutes: Sendable {
     }
 
     private static func download(_ request: HTTPRequest, answering: API.Answering, assets: AssetStore) async throws -> HTTPResponse? {
+        let assets = assets.on(request.execution)
         let digest = try answering.bearer.digest()
         let (access, stored) = try await assets.downloadAccess(tokenDigest: digest, handle: request.pathParameters["handle"] ?? "")
         switch access {

@@ -65,6 +65,7 @@ struct DatabaseRouteGroup {
                                route: (method: String, name: String, sessionMayBeCached: Bool, run: DatabaseRoutes.Operation),
                                accounts: AccountStore, publicURL: String?, limits: Limits) async throws -> HTTPResponse? {
         let (container, environment) = try address(request.pathParameters)
+        let accounts = accounts.on(request.execution)
         let digest = try answering.bearer.digest()
         let baseURL = Wire.baseURL(request, publicURL: publicURL)
         if route.sessionMayBeCached, let cached = accounts.cachedSession(tokenDigest: digest, container: container, environment: environment) {

@@ -24,11 +24,8 @@ struct DatabaseRoutes: Sendable {
         /// Base of absolute URLs in answers: `--public-url`, else from the request's Host.
         var baseURL: String
         var limits: Limits
-
-        /// A record as answered: download URLs filled in for its assets.
-        func render(_ record: Record, desiredKeys: Set<String>?, assets: AssetStore) -> JSONValue {
-            renderer(assets: assets).render(record, desiredKeys: desiredKeys)
-        }
+        /// How the operation's statements run: stores are asked for `.on(execution)`.
+        var execution: Execution { request.execution }
 
         /// What rendering needs, without the request (parked long-polls keep only this).
         func renderer(assets: AssetStore) -> RecordRenderer {
@@ -36,17 +33,15 @@ struct DatabaseRoutes: Sendable {
         }
     }
 
-    /// Renders records with absolute download URLs for their assets.
+    /// What writing records into answers needs beyond the records: absolute download URLs for
+    /// their assets.
     struct RecordRenderer: Sendable {
         let assets: AssetStore
         let baseURL: String
         let databaseID: Int64
 
-        func render(_ record: Record, desiredKeys: Set<String>?) -> JSONValue {
-            let base = baseURL, databaseID = databaseID, assets = assets
-            return record.withDownloadURLs { asset in
-                base + assets.downloadPath(databaseID: databaseID, fileChecksum: asset.fileChecksum, size: asset.size)
-            }.json(desiredKeys: desiredKeys)
+        func downloadURL(_ asset: AssetValue) -> String {
+            baseURL + assets.downloadPath(databaseID: databaseID, fileChecksum: asset.fileChecksum, size: asset.size)
         }
     }
 
@@ -63,10 +58,19 @@ struct DatabaseRoutes: Sendable {
         var group = DatabaseRouteGroup(accounts: store.accounts, publicURL: publicURL, limits: limits, api: api)
         // records/modify and records/changes may start from a cached session: their statements
         // check the token themselves.
-        group.post("records/modify", sessionMayBeCached: true, records.modify)
-        group.post("records/lookup", records.lookup)
-        group.post("records/query", records.query)
-        group.post("records/changes", sessionMayBeCached: true, records.changes)
+        // The four record operations return a `RecordsAnswer`, written here (nil: a parked long-poll).
+        group.post("records/modify", sessionMayBeCached: true) { (context, request: ModifyRecordsRequest) in
+            try await records.modify(context, request).response(renderer: records.renderer(context))
+        }
+        group.post("records/lookup") { (context, request: LookupRecordsRequest) in
+            try await records.lookup(context, request).response(renderer: records.renderer(context))
+        }
+        group.post("records/query") { (context, request: QueryRecordsRequest) in
+            try await records.query(context, request).response(renderer: records.renderer(context))
+        }
+        group.post("records/changes", sessionMayBeCached: true) { (context, request: RecordChangesRequest) in
+            try await records.changes(context, request)?.response(renderer: records.renderer(context))
+        }
         group.get("zones/list", zones.list)
         group.post("zones/lookup", zones.lookup)
         group.post("zones/modify", zones.modify)
@@ -104,15 +108,14 @@ enum Wire {
         (publicURL ?? request.origin).trimmingSuffix("/")
     }
 
-    /// An error item: the request-level error fields plus what it is about.
-    static func item(_ error: ItemError, desiredKeys: Set<String>? = nil, extra: JSONObject = [:],
-                     render: ((Record, Set<String>?) -> JSONValue)? = nil) -> JSONValue {
+    /// An error item: the request-level error fields plus what it is about. A record's
+    /// `serverRecord` is not among them: `RecordsAnswer` writes it after them.
+    static func item(_ error: ItemError, extra: JSONObject = [:]) -> JSONValue {
         var object = extra
         if let name = error.recordName { object["recordName"] = .string(name) }
         object["uuid"] = .string(UUID().uuidString.lowercased())
         object["serverErrorCode"] = .string(error.code.name)
         object["reason"] = .string(error.reason)
-        if let record = error.serverRecord { object["serverRecord"] = render?(record, desiredKeys) ?? record.json(desiredKeys: desiredKeys) }
         return .object(object)
     }
 

@@ -19,7 +19,7 @@ struct PushHandlers: Sendable {
                 throw SyncError(.badRequest, "Push is not configured for container \(Names.quoted(container)): "
                     + "the operator has given it no APNs topic (--apns-topics).")
             }
-            try await registrations.register(context.session, registration)
+            try await registrations.on(context.execution).register(context.session, registration)
         }
         return Wire.json(.object([
             "apnsEnvironment": .string(registration.apnsEnvironment.rawValue),
@@ -31,7 +31,7 @@ struct PushHandlers: Sendable {
     func unregister(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
         // A registration left from when push was on is removed all the same: that is the
         // device's wish, and nothing is stored.
-        let removed = try await registrations.unregister(context.session)
+        let removed = try await registrations.on(context.execution).unregister(context.session)
         var answer: JSONObject = ["unregistered": .bool(removed)]
         if !settings.isOn { answer["push"] = .string(PushSettings.Mode.off.rawValue) }
         return Wire.json(.object(answer))

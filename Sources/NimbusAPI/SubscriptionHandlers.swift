@@ -12,13 +12,13 @@ struct SubscriptionHandlers: Sendable {
     let limits: Limits
 
     func list(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
-        let subscriptions = try await subscriptions.listSubscriptions(context.session)
+        let subscriptions = try await subscriptions.on(context.execution).listSubscriptions(context.session)
         return Wire.json(.object(["subscriptions": .array(subscriptions.map(\.json))]))
     }
 
     func lookup(_ context: DatabaseRoutes.Context, _ request: LookupSubscriptionsRequest) async throws -> HTTPResponse? {
         let ids = request.ids
-        let all = Dictionary(try await subscriptions.listSubscriptions(context.session).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let all = Dictionary(try await subscriptions.on(context.execution).listSubscriptions(context.session).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let items: [JSONValue] = ids.map { id in
             all[id]?.json ?? Wire.item(ItemError(.notFound, "Subscription \(Names.quoted(id)) does not exist."),
                                         extra: ["subscriptionID": .string(id)])
@@ -27,12 +27,12 @@ struct SubscriptionHandlers: Sendable {
     }
 
     func modify(_ context: DatabaseRoutes.Context, _ request: ModifySubscriptionsRequest) async throws -> HTTPResponse? {
-        let schema = try await schemas.schema(container: context.session.container, environment: context.session.environment)
+        let schema = try await schemas.on(context.execution).schema(container: context.session.container, environment: context.session.environment)
         let planned = request.entries(schema: schema.recordTypes)
         let operations = planned.compactMap { entry -> SubscriptionOperation? in
             if case .run(let operation) = entry { return operation } else { return nil }
         }
-        var results = try await subscriptions.modifySubscriptions(context.session, operations: operations).makeIterator()
+        var results = try await subscriptions.on(context.execution).modifySubscriptions(context.session, operations: operations).makeIterator()
         let items: [JSONValue] = planned.map { entry in
             switch entry {
             case .refused(let id, let error):
@@ -53,7 +53,7 @@ struct SubscriptionHandlers: Sendable {
     func createToken(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse? {
         let session = context.session
         let channel = notifications.channelID(databaseID: session.databaseID)
-        let sequence = try await notifications.currentNotificationSequence(databaseID: session.databaseID)
+        let sequence = try await notifications.on(context.execution).currentNotificationSequence(databaseID: session.databaseID)
         return Wire.json(.object([
             "apnsToken": .string(channel),
             "webcourierURL": .string(context.baseURL + "/webcourier/1/" + channel),
@@ -88,13 +88,13 @@ struct WebcourierRoute: Sendable {
         let notFound = SyncError(.notFound, "There is no notification channel at \(request.path).")
         guard let databaseID = notifications.databaseID(channel: request.pathParameters["channel"] ?? "") else {
             // Authenticate first, so a bad token is 401 whatever the channel.
-            if case .unauthenticated = try await notifications.channelAccess(tokenDigest: digest, databaseID: -1) {
+            if case .unauthenticated = try await notifications.on(request.execution).channelAccess(tokenDigest: digest, databaseID: -1) {
                 throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
             }
             throw notFound
         }
         let session: Session
-        switch try await notifications.channelAccess(tokenDigest: digest, databaseID: databaseID) {
+        switch try await notifications.on(request.execution).channelAccess(tokenDigest: digest, databaseID: databaseID) {
         case .unauthenticated: throw SyncError(.authenticationFailed, "The bearer token is unknown or revoked.")
         case .notFound: throw notFound
         case .granted(let granted): session = granted
@@ -109,7 +109,7 @@ struct WebcourierRoute: Sendable {
             if let pushOutbox, sequence > 0 {
                 // The device has everything up to `since`: its pushes waiting out the grace for
                 // those are not needed. A failure here must not fail the poll (the push goes out).
-                do { try await pushOutbox.deliveredByLongPoll(session, upTo: sequence) } catch {
+                do { try await pushOutbox.on(request.execution).deliveredByLongPoll(session, upTo: sequence) } catch {
                     Logger(subsystem: "push").warning("could not drop pushes delivered by long-poll", ["error": "\(error)"])
                 }
             }
@@ -125,7 +125,7 @@ struct WebcourierRoute: Sendable {
             // Long-poll first on every instance: marked before the first read, so a write that
             // this read misses holds the device's push for the grace. A failure must not fail the
             // poll (pushes then go at once).
-            do { try await pushOutbox.longPollParked(session, waitSeconds: wait) } catch {
+            do { try await pushOutbox.on(request.execution).longPollParked(session, waitSeconds: wait) } catch {
                 Logger(subsystem: "push").warning("could not mark a parked long-poll", ["error": "\(error)"])
             }
         }
@@ -135,7 +135,7 @@ struct WebcourierRoute: Sendable {
                      "cursor": .string(notifications.cursor(databaseID: databaseID, sequence: page.cursor)),
                      "moreComing": .bool(page.moreComing)])
         }
-        let first = try await notifications.notifications(session, after: after, limit: limit)
+        let first = try await notifications.on(request.execution).notifications(session, after: after, limit: limit)
         if !first.notifications.isEmpty || first.moreComing || wait == 0 {
             return Wire.json(answer(first))
         }
@@ -147,6 +147,7 @@ struct WebcourierRoute: Sendable {
                             emptyAnswer: empty.serialized(), onFinish: answering.answered,
                             isRelevant: { $0.kind == .notifications && $0.sequence > position },
                             reread: { _ in
+                                // On the wake's task (not the request's loop): `notifications` runs `.offloaded`.
                                 let page = try await notifications.notifications(session, after: position, limit: limit)
                                 return page.notifications.isEmpty ? nil : answer(page).serialized()
                             })

@@ -12,13 +12,13 @@ struct ZoneHandlers: Sendable {
     let limits: Limits
 
     func list(_ context: DatabaseRoutes.Context) async throws -> HTTPResponse {
-        let zones = try await zones.listZones(context.session)
+        let zones = try await zones.on(context.execution).listZones(context.session)
         return Wire.json(.object(["zones": .array(zones.map { zoneJSON($0, context.session) })]))
     }
 
     func lookup(_ context: DatabaseRoutes.Context, _ request: LookupZonesRequest) async throws -> HTTPResponse {
         let names = request.names
-        let found = try await zones.lookupZones(context.session, names: names.filter(Names.isValidZoneName))
+        let found = try await zones.on(context.execution).lookupZones(context.session, names: names.filter(Names.isValidZoneName))
         let items: [JSONValue] = names.map { name in
             if let zone = found[name] { return zoneJSON(zone, context.session) }
             return Wire.item(ItemError(.zoneNotFound, "Zone \(Names.quoted(name)) does not exist."), extra: ["zoneID": Wire.zoneID(name)])
@@ -27,7 +27,7 @@ struct ZoneHandlers: Sendable {
     }
 
     func modify(_ context: DatabaseRoutes.Context, _ request: ModifyZonesRequest) async throws -> HTTPResponse {
-        var results = try await zones.modifyZones(context.session, operations: request.operations).makeIterator()
+        var results = try await zones.on(context.execution).modifyZones(context.session, operations: request.operations).makeIterator()
         let items: [JSONValue] = request.entries.map { entry in
             switch entry {
             case .refused(let name, let error):
@@ -54,7 +54,7 @@ struct ZoneHandlers: Sendable {
             }
             return .object(["zones": .array(zones), "syncToken": .string(changes.token), "moreComing": .bool(changes.moreComing)])
         }
-        let first = try await zones.zoneChanges(session, token: token, limit: limit)
+        let first = try await zones.on(context.execution).zoneChanges(session, token: token, limit: limit)
         if !first.zones.isEmpty || wait == 0 {
             return Wire.json(answer(first))
         }
@@ -63,6 +63,7 @@ struct ZoneHandlers: Sendable {
                             emptyAnswer: empty.serialized(), onFinish: context.answering.answered,
                             isRelevant: { $0.kind == .records || $0.kind == .zones },
                             reread: { _ in
+                                // On the wake's task (not the request's loop): `zones` runs `.offloaded`.
                                 let changes = try await zones.zoneChanges(session, token: token, limit: limit)
                                 return changes.zones.isEmpty ? nil : answer(changes).serialized()
                             })

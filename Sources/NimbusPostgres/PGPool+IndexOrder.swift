@@ -12,8 +12,9 @@ extension PGPool {
     /// it), so PostgreSQL chose a bitmap scan of every later row of the zone and a top-n sort:
     /// 210 ms for the first page of a 100,000-record zone and every page reading the whole rest,
     /// a first sync of 100,000 records taking 14-28 s where 1.5 s is the index scan's time.
-    package func readInIndexOrder<T: Sendable>(_ sql: SQL, _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
-        if let loop = CurrentLoop.context {
+    package func readInIndexOrder<T: Sendable>(_ sql: SQL, on execution: Execution = .offloaded,
+                                               _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
+        if let loop = execution.currentLoop {
             return try await withConnection(on: loop) { connection in
                 _ = try await connection.query("SET enable_sort = off", on: loop) { _ in () }
                 let value: T
@@ -27,7 +28,7 @@ extension PGPool {
                 return value
             }
         }
-        return try await withConnection { connection in
+        return try await withConnection(on: execution) { connection in
             _ = try connection.run("SET enable_sort = off")
             let value: T
             do {

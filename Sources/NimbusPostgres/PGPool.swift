@@ -74,11 +74,13 @@ package final class PGPool: Sendable {
         state.withLock { Statistics(inUse: $0.borrowed, idle: $0.idle.count, max: configuration.maxConnections, waiting: $0.waiters.count) }
     }
 
-    /// Borrows a connection for `body`, which runs on a thread that may block.
-    package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
+    /// Borrows a connection for `body`, which runs on a thread that may block: the caller's own
+    /// when `execution` says it may block (`.blocking`), else a borrower queue's.
+    package func withConnection<T: Sendable>(on execution: Execution = .offloaded,
+                                             _ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
         let lease = try await acquire()
-        if BlockingExecutor.isCurrentThreadBlockingAllowed {
-            // A request task on a thread that may block: no hop to a borrower queue and back.
+        if execution.mayBlock {
+            // The caller's thread may block: no hop to a borrower queue and back.
             let connection: PGConnection
             if let leased = lease.connection {
                 connection = leased
@@ -148,29 +150,32 @@ package final class PGPool: Sendable {
         }
     }
 
-    /// One statement's rows: waiting on the current thread's event loop when it runs one (no
-    /// thread hop), else on a thread that may block.
-    package func query<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> [Row] {
-        if let loop = CurrentLoop.context {
+    /// One statement's rows, run as `execution` says: waiting on the caller's event loop
+    /// (`.onLoop`: no thread hop), inline (`.blocking`), or on a borrower queue (`.offloaded`).
+    package func query<Row: Sendable>(_ sql: SQL, on execution: Execution = .offloaded,
+                                      decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> [Row] {
+        if let loop = execution.currentLoop {
             return try await withConnection(on: loop) { try await $0.query(sql, on: loop, decode: decode) }
         }
-        return try await withConnection { try $0.query(sql, decode: decode) }
+        return try await withConnection(on: execution) { try $0.query(sql, decode: decode) }
     }
 
-    /// One statement's whole result, read by `body` in one pass, as `query` waits for it.
-    package func read<T: Sendable>(_ sql: SQL, _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
-        if let loop = CurrentLoop.context {
+    /// One statement's whole result, read by `body` in one pass, run as `query`.
+    package func read<T: Sendable>(_ sql: SQL, on execution: Execution = .offloaded,
+                                   _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
+        if let loop = execution.currentLoop {
             return try await withConnection(on: loop) { try await $0.read(sql, on: loop, body) }
         }
-        return try await withConnection { try $0.read(sql, body) }
+        return try await withConnection(on: execution) { try $0.read(sql, body) }
     }
 
-    /// One statement's first row, as `query`.
-    package func queryFirst<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> Row? {
-        if let loop = CurrentLoop.context {
+    /// One statement's first row, run as `query`.
+    package func queryFirst<Row: Sendable>(_ sql: SQL, on execution: Execution = .offloaded,
+                                           decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> Row? {
+        if let loop = execution.currentLoop {
             return try await withConnection(on: loop) { try await $0.queryFirst(sql, on: loop, decode: decode) }
         }
-        return try await withConnection { try $0.queryFirst(sql, decode: decode) }
+        return try await withConnection(on: execution) { try $0.queryFirst(sql, decode: decode) }
     }
 
     /// A connection taken out of the pool until `giveBack` (for `withLease`).
@@ -193,9 +198,10 @@ package final class PGPool: Sendable {
         release(connection, failure: failure)
     }
 
-    /// Borrows a connection and runs `body` in a transaction on it.
-    package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
-        try await withConnection { connection in
+    /// Borrows a connection and runs `body` in a transaction on it (where: as `withConnection`).
+    package func withTransaction<T: Sendable>(on execution: Execution = .offloaded,
+                                              _ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
+        try await withConnection(on: execution) { connection in
             try connection.withTransaction(body)
         }
     }

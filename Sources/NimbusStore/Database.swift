@@ -56,13 +56,24 @@ package final class Database: Sendable {
 /// A store: a view of the shared `Database` that owns one aggregate's SQL. The other stores it
 /// calls are given to it in its initializer (wired by `Store`; docs/architecture.md "The store's
 /// rooms"), never reached through here.
-protocol DatabaseBacked: Sendable {
+///
+/// Its statements run as its `execution` says: `.offloaded` unless whoever asked for the store
+/// stated otherwise (`store.records.on(.onLoop(loop))` from a request's task on its loop).
+package protocol DatabaseBacked: Sendable {
     var database: Database { get }
+    var execution: Execution { get set }
 }
 
 extension DatabaseBacked {
+    /// This store, and the stores it calls, with their statements run as `execution` says.
+    package func on(_ execution: Execution) -> Self {
+        var store = self
+        store.execution = execution
+        return store
+    }
+
     /// The pool, with database errors mapped to domain errors where they leave the store.
-    var pool: StorePool { StorePool(pool: database.rawPool) }
+    var pool: StorePool { StorePool(pool: database.rawPool, execution: execution) }
     var signer: TokenSigner { database.signer }
     var clock: any WallClock { database.clock }
     var hub: ChangeHub { database.hub }

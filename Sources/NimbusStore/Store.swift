@@ -7,6 +7,7 @@ import NimbusSupport
 /// the service lives in this module; handlers take only the stores they use.
 package struct Store: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 
     package init(database: Database) {
         self.database = database
@@ -38,28 +39,28 @@ package struct Store: DatabaseBacked {
 
     // The one place stores are wired to the stores they call (docs/architecture.md "The
     // store's rooms"); each is a small value over the shared `database`, made when asked for.
-    package var accounts: AccountStore { AccountStore(database: database) }
-    package var devices: DeviceStore { DeviceStore(database: database) }
-    package var zones: ZoneStore { ZoneStore(database: database) }
-    package var schemas: SchemaStore { SchemaStore(database: database) }
-    package var assets: AssetStore { AssetStore(database: database) }
-    package var subscriptions: SubscriptionStore { SubscriptionStore(database: database) }
-    package var notifications: NotificationStore { NotificationStore(database: database) }
-    package var records: RecordStore { RecordStore(database: database, accounts: accounts, schemas: schemas, assets: assets) }
-    package var pruner: Pruner { Pruner(database: database, records: records, assets: assets) }
-    package var pushRegistrations: PushRegistrationStore { PushRegistrationStore(database: database) }
-    package var pushOutbox: PushOutboxStore { PushOutboxStore(database: database) }
+    package var accounts: AccountStore { AccountStore(database: database, execution: execution) }
+    package var devices: DeviceStore { DeviceStore(database: database, execution: execution) }
+    package var zones: ZoneStore { ZoneStore(database: database, execution: execution) }
+    package var schemas: SchemaStore { SchemaStore(database: database, execution: execution) }
+    package var assets: AssetStore { AssetStore(database: database, execution: execution) }
+    package var subscriptions: SubscriptionStore { SubscriptionStore(database: database, execution: execution) }
+    package var notifications: NotificationStore { NotificationStore(database: database, execution: execution) }
+    package var records: RecordStore { RecordStore(database: database, execution: execution, accounts: accounts, schemas: schemas, assets: assets) }
+    package var pruner: Pruner { Pruner(database: database, execution: execution, records: records, assets: assets) }
+    package var pushRegistrations: PushRegistrationStore { PushRegistrationStore(database: database, execution: execution) }
+    package var pushOutbox: PushOutboxStore { PushOutboxStore(database: database, execution: execution) }
     /// The operators' views of push: the delivery log, registrations, the queue.
-    package var pushReport: PushReport { PushReport(database: database) }
+    package var pushReport: PushReport { PushReport(database: database, execution: execution) }
     /// Pushes queued, sent, failed and skipped since start (`/metrics`; the sender counts its sends).
     package var pushCounters: PushCounters { database.pushCounters }
-    package var statistics: StatisticsStore { StatisticsStore(database: database) }
+    package var statistics: StatisticsStore { StatisticsStore(database: database, execution: execution) }
     package var admin: AdminStore {
-        AdminStore(database: database, accounts: accounts, devices: devices, schemas: schemas, records: records, assets: assets)
+        AdminStore(database: database, execution: execution, accounts: accounts, devices: devices, schemas: schemas, records: records, assets: assets)
     }
-    package var exports: UserExport { UserExport(database: database, schemas: schemas, subscriptions: subscriptions, assets: assets) }
+    package var exports: UserExport { UserExport(database: database, execution: execution, schemas: schemas, subscriptions: subscriptions, assets: assets) }
     package var imports: UserImport {
-        UserImport(database: database, accounts: accounts, zones: zones, schemas: schemas, records: records, assets: assets,
+        UserImport(database: database, execution: execution, accounts: accounts, zones: zones, schemas: schemas, records: records, assets: assets,
                    subscriptions: subscriptions)
     }
     /// Parked long-polls (woken by commits here and by NOTIFY from other instances).
@@ -146,7 +147,7 @@ package struct Store: DatabaseBacked {
 
 extension PushOutboxStore {
     /// The outbox's one store it calls (claimed pushes carry the notification feed's cursor).
-    var notifications: NotificationStore { NotificationStore(database: database) }
+    var notifications: NotificationStore { NotificationStore(database: database, execution: execution) }
 }
 
 /// A round trip to the database and the server that answered it, without PostgreSQL's types.

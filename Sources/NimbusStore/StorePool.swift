@@ -5,39 +5,40 @@ import NimbusSupport
 
 /// The pool as the stores use it: a database error that means "try again" or "bad input"
 /// leaves the store as a `SyncError` (the API knows nothing of PostgreSQL); any other error is
-/// the server's fault and leaves as it is.
+/// the server's fault and leaves as it is. Its statements run as `execution` says (the
+/// store's, stated by whoever asked for the store: `DatabaseBacked.on`).
 struct StorePool: Sendable {
     let pool: PGPool
+    var execution: Execution = .offloaded
     private static let logger = Logger(subsystem: "store")
 
     func withConnection<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
-        try await Self.mapping { try await pool.withConnection(body) }
+        try await Self.mapping { try await pool.withConnection(on: execution, body) }
     }
 
     func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws -> T) async throws -> T {
-        try await Self.mapping { try await pool.withTransaction(body) }
+        try await Self.mapping { try await pool.withTransaction(on: execution, body) }
     }
 
     func withLease<T: Sendable>(_ body: @Sendable (PGLease) async throws -> T) async throws -> T {
         try await Self.mapping { try await pool.withLease(body) }
     }
 
-
     func query<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> [Row] {
-        try await Self.mapping { try await pool.query(sql, decode: decode) }
+        try await Self.mapping { try await pool.query(sql, on: execution, decode: decode) }
     }
 
     func read<T: Sendable>(_ sql: SQL, _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
-        try await Self.mapping { try await pool.read(sql, body) }
+        try await Self.mapping { try await pool.read(sql, on: execution, body) }
     }
 
     /// `read` with the planner's sorts off for the statement (`PGPool.readInIndexOrder`).
     func readInIndexOrder<T: Sendable>(_ sql: SQL, _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
-        try await Self.mapping { try await pool.readInIndexOrder(sql, body) }
+        try await Self.mapping { try await pool.readInIndexOrder(sql, on: execution, body) }
     }
 
     func queryFirst<Row: Sendable>(_ sql: SQL, decode: @escaping @Sendable (PGRow) throws -> Row) async throws -> Row? {
-        try await Self.mapping { try await pool.queryFirst(sql, decode: decode) }
+        try await Self.mapping { try await pool.queryFirst(sql, on: execution, decode: decode) }
     }
 
     var statistics: PGPool.Statistics { pool.statistics }

@@ -209,9 +209,9 @@ import Testing
         let record = Fixture.record("r", type: "Item", fields: ["secret": .encrypted("c2VhbGVk"), "title": .string("t")])
         var bytes: [UInt8] = []
         record.writeJSON(to: &bytes)
-        #expect(bytes == record.json().serialized())
-        #expect(record.json()["fields"]?["secret"] == .object(["value": .string("c2VhbGVk"), "type": .string("ENCRYPTED_BYTES")]))
-        #expect(try Record.fields(fromStored: Record.storedFields(record.fields)) == record.fields)
+        #expect(bytes == RecordTests.expectedTree(record).serialized())
+        #expect(try JSONValue.parse(bytes)["fields"]?["secret"] == .object(["value": .string("c2VhbGVk"), "type": .string("ENCRYPTED_BYTES")]))
+        #expect(try Record.fields(fromStored: JSONValue.parse(Array(Record.storage(of: record.fields).text.utf8))) == record.fields)
     }
 
     /// Sealed alerts: an alert subscription's desiredKeys naming an encrypted field carry its

@@ -16,8 +16,30 @@ import Testing
                         created: RecordStamp(timestamp: 1, userRecordName: "_u1", deviceID: "mac-mini"),
                         modified: RecordStamp(timestamp: 2, userRecordName: "_u1", deviceID: "iphone"), zoneName: "_defaultZone")
 
-    @Test func theRecordDictionaryHasTheAPIShape() {
-        let json = record.json()
+    /// The one writer's bytes for `record` (`RecordWire` through `Record.writeJSON`).
+    static func written(_ record: Record, desiredKeys: Set<String>? = nil, downloadURL: ((AssetValue) -> String)? = nil) -> [UInt8] {
+        var writer = JSONPageWriter()
+        record.writeJSON(desiredKeys: desiredKeys, downloadURL: downloadURL, to: &writer)
+        return writer.finish()
+    }
+
+    /// The record dictionary of API.md § Records built member by member as a JSON tree, apart
+    /// from the writer: what the writer's bytes must be (serialized in this member order).
+    static func expectedTree(_ record: Record, desiredKeys: Set<String>? = nil) -> JSONValue {
+        var fields = JSONObject()
+        for name in record.fields.keys.sorted() where desiredKeys?.contains(name) ?? true {
+            if let value = record.fields[name] { fields[name] = ["value": value.json, "type": .string(value.type.name)] }
+        }
+        func stamp(_ stamp: RecordStamp) -> JSONValue {
+            ["timestamp": .integer(stamp.timestamp), "userRecordName": .string(stamp.userRecordName), "deviceID": .string(stamp.deviceID)]
+        }
+        return ["recordName": .string(record.recordName), "recordType": .string(record.recordType), "recordChangeTag": .string(record.changeTag),
+                "fields": .object(fields), "created": stamp(record.created), "modified": stamp(record.modified), "deleted": false,
+                "zoneID": ["zoneName": .string(record.zoneName)]]
+    }
+
+    @Test func theRecordDictionaryHasTheAPIShape() throws {
+        let json = try JSONValue.parse(Self.written(record))
         #expect(json["recordName"] == "evt-1")
         #expect(json["recordType"] == "BlockedAppEvent")
         #expect(json["recordChangeTag"] == "3k1x9")
@@ -31,18 +53,41 @@ import Testing
         #expect(json["fields"]?.objectValue?.keys == Self.fields.keys.sorted())
     }
 
-    @Test func writingTheRecordDirectlyGivesTheSameBytesAsTheTree() {
-        var deleted = record
-        deleted.deleted = true
-        deleted.fields = [:]
+    @Test func theWriterWritesTheTreesBytes() {
         var escaped = record
         escaped.recordName = "quote\"back\\slash\u{1}é"
         escaped.fields["ünïcode \"key\""] = .string("line\nbreak")
-        for candidate in [record, deleted, escaped] {
+        for candidate in [record, escaped] {
             var bytes: [UInt8] = Array("prefix".utf8)
             candidate.writeJSON(to: &bytes)
-            #expect(bytes == Array("prefix".utf8) + candidate.json().serialized(), "\(candidate.recordName)")
+            #expect(bytes == Array("prefix".utf8) + Self.expectedTree(candidate).serialized(), "\(candidate.recordName)")
+            // The fields' wire form kept since it was written is the one sent.
+            #expect(Self.written(candidate.withWireFields().record) == Self.expectedTree(candidate).serialized())
         }
+    }
+
+    @Test func theBytesAreTheOnesAPIDotMdShows() {
+        let small = Record(recordName: "evt-1", recordType: "Event", fields: ["n": .int64(3), "a": .string("x\"y")], changeTag: "3k",
+                           created: RecordStamp(timestamp: 1, userRecordName: "_u1", deviceID: "mac"),
+                           modified: RecordStamp(timestamp: 2, userRecordName: "_u1", deviceID: "phone"), zoneName: "Z")
+        #expect(String(decoding: Self.written(small), as: UTF8.self) == #"{"recordName":"evt-1","recordType":"Event","recordChangeTag":"3k","#
+            + #""fields":{"a":{"value":"x\"y","type":"STRING"},"n":{"value":3,"type":"INT64"}},"#
+            + #""created":{"timestamp":1,"userRecordName":"_u1","deviceID":"mac"},"modified":{"timestamp":2,"userRecordName":"_u1","deviceID":"phone"},"#
+            + #""deleted":false,"zoneID":{"zoneName":"Z"}}"#)
+        var writer = JSONPageWriter()
+        RecordWire.writeTombstone(name: "gone \"1\"", type: nil, to: &writer)
+        #expect(String(decoding: writer.finish(), as: UTF8.self) == #"{"recordName":"gone \"1\"","deleted":true}"#)
+    }
+
+    @Test func assetsGetTheirDownloadURLAndDesiredKeysApplyToThem() throws {
+        let url: (AssetValue) -> String = { "https://h/a/\($0.fileChecksum)" }
+        let json = try JSONValue.parse(Self.written(record, downloadURL: url))
+        #expect(json["fields"]?["photo"]?["value"]?["downloadURL"] == "https://h/a/c2hh")
+        #expect(Self.written(record, downloadURL: url) == Self.expectedTree(record.withDownloadURLs(url)).serialized())
+        #expect(Self.written(record, desiredKeys: ["photo", "count"], downloadURL: url)
+                == Self.expectedTree(record.withDownloadURLs(url), desiredKeys: ["photo", "count"]).serialized())
+        // Without a URL to add (the export), the asset goes as it is stored.
+        #expect(try JSONValue.parse(Self.written(record))["fields"]?["photo"]?["value"]?["downloadURL"] == nil)
     }
 
     @Test func wireFieldsAreTheTreesBytesForEveryTypeAndEveryFormOfDouble() {
@@ -61,7 +106,7 @@ import Testing
         let candidate = Record(recordName: "r", recordType: "T", fields: fields, changeTag: "1", created: record.created,
                                modified: record.modified, zoneName: "z")
         candidate.writeJSON(to: &bytes)
-        #expect(bytes == candidate.json().serialized())
+        #expect(bytes == Self.expectedTree(candidate).serialized())
     }
 
     @Test func quotedTypeNamesAreTheNamesAsJSONStrings() {
@@ -78,28 +123,31 @@ import Testing
         #expect(FieldType.names.allSatisfy { FieldType(name: $0) != nil })
     }
 
-    @Test func desiredKeysLimitTheFieldsButNotTheSystemMembers() {
-        let json = record.json(desiredKeys: ["title", "nonexistent"])
+    @Test func desiredKeysLimitTheFieldsButNotTheSystemMembers() throws {
+        let json = try JSONValue.parse(Self.written(record, desiredKeys: ["title", "nonexistent"]))
         #expect(json["fields"]?.objectValue?.keys == ["title"])
         #expect(json["recordChangeTag"] == "3k1x9")
-        #expect(record.json(desiredKeys: [])["fields"] == .object([:]))
+        #expect(try JSONValue.parse(Self.written(record, desiredKeys: []))["fields"] == .object([:]))
+        #expect(Self.written(record, desiredKeys: ["title", "tags"]) == Self.expectedTree(record, desiredKeys: ["title", "tags"]).serialized())
     }
 
-    @Test func aTombstoneIsShortAndSaysDeleted() {
-        #expect(record.tombstoneJSON == ["recordName": "evt-1", "recordType": "BlockedAppEvent", "deleted": true])
+    @Test func aDeletedRecordIsWrittenAsItsShortTombstone() {
+        var deleted = record
+        deleted.deleted = true
+        #expect(String(decoding: Self.written(deleted), as: UTF8.self) == #"{"recordName":"evt-1","recordType":"BlockedAppEvent","deleted":true}"#)
+        #expect(Self.written(deleted, desiredKeys: ["title"], downloadURL: { _ in "u" }) == Self.written(deleted))
     }
 
     @Test func storedFieldsReadBackToTheSameValues() throws {
-        let stored = Record.storedFields(Self.fields)
-        #expect(try Record.fields(fromStored: stored) == Self.fields)
-        // Through text too, as the database keeps it.
-        let reparsed = try JSONValue.parse(stored.serialized())
-        #expect(try Record.fields(fromStored: reparsed) == Self.fields)
+        let stored = Record.storage(of: Self.fields)
+        #expect(!stored.isWireForm, "an asset is stored without its download URL")
+        #expect(try Record.fields(fromStored: JSONValue.parse(Array(stored.text.utf8))) == Self.fields)
     }
 
-    @Test func storedFieldsAreSortedAndTyped() {
-        let stored = Record.storedFields(["b": .int64(1), "a": .string("x")])
-        #expect(stored.serializedString == #"{"a":{"type":"STRING","value":"x"},"b":{"type":"INT64","value":1}}"#)
+    @Test func storedFieldsAreTheWireFormSortedAndTyped() {
+        let stored = Record.storage(of: ["b": .int64(1), "a": .string("x")])
+        #expect(stored.isWireForm)
+        #expect(stored.text == #"{"a":{"value":"x","type":"STRING"},"b":{"value":1,"type":"INT64"}}"#)
     }
 
     @Test(arguments: [#"[]"#, #"{"a": {"value": 1}}"#, #"{"a": {"type": "INT64"}}"#, #"{"a": {"type": "NOPE", "value": 1}}"#,
@@ -126,7 +174,7 @@ import Testing
         #expect(Record.storedSize([:]) == 2)
         #expect(Record.storedSize(["a": .string("é")]) == #"{"a":{"type":"STRING","value":"é"}}"#.utf8.count)
         // BYTES count their decoded bytes: "blob" is 2 bytes, stored as the 4 characters "AP8=".
-        #expect(Record.storedSize(Self.fields) == Record.storedFields(Self.fields).serialized().count - 2)
+        #expect(Record.storedSize(Self.fields) == Record.storage(of: Self.fields).text.utf8.count - 2)
         #expect(Record.storedSize(["b": .list(elementType: .bytes, [.bytes([1]), .bytes([1, 2, 3, 4])])])
             == #"{"b":{"type":"BYTES_LIST","value":["",""]}}"#.utf8.count + 5)
     }

@@ -37,8 +37,8 @@ import NimbusSupport
 
     /// `/wait`: the steps on the loop, answered as what each wait read ("-" for nothing).
     static let waiting: HTTPServer.Handler = { request, writer in
-        HTTPServerStreamingTests.onLoop {
-            guard let loop = CurrentLoop.context, let (mine, theirs) = socketPair() else {
+        HTTPServerStreamingTests.onLoop(request) {
+            guard let loop = request.loop, let (mine, theirs) = socketPair() else {
                 return writer.respond(HTTPResponse(status: .internalServerError, body: Array("no loop or no socket pair".utf8)))
             }
             var seen: [String] = []

@@ -15,10 +15,10 @@ import NimbusSupport
         configuration.bodyStreamLimit = { head in head.path.hasPrefix("/upload") ? 64 << 20 : nil }
     }
 
-    /// Runs a handler's task on its event loop, as the API does: the suite's blocking reads may
-    /// hold every thread of the cooperative pool.
-    static func onLoop(_ body: @escaping @Sendable () async -> Void) {
-        Task(executorPreference: CurrentLoop.context?.taskExecutor ?? globalConcurrentExecutor) { await body() }
+    /// Runs a handler's task on the event loop `request` came in on, as the API does: the suite's
+    /// blocking reads may hold every thread of the cooperative pool.
+    static func onLoop(_ request: HTTPRequest, _ body: @escaping @Sendable () async -> Void) {
+        Task(executorPreference: request.loop?.taskExecutor ?? globalConcurrentExecutor) { await body() }
     }
 
     static func pattern(_ count: Int) -> [UInt8] {
@@ -38,7 +38,7 @@ import NimbusSupport
             writer.respond(HTTPResponse(status: .contentTooLarge, body: Array("no".utf8)))
             return
         }
-        onLoop {
+        onLoop(request) {
             var count = 0
             var sum: UInt64 = 0
             do {
@@ -86,7 +86,7 @@ import NimbusSupport
         let failure = Failure()
         let handler: HTTPServer.Handler = { request, _ in
             guard let stream = request.bodyStream else { return }
-            Self.onLoop {
+            Self.onLoop(request) {
                 do {
                     while try await stream.next() != nil {}
                 } catch {
@@ -120,7 +120,7 @@ import NimbusSupport
         let handler: HTTPServer.Handler = { request, writer in
             guard request.path == "/download" else { return HTTPServerTests.echo(request, writer) }
             writer.startStreaming(status: .ok, headers: ["Content-Type": "application/octet-stream"])
-            Self.onLoop {
+            Self.onLoop(request) {
                 for _ in 0..<8 {
                     guard await writer.write(chunk) else { return }
                 }

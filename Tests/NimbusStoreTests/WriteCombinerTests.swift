@@ -26,7 +26,7 @@ import Testing
 
     static func combiner(_ recorder: Recorder, batches: Int, weight: Int = 1_000,
                          delayMilliseconds: UInt64 = 0) -> WriteCombiner<Write, Int> {
-        WriteCombiner(maxBatchesInFlight: batches, maxBatchWeight: weight, key: { $0.zone }, weight: { $0.records }) { batch in
+        WriteCombiner(maxBatchesInFlight: batches, maxBatchWeight: weight, key: { $0.zone }, weight: { $0.records }) { batch, _ in
             let keys = Set(batch.map(\.zone))
             recorder.state.withLock { state in
                 if !state.inFlightKeys.isDisjoint(with: keys) { state.sharedKeys = true }

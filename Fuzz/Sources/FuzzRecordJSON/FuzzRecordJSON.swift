@@ -70,7 +70,9 @@ public func fuzzRecordJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             check(plan.lastSequence >= 10, "the change sequence went backwards")
             for result in plan.results {
                 guard case .saved(let record, let keys) = result else { continue }
-                let json = record.json(desiredKeys: keys).serialized()
+                var writer = JSONPageWriter()
+                record.writeJSON(desiredKeys: keys, downloadURL: { "https://h/\($0.fileChecksum)" }, to: &writer)
+                let json = writer.finish()
                 check((try? JSONValue.parse(json, limits: parseLimits)) != nil, "a saved record renders to JSON that does not parse")
             }
         }

@@ -39,10 +39,17 @@ package enum CreatePlanner {
     /// learns nothing and references nothing with `DELETE_SELF`; nil otherwise.
     package static func planByModifyPlanner(_ operations: [Result<RecordOperation, ItemError>], schema: [String: RecordTypeSchema],
                                                context: ModifyPlanner.Context) -> [Created]? {
-        let plan = ModifyPlanner(context: context).plan(operations, existing: [:], schema: schema)
+        created(from: ModifyPlanner(context: context).plan(operations, existing: [:], schema: schema), operations: operations.count)
+    }
+
+    /// The records of a plan `ModifyPlanner` made against no existing records, when it saves every
+    /// one of the request's `operations` as written, learns nothing and references nothing with
+    /// `DELETE_SELF`; nil otherwise (the plan is then handed on: the write strategies do not
+    /// plan it again).
+    package static func created(from plan: ModifyPlan, operations: Int) -> [Created]? {
         // Every operation saved and written: the planner appends a save's write and its result
         // together, so `writes` and `results` go in step.
-        guard plan.schemaAdditions.isEmpty, plan.results.count == operations.count, plan.writes.count == operations.count else { return nil }
+        guard plan.schemaAdditions.isEmpty, plan.results.count == operations, plan.writes.count == operations else { return nil }
         var created: [Created] = []
         for (write, result) in zip(plan.writes, plan.results) {
             guard case .save(let record, _, let targets, let expiresAt) = write, targets.isEmpty,

@@ -38,6 +38,33 @@ package struct ModifyPlan: Sendable {
     }
 
     package var hasWrites: Bool { !writes.isEmpty }
+
+    /// The plan with its sequences, and the change tags of the records it saves, counted from
+    /// `base` instead of `old` (a plan handed on to a write that read the zone's sequence).
+    package func rebased(from old: Int64, onto base: Int64) -> ModifyPlan {
+        guard old != base else { return self }
+        let delta = base - old
+        var plan = self
+        var tags: [String: String] = [:]
+        plan.writes = writes.map { write in
+            switch write {
+            case .save(var record, let sequence, let targets, let expiresAt):
+                record.changeTag = ChangeTag.make(sequence: sequence + delta)
+                tags[record.recordName] = record.changeTag
+                return .save(record, sequence: sequence + delta, deleteSelfTargets: targets, expiresAt: expiresAt)
+            case .delete(let name, let type, let sequence):
+                return .delete(recordName: name, recordType: type, sequence: sequence + delta)
+            }
+        }
+        plan.lastSequence += delta
+        // Names are distinct in a request: a saved result with a written record's name is its answer.
+        plan.results = results.map { result in
+            guard case .saved(var record, let keys) = result, let tag = tags[record.recordName] else { return result }
+            record.changeTag = tag
+            return .saved(record, desiredKeys: keys)
+        }
+        return plan
+    }
 }
 
 /// Plans `records/modify` against the zone's current records (docs/api.md Records/modify and Details).

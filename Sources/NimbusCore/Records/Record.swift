@@ -11,10 +11,6 @@ package struct RecordStamp: Sendable, Hashable {
         self.userRecordName = userRecordName
         self.deviceID = deviceID
     }
-
-    var json: JSONValue {
-        .object(["timestamp": .integer(timestamp), "userRecordName": .string(userRecordName), "deviceID": .string(deviceID)])
-    }
 }
 
 /// A record as stored and returned.
@@ -45,26 +41,11 @@ package struct Record: Sendable, Hashable {
         self.zoneName = zoneName
     }
 
-    /// The record dictionary of docs/api.md; `desiredKeys` limits the fields (nil: all).
-    package func json(desiredKeys: Set<String>? = nil) -> JSONValue {
-        var fieldsObject = JSONObject()
-        for name in fields.keys.sorted() {
-            if let desiredKeys, !desiredKeys.contains(name) { continue }
-            if let value = fields[name] {
-                fieldsObject[name] = .object(["value": value.json, "type": .string(value.type.name)])
-            }
-        }
-        return .object(dictionary(fields: .object(fieldsObject)))
-    }
-
-    /// Appends `json().serialized()` to `bytes` without building the tree (a records/modify
-    /// answer of 100 records built and walked ~1,500 values).
-    package func writeJSON(to bytes: inout [UInt8]) {
-        writeJSON(fields: serialized.bytes ?? Self.wireFields(fields), to: &bytes)
-    }
+    /// The fields' wire form kept since `withWireFields` wrote it (nil once the fields change).
+    var serializedFields: [UInt8]? { serialized.bytes }
 
     /// The record and its fields' wire form (`wireFields(fields)`, written once here), which
-    /// `writeJSON(to:)` then sends as it is; the form is dropped if the fields change.
+    /// `writeJSON` then sends as it is; the form is dropped if the fields change.
     package func withWireFields() -> (record: Record, wireFields: [UInt8]) {
         let bytes = serialized.bytes ?? Self.wireFields(fields)
         var copy = self
@@ -72,91 +53,12 @@ package struct Record: Sendable, Hashable {
         return (copy, bytes)
     }
 
-    /// The `fields` object of `json()`, serialized: `{"name":{"value":V,"type":"T"},...}`, in
-    /// name order. Written into a page writer: every piece is a `memcpy`, and the fields are
-    /// sorted by their dictionary positions, not copied out of it.
-    package static func wireFields(_ fields: [String: FieldValue]) -> [UInt8] {
-        var order = Array(fields.indices)
-        order.sort { fields[$0].key < fields[$1].key }
-        var writer = JSONPageWriter(capacity: 64 + fields.count * 48)
-        writer.append("{")
-        for (position, index) in order.enumerated() {
-            let (name, value) = fields[index]
-            if position > 0 { writer.append(",") }
-            writer.write(name)
-            writer.append(#":{"value":"#)
-            value.writeJSON(to: &writer)
-            writer.append(#","type":"#)
-            writer.append(value.type.quotedName)
-            writer.append("}")
-        }
-        writer.append("}")
-        return writer.finish()
-    }
-
-    /// What the database keeps of `fields`: the JSON for the `fields` column, and whether that
-    /// text is also the wire form, to be kept beside it and sent as it is. It is, unless a value
-    /// holds an asset: assets are stored without the download URL each answer adds. (Both forms
-    /// are the same document to jsonb: the same members, in another order.)
+    /// What the database keeps of `fields`: the JSON for the `fields` column (jsonb), and
+    /// whether that text is also the wire form, to be kept beside it and sent as it is. Both are
+    /// `wireFields`; it is the wire form unless a value holds an asset: assets are stored without
+    /// the download URL each answer adds.
     package static func storage(of fields: [String: FieldValue]) -> (text: String, isWireForm: Bool) {
-        if fields.values.contains(where: { $0.hasAssets }) {
-            return (storedFields(fields).serializedString, false)
-        }
-        return (String(decoding: wireFields(fields), as: UTF8.self), true)
-    }
-
-    /// Appends the record dictionary of `json()` to `bytes`, with `fields` given as JSON bytes
-    /// already in the wire form (change feeds send stored fields as stored), without building
-    /// values: the members and their order are those of `json()`.
-    package func writeJSON(fields: [UInt8], to bytes: inout [UInt8]) {
-        var writer = JSONPageWriter(capacity: fields.count + 256)
-        writeJSON(fields: fields, to: &writer)
-        writer.withBytes { bytes.append(contentsOf: $0) }
-    }
-
-    /// `writeJSON(to:)` into a page writer (a records/modify answer of many records).
-    package func writeJSON(to writer: inout JSONPageWriter) {
-        writeJSON(fields: serialized.bytes ?? Self.wireFields(fields), to: &writer)
-    }
-
-    private func writeJSON(fields: [UInt8], to writer: inout JSONPageWriter) {
-        writer.append(#"{"recordName":"#)
-        writer.write(recordName)
-        writer.append(#","recordType":"#)
-        writer.write(recordType)
-        writer.append(#","recordChangeTag":"#)
-        writer.write(changeTag)
-        writer.append(#","fields":"#)
-        fields.withUnsafeBytes { writer.append(raw: $0) }
-        writer.append(#","created":{"timestamp":"#)
-        writeStamp(created, to: &writer)
-        writer.append(#","modified":{"timestamp":"#)
-        writeStamp(modified, to: &writer)
-        writer.append(deleted ? #","deleted":true,"zoneID":{"zoneName":"# : #","deleted":false,"zoneID":{"zoneName":"#)
-        writer.write(zoneName)
-        writer.append("}}")
-    }
-
-    private func writeStamp(_ stamp: RecordStamp, to writer: inout JSONPageWriter) {
-        writer.write(stamp.timestamp)
-        writer.append(#","userRecordName":"#)
-        writer.write(stamp.userRecordName)
-        writer.append(#","deviceID":"#)
-        writer.write(stamp.deviceID)
-        writer.append("}")
-    }
-
-    private func dictionary(fields: JSONValue) -> JSONObject {
-        var object: JSONObject = [:]
-        object["recordName"] = .string(recordName)
-        object["recordType"] = .string(recordType)
-        object["recordChangeTag"] = .string(changeTag)
-        object["fields"] = fields
-        object["created"] = created.json
-        object["modified"] = modified.json
-        object["deleted"] = .bool(deleted)
-        object["zoneID"] = .object(["zoneName": .string(zoneName)])
-        return object
+        (String(decoding: wireFields(fields), as: UTF8.self), !fields.values.contains(where: { $0.hasAssets }))
     }
 
     package func withDownloadURLs(_ url: (AssetValue) -> String) -> Record {
@@ -167,23 +69,7 @@ package struct Record: Sendable, Hashable {
         return copy
     }
 
-    /// The short form of a deleted record in change feeds: `{"recordName", "recordType", "deleted": true}`.
-    package var tombstoneJSON: JSONValue {
-        .object(["recordName": .string(recordName), "recordType": .string(recordType), "deleted": .bool(true)])
-    }
-
-    /// The stored form of the fields: `{"name": {"type": "...", "value": ...}}`.
-    package static func storedFields(_ fields: [String: FieldValue]) -> JSONValue {
-        var object = JSONObject()
-        for name in fields.keys.sorted() {
-            if let value = fields[name] {
-                object[name] = .object(["type": .string(value.type.name), "value": value.json])
-            }
-        }
-        return .object(object)
-    }
-
-    /// Reads fields back from their stored form (written by `storedFields`, so trusted).
+    /// Reads fields back from their stored form (written by `wireFields`, so trusted).
     package static func fields(fromStored json: JSONValue) throws(FieldValueError) -> [String: FieldValue] {
         guard case .object(let object) = json else { throw FieldValueError(given: json.kindDescription) }
         var fields: [String: FieldValue] = [:]
@@ -201,7 +87,7 @@ package struct Record: Sendable, Hashable {
     /// where `BYTES` and `ENCRYPTED_BYTES` values count their decoded bytes, not their base64 text
     /// (API.md § Encrypted fields: "as BYTES values do (decoded size)").
     package static func storedSize(_ fields: [String: FieldValue]) -> Int {
-        storedFields(fields).serialized().count - fields.values.reduce(0) { $0 + base64Excess($1) }
+        wireFields(fields).count - fields.values.reduce(0) { $0 + base64Excess($1) }
     }
 
     /// How many more characters a value's base64 text has than the bytes it decodes to.

@@ -320,6 +320,7 @@ final class HTTPConnection: @unchecked Sendable {
         request.bodyStream = stream
         request.peer = peer
         request.receivedAt = loop.now
+        request.loop = loop
         let trusted = loop.server.configuration.trustedProxies
         if !trusted.isEmpty { request.forwarded = trusted.origin(peer: peer, headers: request.headers) }
         bodyStream = stream

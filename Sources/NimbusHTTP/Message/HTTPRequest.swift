@@ -16,6 +16,9 @@ package struct HTTPRequest: Sendable {
     /// When the request was complete (`monotonicNanoseconds`, as of its event loop's wake-up);
     /// 0 for a request that came through no connection.
     package var receivedAt: UInt64 = 0
+    /// The event loop the request came in on: a handler's task may run there and wait for its
+    /// database statements through it (`Execution.onLoop`); nil for a request made in process.
+    package var loop: (any LoopContext)?
 
     /// Where the request's latency is counted from: `receivedAt`, or now without one.
     package var latencyStart: UInt64 { receivedAt != 0 ? receivedAt : monotonicNanoseconds() }

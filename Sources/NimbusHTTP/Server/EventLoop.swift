@@ -200,7 +200,6 @@ final class EventLoop: @unchecked Sendable {
 
     private func run() {
         threadID = pthread_self()
-        CurrentLoop.enter(self)
         let capacity = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
@@ -339,6 +338,8 @@ extension EventLoop: TaskExecutor, LoopContext {
     }
 
     var taskExecutor: any TaskExecutor { self }
+
+    var isCurrent: Bool { isInLoop }
 
     func waitUntilReady(_ descriptor: Int32, writable: Bool) async {
         precondition(isInLoop, "waitUntilReady outside its event loop's thread")

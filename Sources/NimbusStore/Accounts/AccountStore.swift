@@ -71,6 +71,7 @@ final class TokenUseRecorder: Sendable {
 /// Accounts: users, device tokens and the sessions they open.
 package struct AccountStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 }
 
 extension AccountStore {

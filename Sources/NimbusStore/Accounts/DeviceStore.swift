@@ -36,6 +36,7 @@ package struct DeviceSummary: Sendable, Hashable {
 /// Devices: pairing codes, enrollment with them, and a user's own list and revocation of tokens.
 package struct DeviceStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 }
 
 extension DeviceStore {

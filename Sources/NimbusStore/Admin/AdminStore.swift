@@ -39,13 +39,17 @@ package struct AuditEntry: Sendable, Hashable {
 /// every mutation made through the admin API.
 package struct AdminStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded {
+        // The stores it calls run as it does.
+        didSet { accounts = accounts.on(execution); devices = devices.on(execution); schemas = schemas.on(execution); records = records.on(execution); assets = assets.on(execution) }
+    }
     /// The console's writes go through these, each with its audit entry in the same transaction.
-    let accounts: AccountStore
-    let devices: DeviceStore
-    let schemas: SchemaStore
-    let records: RecordStore
+    var accounts: AccountStore
+    var devices: DeviceStore
+    var schemas: SchemaStore
+    var records: RecordStore
     /// Asset bytes for the record browser.
-    let assets: AssetStore
+    var assets: AssetStore
 }
 
 extension AdminStore {

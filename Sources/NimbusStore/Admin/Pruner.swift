@@ -46,10 +46,14 @@ package struct PruneReport: Sendable {
 /// Retention: removes expired records, old tombstones and change history, and unreferenced assets.
 package struct Pruner: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded {
+        // The stores it calls run as it does.
+        didSet { records = records.on(execution); assets = assets.on(execution) }
+    }
     /// Expired records go through its `LockedWrite`.
-    let records: RecordStore
+    var records: RecordStore
     /// Collects unreferenced assets.
-    let assets: AssetStore
+    var assets: AssetStore
 }
 
 extension Pruner {

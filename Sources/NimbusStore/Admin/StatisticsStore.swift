@@ -1,4 +1,5 @@
 import Foundation
+import NimbusSupport
 import NimbusCore
 import NimbusPostgres
 
@@ -27,6 +28,7 @@ package struct DeviceStats: Sendable {
 /// Counts per database and per device, for `nimbus stats`.
 package struct StatisticsStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 }
 
 extension StatisticsStore {

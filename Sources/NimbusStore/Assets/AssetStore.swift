@@ -25,6 +25,7 @@ package enum AssetAccess: Sendable {
 /// Asset blobs: uploads, receipts, downloads and the collection of unreferenced ones.
 package struct AssetStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 }
 
 extension AssetStore {

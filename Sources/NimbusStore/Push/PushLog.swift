@@ -1,4 +1,5 @@
 import NimbusPostgres
+import NimbusSupport
 
 /// SQL fragments the push statements share.
 enum PushSQL {
@@ -11,6 +12,7 @@ enum PushSQL {
 /// The per-device delivery log's retention.
 struct PushLog: DatabaseBacked {
     let database: Database
+    var execution: Execution = .offloaded
 
     /// Deletes entries older than `cutoff` (milliseconds since 1970), of one container when given.
     func prune(olderThan cutoff: Int64, container: String?) async throws -> Int {
@@ -42,5 +44,5 @@ struct PushLog: DatabaseBacked {
 }
 
 extension Pruner {
-    var pushLog: PushLog { PushLog(database: database) }
+    var pushLog: PushLog { PushLog(database: database, execution: execution) }
 }

@@ -42,6 +42,7 @@ package struct ClaimedPush: Sendable, Hashable {
 /// which the delivery log keeps.
 package struct PushOutboxStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 
     /// How long a claim lasts: a sender that has not recorded an outcome by then is presumed gone,
     /// and the push is due again (with the same `apns-id`).

@@ -20,6 +20,7 @@ package struct PushRegistrationSummary: Sendable, Hashable {
 /// (`removeRegistrations`) and the outbox joins live tokens only.
 package struct PushRegistrationStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 }
 
 extension PushRegistrationStore {

@@ -71,6 +71,7 @@ package enum PushLogScope: Sendable, Hashable {
 /// registrations with their last outcome, and the queue.
 package struct PushReport: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 
     /// How much of an APNs token operators see.
     package static let shownTokenDigits = 8
@@ -91,7 +92,7 @@ package struct PushReport: DatabaseBacked {
         case .everyone:
             break
         case .user(let name):
-            let userID = try await DeviceStore(database: database).user(named: name)
+            let userID = try await DeviceStore(database: database, execution: execution).user(named: name)
             statement.append(" WHERE l.user_id = \(userID)")
         case .deviceToken(let tokenID):
             guard try await pool.queryFirst("SELECT 1 FROM device_tokens WHERE token_id = \(tokenID)", decode: { _ in true }) != nil else {
@@ -114,7 +115,7 @@ package struct PushReport: DatabaseBacked {
     package func registrations(user: String?, limit: Int) async throws -> (total: Int, listed: [PushRegistrationListing]) {
         var filter: SQL = "t.revoked_at IS NULL"
         if let user {
-            let userID = try await DeviceStore(database: database).user(named: user)
+            let userID = try await DeviceStore(database: database, execution: execution).user(named: user)
             filter.append(" AND r.user_id = \(userID)")
         }
         let limit = Int64(min(max(limit, 1), Self.maxListed))

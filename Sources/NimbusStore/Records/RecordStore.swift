@@ -7,12 +7,16 @@ import NimbusSupport
 /// feed (`Read/`).
 package struct RecordStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded {
+        // The stores it calls run as it does.
+        didSet { accounts = accounts.on(execution); schemas = schemas.on(execution); assets = assets.on(execution) }
+    }
     /// Looks up a cached session's token before a strategy that does not check it itself.
-    let accounts: AccountStore
+    var accounts: AccountStore
     /// For the advice on types and fields missing in production.
-    let schemas: SchemaStore
+    var schemas: SchemaStore
     /// Checks the receipts of assets a write references.
-    let assets: AssetStore
+    var assets: AssetStore
 }
 
 extension RecordStore {
@@ -29,7 +33,7 @@ extension RecordStore {
                 request.session = try await accounts.verify(request.session, proof: request.proof)
                 request.proof = .verified
             }
-            if let results = try await strategy.write(request, in: self) { return try await advised(results, session: session) }
+            if let results = try await strategy.attempt(&request, in: self) { return try await advised(results, session: session) }
         }
         throw SyncError(.internalError, "No write strategy took this request.")
     }

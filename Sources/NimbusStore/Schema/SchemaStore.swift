@@ -6,6 +6,7 @@ import NimbusPostgres
 /// Container schemas: what the development environment learned and what production was given.
 package struct SchemaStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 }
 
 extension SchemaStore {

@@ -22,6 +22,7 @@ package enum ChannelAccess: Sendable {
 /// The notification feed a database's subscriptions fill (the webcourier long-poll reads it).
 package struct NotificationStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 }
 
 extension NotificationStore {

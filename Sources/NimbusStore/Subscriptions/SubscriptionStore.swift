@@ -17,6 +17,7 @@ package enum SubscriptionResult: Sendable {
 /// Query and zone subscriptions, and the notifications a record write fires.
 package struct SubscriptionStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 }
 
 extension SubscriptionStore {

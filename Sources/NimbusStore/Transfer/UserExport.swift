@@ -7,9 +7,13 @@ import NimbusSupport
 /// read in pages so that memory stays flat however many records there are.
 package struct UserExport: DatabaseBacked {
     package let database: Database
-    let schemas: SchemaStore
-    let subscriptions: SubscriptionStore
-    let assets: AssetStore
+    package var execution: Execution = .offloaded {
+        // The stores it calls run as it does.
+        didSet { schemas = schemas.on(execution); subscriptions = subscriptions.on(execution); assets = assets.on(execution) }
+    }
+    var schemas: SchemaStore
+    var subscriptions: SubscriptionStore
+    var assets: AssetStore
 
     /// Records read per statement.
     static let pageSize = 1_000

@@ -14,13 +14,17 @@ import NimbusSupport
 /// with the same content is answered as it is (docs/api.md: retrying a create is safe).
 package struct UserImport: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded {
+        // The stores it calls run as it does.
+        didSet { accounts = accounts.on(execution); zones = zones.on(execution); schemas = schemas.on(execution); records = records.on(execution); assets = assets.on(execution); subscriptions = subscriptions.on(execution) }
+    }
     /// What an import writes through: each store as a request of the user would.
-    let accounts: AccountStore
-    let zones: ZoneStore
-    let schemas: SchemaStore
-    let records: RecordStore
-    let assets: AssetStore
-    let subscriptions: SubscriptionStore
+    var accounts: AccountStore
+    var zones: ZoneStore
+    var schemas: SchemaStore
+    var records: RecordStore
+    var assets: AssetStore
+    var subscriptions: SubscriptionStore
 
     /// The device that imported records show as their creator.
     package static let device = "nimbus-import"

@@ -39,6 +39,7 @@ package struct ZoneChanges: Sendable {
 /// Zones: creation, deletion, lookups and the zone change feed.
 package struct ZoneStore: DatabaseBacked {
     package let database: Database
+    package var execution: Execution = .offloaded
 }
 
 extension ZoneStore {

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 
 /// A task executor whose threads may block: tasks that make blocking database calls run them
-/// inline on its threads (`isCurrentThreadBlockingAllowed`) instead of hopping to another thread
+/// inline on its threads (they state `Execution.blocking`) instead of hopping to another thread
 /// and back — the create combiner's runner, and request tasks where no event loop runs them. On the shared cooperative pool (one thread
 /// per core) a blocking call would stall every other task; here it stalls only its own thread,
 /// and a new thread is started when a job finds none idle, up to `maxThreads`.
@@ -48,13 +48,7 @@ package final class BlockingExecutor: TaskExecutor, Sendable {
         }
     }
 
-    /// Whether the current thread is one of a `BlockingExecutor`'s (blocking calls are fine).
-    package static var isCurrentThreadBlockingAllowed: Bool {
-        pthread_getspecific(marker.key) != nil
-    }
-
     private func work() {
-        pthread_setspecific(Self.marker.key, UnsafeRawPointer(bitPattern: 1))
         while true {
             let job = state.withLock { state -> UnownedJob? in
                 guard state.head < state.jobs.count else {
@@ -78,12 +72,4 @@ package final class BlockingExecutor: TaskExecutor, Sendable {
             }
         }
     }
-
-    private final class Marker: @unchecked Sendable {
-        // @unchecked: the key is created once in init and only read afterwards.
-        var key = pthread_key_t()
-        init() { pthread_key_create(&key, nil) }
-    }
-
-    private static let marker = Marker()
 }

@@ -1,5 +1,3 @@
-import Glibc
-
 /// What a thread running an event loop offers the code that runs on it: an executor for tasks,
 /// and waiting for a descriptor without blocking the thread (the loop's epoll watches it).
 ///
@@ -9,35 +7,39 @@ import Glibc
 package protocol LoopContext: AnyObject, Sendable {
     /// The loop as a task executor (`Task(executorPreference:)`).
     var taskExecutor: any TaskExecutor { get }
+    /// Whether the calling thread is this loop's.
+    var isCurrent: Bool { get }
     /// Suspends until `descriptor` is readable (or writable, or in error). Only from a task
     /// running on this loop's thread.
     func waitUntilReady(_ descriptor: Int32, writable: Bool) async
 }
 
-/// The event loop of the current thread, if it runs one.
-package enum CurrentLoop {
-    private final class Box {
-        let context: any LoopContext
-        init(_ context: any LoopContext) { self.context = context }
+/// How a database statement runs, stated by whoever asks for it (no thread-local decides).
+///
+/// A request's task states `.onLoop` with the loop its connection's request came in on
+/// (`HTTPRequest.loop`) and runs on that loop; the create combiner's runner, on a thread of a
+/// `BlockingExecutor`, states `.blocking`; everything else (tools, background work, tests)
+/// `.offloaded`, which is correct anywhere.
+package enum Execution: Sendable {
+    /// The caller is a task running on this loop: a statement waits for the server through the
+    /// loop's epoll, suspending the task (no thread hop); blocking work (a transaction's body)
+    /// hops to a thread that may block and back.
+    case onLoop(any LoopContext)
+    /// The caller's thread may block (a `BlockingExecutor`'s): statements run inline on it.
+    case blocking
+    /// Anywhere else: blocking work hops to a thread that may block and back.
+    case offloaded
+
+    /// The loop to wait on: the stated one when the caller is on its thread (a task that left
+    /// its loop falls back to `.offloaded` rather than waiting on another thread's epoll).
+    package var currentLoop: (any LoopContext)? {
+        guard case .onLoop(let loop) = self, loop.isCurrent else { return nil }
+        return loop
     }
 
-    private final class Key: @unchecked Sendable {
-        // @unchecked: created once, then only read.
-        var key = pthread_key_t()
-        init() { pthread_key_create(&key, nil) }
-    }
-
-    private static let key = Key()
-
-    /// The current thread's loop; nil on any other thread.
-    package static var context: (any LoopContext)? {
-        guard let pointer = pthread_getspecific(key.key) else { return nil }
-        return Unmanaged<Box>.fromOpaque(pointer).takeUnretainedValue().context
-    }
-
-    /// Marks the current thread as `context`'s (once, when the loop thread starts; never freed:
-    /// loops live as long as the server).
-    package static func enter(_ context: any LoopContext) {
-        pthread_setspecific(key.key, Unmanaged.passRetained(Box(context)).toOpaque())
+    /// Whether blocking work runs inline on the caller's thread.
+    package var mayBlock: Bool {
+        if case .blocking = self { return true }
+        return false
     }
 }

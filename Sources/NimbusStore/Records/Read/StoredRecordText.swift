@@ -40,37 +40,16 @@ struct StoredRecordText {
         self.deleted = deleted
     }
 
-    /// Writes the record's wire JSON: the bytes `Record.writeJSON(to:)` writes, or those of
-    /// `Record.tombstoneJSON` for a deleted record.
+    /// Writes the record's wire JSON through `RecordWire`, the one writer `Record.writeJSON` uses
+    /// too: a deleted record as its tombstone.
     func writeJSON(zoneName: String, to writer: inout JSONPageWriter) {
-        writer.append(#"{"recordName":"#)
-        writer.write(utf8: recordName)
-        writer.append(#","recordType":"#)
-        writer.write(utf8: recordType)
         if deleted {
-            writer.append(#","deleted":true}"#)
+            RecordWire.writeTombstone(name: recordName, type: recordType, to: &writer)
             return
         }
-        // ChangeTag.make(sequence:): the sequence in base 36.
-        writer.append(#","recordChangeTag":""#)
-        writer.writeBase36(sequence)
-        writer.append(#"","fields":"#)
-        writer.append(raw: fields)
-        writer.append(#","created":{"timestamp":"#)
-        Self.write(created, to: &writer)
-        writer.append(#","modified":{"timestamp":"#)
-        Self.write(modified, to: &writer)
-        writer.append(#","deleted":false,"zoneID":{"zoneName":"#)
-        writer.write(zoneName)
-        writer.append("}}")
-    }
-
-    private static func write(_ stamp: Stamp, to writer: inout JSONPageWriter) {
-        writer.write(stamp.timestamp)
-        writer.append(#","userRecordName":"#)
-        writer.write(utf8: stamp.userRecordName)
-        writer.append(#","deviceID":"#)
-        writer.write(utf8: stamp.deviceID)
-        writer.append("}")
+        RecordWire.writeRecord(name: recordName, type: recordType, sequence: sequence, fields: fields,
+                               created: (created.timestamp, created.userRecordName, created.deviceID),
+                               modified: (modified.timestamp, modified.userRecordName, modified.deviceID),
+                               zoneName: zoneName, to: &writer)
     }
 }

@@ -60,8 +60,8 @@ enum CreateOutcome: Sendable {
 struct FastCreate: RecordWriteStrategy {
     var checksTokenItself: Bool { true }
 
-    func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
-        try await createWithoutReading(request, in: store)
+    func attempt(_ request: inout RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+        try await createWithoutReading(&request, in: store)
     }
 
     /// Records one combined statement gathers at most.
@@ -69,7 +69,7 @@ struct FastCreate: RecordWriteStrategy {
 
     static func makeCombiner(pool: PGPool, batchesInFlight: Int) -> WriteCombiner<PlannedCreates, CreateOutcome> {
         WriteCombiner(maxBatchesInFlight: batchesInFlight, maxBatchWeight: maxCombinedRecords,
-                      key: { $0.zoneID }, weight: { $0.count }, run: { batch in await writeCreates(batch, pool: pool) })
+                      key: { $0.zoneID }, weight: { $0.count }, run: { batch, execution in await writeCreates(batch, pool: pool, execution: execution) })
     }
 }
 
@@ -95,8 +95,9 @@ extension FastCreate {
     /// subscriptions —, bumps the zone's sequence under its row lock and inserts the records.
     /// Concurrent requests share that statement (`WriteCombiner`). A failed check or a record that
     /// already exists (a retried create, a tombstone) aborts the statement whole (40001) and the
-    /// request takes the full path. nil: not taken.
-    func createWithoutReading(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+    /// request takes the full path. nil: not taken; the plan `ModifyPlanner` made, if it made
+    /// one, is handed on in `request.handedPlan`.
+    func createWithoutReading(_ request: inout RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
         let session = request.session, zoneName = request.zoneName, operations = request.operations
         let atomic = request.atomic, limits = request.limits, caches = store.caches
         guard !operations.isEmpty, operations.allSatisfy({ (try? $0.get())?.kind == .create }),
@@ -107,8 +108,19 @@ extension FastCreate {
         let context = ModifyPlanner.Context(
             zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
             baseSequence: 0, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
-        guard let created = CreatePlanner.plan(operations, schema: schema.types, context: context)
-                            ?? CreatePlanner.planByModifyPlanner(operations, schema: schema.types, context: context) else { return nil }
+        // The lean planner takes the common shape; for the rest `ModifyPlanner` plans, against no
+        // records, and its plan is handed on when this strategy passes.
+        var handedPlan: HandedPlan? = nil
+        var creates = CreatePlanner.plan(operations, schema: schema.types, context: context)
+        if creates == nil {
+            let plan = ModifyPlanner(context: context).plan(operations, existing: [:], schema: schema.types)
+            handedPlan = HandedPlan(plan: plan, baseSequence: 0, now: now, schemaVersion: schema.version, rows: .none)
+            creates = CreatePlanner.created(from: plan, operations: operations.count)
+        }
+        guard let created = creates else {
+            request.handedPlan = handedPlan
+            return nil
+        }
         var planned = PlannedCreates(session: session, proof: request.proof, zoneID: zoneID, schemaVersion: schema.version, now: now)
         // Each record is serialised once: the wire form is stored (no assets here: it is the
         // storage form too, `Record.storage(of:)`) and is the answer's.
@@ -117,12 +129,16 @@ extension FastCreate {
             planned.append(name: record.record.recordName, type: record.record.recordType, wireFields: record.wireFields,
                            expiresAt: record.expiresAt)
         }
-        var outcome = await store.database.createCombiner.submit(planned)
-        if case .retryAlone = outcome { outcome = await Self.writeCreates([planned], pool: store.database.rawPool)[0] }
+        var outcome = await store.database.createCombiner.submit(planned, on: store.execution)
+        if case .retryAlone = outcome {
+            outcome = await Self.writeCreates([planned], pool: store.database.rawPool, execution: store.execution)[0]
+        }
         let first: Int64
         switch outcome {
         case .written(let firstSequence): first = firstSequence
-        case .notTaken, .retryAlone: return nil
+        case .notTaken, .retryAlone:
+            request.handedPlan = handedPlan
+            return nil
         case .failed(let error): throw StorePool.domainError(error)
         }
         // The statement numbered the records in `names` (the operations') order from `first`.
@@ -141,10 +157,10 @@ extension FastCreate {
     /// Writes a batch: one statement for one request, the combined statement for several. A
     /// combined statement that fails a check is undone whole and its members retry alone, so one
     /// request's existing record never sends the others down the full path.
-    static func writeCreates(_ batch: [PlannedCreates], pool: PGPool) async -> [CreateOutcome] {
+    static func writeCreates(_ batch: [PlannedCreates], pool: PGPool, execution: Execution = .offloaded) async -> [CreateOutcome] {
         let statement = batch.count == 1 ? singleCreateStatement(batch[0]) : combinedCreateStatement(batch)
         do {
-            let starts = try await pool.queryFirst(statement) { try $0.optionalString(0) }
+            let starts = try await pool.queryFirst(statement, on: execution) { try $0.optionalString(0) }
             let firsts = (starts ?? nil)?.split(separator: ",").compactMap { Int64($0) } ?? []
             guard firsts.count == batch.count else { return batch.map { _ in batch.count == 1 ? .notTaken : .retryAlone } }
             return firsts.map { .written(firstSequence: $0) }

@@ -16,47 +16,25 @@ struct LockedWrite: RecordWriteStrategy {
 
     var checksTokenItself: Bool { false }
 
+    func attempt(_ request: inout RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+        try await write(request, in: store)
+    }
+
+    /// Writes the request (it never passes; optional for the strategies' sake).
     func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
         let session = request.session, zoneName = request.zoneName, atomic = request.atomic, limits = request.limits
         let onlyWhere = onlyWhere, alongside = alongside, push = store.database.push, hub = store.hub
-        let now = store.clock.nowMilliseconds()
+        // A plan handed on is written with the time it was made with.
+        let now = request.handedPlan?.now ?? store.clock.nowMilliseconds()
         let (results, events, queuedPushes) = try await store.pool.withTransaction { connection -> ([ModifyResult], [ChangeEvent], Int) in
             // One round trip: the zone's row lock (ordering this write against every other writer of
             // the zone), whether the database has subscriptions, the container's schema, and the
             // operations' records with the targets of their DELETE_SELF references.
             let names = request.operations.compactMap { try? $0.get().recordName }
             let wanted = Array(Set(names).union(RecordStore.deleteSelfTargets(request.operations)))
-            let rows = try connection.query("""
-                WITH locked AS (
-                    SELECT zone_name, id, change_seq, tombstone_horizon_seq, deleted FROM zones
-                    WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName) FOR UPDATE
-                ), seen AS (
-                    SELECT change_seq FROM zones WHERE database_id = \(session.databaseID) AND zone_name = \(zoneName)
-                )
-                SELECT l.zone_name, l.id, l.change_seq, l.tombstone_horizon_seq, l.deleted,
-                       EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID)),
-                       \(SchemaStore.schemaAggregate(container: session.container, environment: session.environment)),
-                       (SELECT change_seq FROM seen), \(unsafeColumns: RecordRows.recordColumns)
-                FROM locked l LEFT JOIN records r ON r.zone_id = l.id AND r.record_name = ANY(\(PGData.textArray(wanted)))
-                """) { row -> (zone: ZoneInfo, hasSubscriptions: Bool, schema: String, seen: Int64, record: Record?) in
-                let zone = try ZoneStore.decodeZone(row)
-                let record = row.isNull(8) ? nil : try RecordRows.decodeRecord(row, zoneName: zone.name, offset: 8)
-                return (zone, try row.bool(5), try row.string(6), try row.int64(7), record)
-            }
-            let locked = rows.first
-            guard let zone = locked?.zone, !zone.deleted else {
-                throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
-            }
-            var schema = SchemaStore.decodeSchemaAggregate(locked?.schema ?? "[]")
-            // The rows come from the statement's snapshot, taken before the lock was granted. Every
-            // write bumps the zone's sequence, so equal sequences in the snapshot and under the lock
-            // mean no write committed in between; otherwise read the records again, now.
-            var existing: [String: Record]
-            if locked?.seen == zone.changeSequence {
-                existing = Dictionary(rows.compactMap { $0.record.map { ($0.recordName, $0) } }, uniquingKeysWith: { first, _ in first })
-            } else {
-                existing = try RecordRows.records(connection, zoneID: zone.id, zoneName: zoneName, names: wanted)
-            }
+            let read = try FirstRead.read(connection, session: session, zoneName: zoneName, names: wanted, locking: true)
+            let zone = read.zone, existing = read.existing
+            var schema = read.schema
             var context = ModifyPlanner.Context(
                 zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
                 baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
@@ -81,7 +59,10 @@ struct LockedWrite: RecordWriteStrategy {
                 return nil
             }
             let planner = ModifyPlanner(context: context)
-            var plan = planner.plan(operations, existing: existing, schema: schema)
+            // The plan a strategy handed on, if the read under the lock shows what it was made
+            // against (never with `onlyWhere`, which drops operations).
+            var plan = (onlyWhere == nil ? request.handedPlan?.plan(for: read) : nil)
+                ?? planner.plan(operations, existing: existing, schema: schema)
 
             // The development schema learns new fields under the types' row locks; a field typed
             // differently by a concurrent request means this plan is stale: plan again.
@@ -120,7 +101,7 @@ struct LockedWrite: RecordWriteStrategy {
                            previous: PreviousState(plan, existing: existing, cascaded: cascaded))
             // Notifications commit with the change that fires them, or not at all.
             var queuedPushes = 0
-            if locked?.hasSubscriptions == true {
+            if read.hasSubscriptions {
                 let subscriptions = try SubscriptionStore.loadSubscriptions(connection, databaseID: session.databaseID, schema: schema, limits: limits)
                 var fired = SubscriptionStore.notifications(for: plan, subscriptions: subscriptions, existing: existing, cascaded: cascaded, zoneName: zoneName)
                 if !fired.spent.isEmpty {

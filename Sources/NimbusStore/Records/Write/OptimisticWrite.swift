@@ -8,12 +8,15 @@ import NimbusSupport
 struct OptimisticWrite: RecordWriteStrategy {
     var checksTokenItself: Bool { false }
 
-    func write(_ request: RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
-        guard case .done(let results, let event) = try await modifyOptimistically(request, in: store) else {
+    func attempt(_ request: inout RecordWriteRequest, in store: RecordStore) async throws -> [ModifyResult]? {
+        switch try await modifyOptimistically(request, in: store) {
+        case .done(let results, let event):
+            if let event { store.announce([event]) }
+            return results
+        case .locked(let planned):
+            request.handedPlan = planned ?? request.handedPlan
             return nil
         }
-        if let event { store.announce([event]) }
-        return results
     }
 }
 
@@ -21,11 +24,12 @@ extension OptimisticWrite {
     enum Outcome: Sendable {
         case done([ModifyResult], ChangeEvent?)
         /// The request needs the locked path (deletes, references, assets, schema additions,
-        /// subscriptions).
-        case locked
+        /// subscriptions), with the plan made for it, if one was made.
+        case locked(HandedPlan?)
     }
 
-    /// The fast path of `records/modify` for plain saves: read without the zone lock, plan, then
+    /// The fast path of `records/modify` for plain saves: read without the zone lock, plan (or
+    /// take the plan handed on, `HandedPlan`), then
     /// one autocommit statement that takes the zone lock, assigns the sequences, and applies the
     /// saves only if no record changed since the read (a row changed since then has a sequence
     /// above the one read; `ON CONFLICT ... WHERE` sees the latest version). Otherwise the
@@ -34,11 +38,11 @@ extension OptimisticWrite {
     func modifyOptimistically(_ request: RecordWriteRequest, in store: RecordStore) async throws -> Outcome {
         let operations = request.operations
         guard RecordStore.deleteSelfTargets(operations).isEmpty, RecordStore.assetCandidates(operations).isEmpty,
-              !operations.contains(where: { (try? $0.get())?.kind.isDeleteKind ?? false }) else { return .locked }
+              !operations.contains(where: { (try? $0.get())?.kind.isDeleteKind ?? false }) else { return .locked(nil) }
         let now = store.clock.nowMilliseconds(), caches = store.caches
         for _ in 0..<4 {
             do {
-                let outcome = try await store.database.rawPool.withConnection { connection -> Outcome in
+                let outcome = try await store.database.rawPool.withConnection(on: store.execution) { connection -> Outcome in
                     try self.attemptOptimisticWrite(connection, request, caches: caches, now: now)
                 }
                 return outcome
@@ -48,42 +52,38 @@ extension OptimisticWrite {
                 throw StorePool.domainError(error)
             }
         }
-        return .locked
+        return .locked(nil)
     }
 
     private func attemptOptimisticWrite(_ connection: PGConnection, _ request: RecordWriteRequest, caches: WriteCaches,
-                                        now: Int64) throws -> Outcome {
+                                        now planningTime: Int64) throws -> Outcome {
         let session = request.session, zoneName = request.zoneName, operations = request.operations
         let atomic = request.atomic, limits = request.limits
-        let names = operations.compactMap { try? $0.get().recordName }
-        let rows = try connection.query("""
-            SELECT z.zone_name, z.id, z.change_seq, z.tombstone_horizon_seq, z.deleted,
-                   EXISTS (SELECT 1 FROM subscriptions WHERE database_id = \(session.databaseID)),
-                   \(SchemaStore.schemaAggregate(container: session.container, environment: session.environment)),
-                   \(SchemaStore.schemaVersion(container: session.container, environment: session.environment)),
-                   \(unsafeColumns: RecordRows.recordColumns)
-            FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = ANY(\(PGData.textArray(names)))
-            WHERE z.database_id = \(session.databaseID) AND z.zone_name = \(zoneName)
-            """) { row -> (zone: ZoneInfo, hasSubscriptions: Bool, schema: String, schemaVersion: Int64, record: Record?) in
-            let zone = try ZoneStore.decodeZone(row)
-            return (zone, try row.bool(5), try row.string(6), try row.int64(7), row.isNull(8) ? nil : try RecordRows.decodeRecord(row, zoneName: zone.name, offset: 8))
-        }
         let zoneKey = WriteCaches.ZoneKey(databaseID: session.databaseID, zoneName: zoneName)
-        guard let first = rows.first, !first.zone.deleted else {
+        let read: FirstRead
+        do {
+            read = try FirstRead.read(connection, session: session, zoneName: zoneName,
+                                      names: operations.compactMap { try? $0.get().recordName }, locking: false)
+        } catch let error as SyncError where error.code == .zoneNotFound {
             caches.forgetZone(zoneKey)
-            throw SyncError(.zoneNotFound, "Zone \(zoneName) does not exist.")
+            throw error
         }
-        let zone = first.zone
-        let schema = SchemaStore.decodeSchemaAggregate(first.schema)
+        let zone = read.zone, existing = read.existing
         caches.remember(zoneID: zone.id, for: zoneKey)
-        caches.remember(WriteCaches.CachedSchema(version: first.schemaVersion, types: schema),
+        caches.remember(WriteCaches.CachedSchema(version: read.schemaVersion, types: read.schema),
                         for: WriteCaches.SchemaKey(container: session.container, environment: session.environment))
-        if first.hasSubscriptions { return .locked }
-        let existing = Dictionary(rows.compactMap { $0.record.map { ($0.recordName, $0) } }, uniquingKeysWith: { first, _ in first })
-        let context = ModifyPlanner.Context(
-            zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
-            baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
-        var plan = ModifyPlanner(context: context).plan(operations, existing: existing, schema: schema)
+        if read.hasSubscriptions { return .locked(nil) }  // a plan handed to this one stays handed on
+        var now = planningTime
+        var plan: ModifyPlan
+        if let handed = request.handedPlan, let taken = handed.plan(for: read) {
+            plan = taken
+            now = handed.now
+        } else {
+            let context = ModifyPlanner.Context(
+                zoneName: zoneName, userRecordName: session.userRecordName, deviceID: session.deviceID, now: now,
+                baseSequence: zone.changeSequence, environment: session.environment, maxRecordBytes: limits.maxRecordBytes, atomic: atomic)
+            plan = ModifyPlanner(context: context).plan(operations, existing: existing, schema: read.schema)
+        }
         let previous = LockedWrite.PreviousState(plan, existing: existing, cascaded: [:])
         let plainSaves = plan.writes.allSatisfy { write in
             if case .save(let record, _, let targets, _) = write {
@@ -91,7 +91,10 @@ extension OptimisticWrite {
             }
             return false
         }
-        guard plainSaves, plan.schemaAdditions.isEmpty, !previous.hadEdges, !previous.hadAssets else { return .locked }
+        guard plainSaves, plan.schemaAdditions.isEmpty, !previous.hadEdges, !previous.hadAssets else {
+            return .locked(HandedPlan(plan: plan, baseSequence: zone.changeSequence, now: now, schemaVersion: read.schemaVersion,
+                                      rows: .asOf(zoneID: zone.id, sequence: zone.changeSequence)))
+        }
         guard plan.hasWrites else { return .done(plan.results, nil) }
 
         var names2: [String] = [], types: [String] = [], fields: [String] = [], created: [Int64] = []

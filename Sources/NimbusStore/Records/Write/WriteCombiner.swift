@@ -14,9 +14,10 @@ import NimbusSupport
 /// which PostgreSQL would otherwise serialize commit by commit on the zone's row lock, share one
 /// lock hold and one commit instead.
 package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Sendable {
-    /// Runs one batch; returns one outcome per submission, in order. Must not throw: failures are
-    /// outcomes.
-    package typealias Runner = @Sendable ([Submission]) async -> [Outcome]
+    /// Runs one batch, its statements run as the `Execution` says (the submitter's, or the
+    /// runner's `.blocking`); returns one outcome per submission, in order. Must not throw:
+    /// failures are outcomes.
+    package typealias Runner = @Sendable ([Submission], Execution) async -> [Outcome]
 
     package let maxBatchesInFlight: Int
     package let maxBatchWeight: Int
@@ -39,8 +40,9 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         self.run = run
     }
 
-    /// Writes `submission` in some batch and returns its outcome.
-    package func submit(_ submission: Submission) async -> Outcome {
+    /// Writes `submission` in some batch and returns its outcome. `execution`: how the caller's
+    /// task runs statements, for a batch it runs itself.
+    package func submit(_ submission: Submission, on execution: Execution = .offloaded) async -> Outcome {
         let slot = Slot()
         let entry = Entry(key: key(submission), weight: weight(submission), submission: submission, slot: slot)
         let batches = state.withLock { state in
@@ -55,7 +57,7 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         // The combiner was idle for this zone: the batch runs on this request's own task, with
         // no hop to another thread. What queued meanwhile goes on in a runner task, which takes
         // batch after batch without waking anyone in between, while this request answers.
-        let outcomes = await execute(batch)
+        let outcomes = await execute(batch, execution)
         if let next = finish(batch) { continueInRunner(next) }
         var own: Outcome?
         for (entry, outcome) in zip(batch, outcomes) {
@@ -80,7 +82,7 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         Task(executorPreference: BlockingExecutor.shared) {
             var batch = first
             while true {
-                let outcomes = await self.execute(batch)
+                let outcomes = await self.execute(batch, .blocking)
                 let next = self.finish(batch)
                 for (entry, outcome) in zip(batch, outcomes) { entry.slot.fulfill(outcome) }
                 guard let next else { return }
@@ -89,9 +91,9 @@ package final class WriteCombiner<Submission: Sendable, Outcome: Sendable>: Send
         }
     }
 
-    private func execute(_ batch: [Entry]) async -> [Outcome] {
+    private func execute(_ batch: [Entry], _ execution: Execution) async -> [Outcome] {
         let started = monotonicNanoseconds()
-        let outcomes = await run(batch.map(\.submission))
+        let outcomes = await run(batch.map(\.submission), execution)
         let elapsed = monotonicNanoseconds() - started
         precondition(outcomes.count == batch.count, "a WriteCombiner runner returned \(outcomes.count) outcomes for \(batch.count) submissions")
         state.withLock { state in
