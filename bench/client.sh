@@ -23,7 +23,8 @@
 #    NIMBUS_KEY_FILE) fetched by the engine in the same rounds as the plain zone (records/s,
 #    target ≥ 0.8× plain); one BENCH_CLIENT_E2E_ASSET_BYTES (50 MiB) asset uploaded and downloaded
 #    into an empty cache, plain and as an encrypted asset field (sealed, opened), each in its own
-#    process, twice: seconds (target ≥ 0.8× plain's speed) and peak memory (≤ plain + 16 MiB). The
+#    process, twice: seconds (target ≥ 0.8× plain's speed; the download's CPU seconds beside them)
+#    and peak memory (≤ plain + 16 MiB). The
 #    server takes assets up to 64 MiB here: the sealed file is 21 bytes + 16 per 64 KiB longer.
 #
 # 6. Enqueue (issue 31, `enqueue_figures`): BENCH_CLIENT_ENQUEUES (1,000) single durable enqueues at
@@ -206,7 +207,7 @@ asset_downloads
 # highest peak memory). Sets E2E_ROWS.
 e2e_assets() {
   local bytes=${BENCH_CLIENT_E2E_ASSET_BYTES:-52428800} round mode line
-  local plain_up=0 plain_down=0 plain_rss=0 sealed_up=0 sealed_down=0 sealed_rss=0
+  local plain_up=0 plain_down=0 plain_rss=0 sealed_up=0 sealed_down=0 sealed_rss=0 plain_cpu=0 sealed_cpu=0
   head -c "$bytes" /dev/urandom >"$WORK/e2e-asset.bin"
   best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || b < a ? b : a) }'; }
   most() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a ? b : a) }'; }
@@ -215,15 +216,18 @@ e2e_assets() {
       line=$(sealer bench-e2e-asset "$WORK/none.json" "$mode" "$WORK/e2e-asset.bin" "e2e$round"); say "round $round: $line"
       if [ "$mode" = plain ]; then
         plain_up=$(best "$plain_up" "$(field upload_s "$line")"); plain_down=$(best "$plain_down" "$(field download_s "$line")")
+        plain_cpu=$(best "$plain_cpu" "$(field download_cpu_s "$line")")
         plain_rss=$(most "$plain_rss" "$(field peak_rss_mb "$line")")
       else
         sealed_up=$(best "$sealed_up" "$(field upload_s "$line")"); sealed_down=$(best "$sealed_down" "$(field download_s "$line")")
+        sealed_cpu=$(best "$sealed_cpu" "$(field download_cpu_s "$line")")
         sealed_rss=$(most "$sealed_rss" "$(field peak_rss_mb "$line")")
       fi
     done
   done
   E2E_ROWS="| encrypted asset upload, $bytes bytes (s, best of 2) | $sealed_up | $plain_up (plain asset) | $(ratio "$plain_up" "$sealed_up") (speed) | ≥ 0.8 |
 | encrypted asset download into an empty cache, opened (s, best of 2) | $sealed_down | $plain_down (plain asset) | $(ratio "$plain_down" "$sealed_down") (speed) | ≥ 0.8 |
+| the same download's client CPU (s, user + system, best of 2; steadier than wall-clock on a loaded machine) | $sealed_cpu | $plain_cpu (plain asset) | $(ratio "$plain_cpu" "$sealed_cpu") | |
 | peak client memory, upload + download (MB) | $sealed_rss | $plain_rss | +$(awk -v a="$sealed_rss" -v b="$plain_rss" 'BEGIN { printf "%.1f", a - b }') MB | ≤ plain + 16 MiB |"
 }
 say "encrypted vs plain asset"

@@ -4,10 +4,10 @@ import FoundationNetworking
 #endif
 
 /// The session delegate that collects each data task's answer up to its `AnswerLimit`, in memory
-/// or (an asset's bytes) in a file of its own. A declared `Content-Length` past the limit stops
-/// the task before the body, and a body that grows past it is cancelled there (a completion
-/// handler or a download task would take an endless body whole). Tasks it was not told about
-/// (uploads) are left to their own handlers.
+/// or (an asset's 2xx body) through an `AssetDownload`, chunk by chunk as it arrives. A declared
+/// `Content-Length` past the limit stops the task before the body, and a body that grows past it
+/// is cancelled there (a completion handler or a download task would take an endless body whole).
+/// Tasks it was not told about (uploads) are left to their own handlers.
 ///
 /// swift-corelibs-foundation hands body chunks to the delegate queue without back-pressure (and
 /// keeps the task's byte counts and `progress` at 0 meanwhile): a body arriving faster than the
@@ -18,10 +18,10 @@ import FoundationNetworking
 final class AnswerCollector: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // @unchecked: `answers` and every `Answer`'s fields are only touched under `lock`.
 
-    /// A complete answer within its limit: the body in `data`, or in `file` when one was given.
+    /// A complete answer within its limit: the body in `data`, unless an `AssetDownload` took it
+    /// (a 2xx answer to a download; an error answer's body is always here).
     struct Collected: Sendable {
         var data = Data()
-        var file: URL?
         var response: URLResponse
     }
 
@@ -30,26 +30,19 @@ final class AnswerCollector: NSObject, URLSessionDataDelegate, @unchecked Sendab
         let url: URL?
         let done: @Sendable (Result<Collected, any Error>) -> Void
         var data = Data()
-        let file: URL?
-        var sink: FileHandle?
+        /// Takes a 2xx body; set to nil (and discarded) when the answer is an error.
+        var download: AssetDownload?
         var received = 0
         var response: URLResponse?
         /// Bytes announced or received when the limit was passed, or the file could not be written.
         var exceeded: Int?
         var writeError: (any Error)?
 
-        init(limit: AnswerLimit, request: URLRequest?, file: URL?, done: @escaping @Sendable (Result<Collected, any Error>) -> Void) {
+        init(limit: AnswerLimit, request: URLRequest?, download: AssetDownload?, done: @escaping @Sendable (Result<Collected, any Error>) -> Void) {
             self.limit = limit
             url = request?.url
-            self.file = file
+            self.download = download
             self.done = done
-        }
-
-        /// Closes and, unless it is the answer, deletes the file.
-        func closeFile(keeping: Bool) {
-            try? sink?.close()
-            sink = nil
-            if !keeping, let file { try? FileManager.default.removeItem(at: file) }
         }
     }
 
@@ -61,18 +54,11 @@ final class AnswerCollector: NSObject, URLSessionDataDelegate, @unchecked Sendab
         URLSession(configuration: configuration, delegate: AnswerCollector(), delegateQueue: nil)
     }
 
-    /// Collects `task`'s answer, into a new `file` when one is given; `done` gets it (or the
-    /// failure) once, when the task completes.
-    func expect(_ task: URLSessionDataTask, limit: AnswerLimit, into file: URL? = nil,
+    /// Collects `task`'s answer, a 2xx body into `download` when one is given (discarded when the
+    /// answer is anything else); `done` gets it (or the failure) once, when the task completes.
+    func expect(_ task: URLSessionDataTask, limit: AnswerLimit, into download: AssetDownload? = nil,
                 done: @escaping @Sendable (Result<Collected, any Error>) -> Void) {
-        let answer = Answer(limit: limit, request: task.originalRequest, file: file, done: done)
-        if let file {
-            if FileManager.default.createFile(atPath: file.path, contents: nil), let handle = try? FileHandle(forWritingTo: file) {
-                answer.sink = handle
-            } else {
-                answer.writeError = NimbusError(.networkFailure, reason: "Cannot write the download to \(file.path).")
-            }
-        }
+        let answer = Answer(limit: limit, request: task.originalRequest, download: download, done: done)
         lock.withLock { answers[task.taskIdentifier] = answer }
     }
 
@@ -82,6 +68,10 @@ final class AnswerCollector: NSObject, URLSessionDataDelegate, @unchecked Sendab
         let refuse = lock.withLock { () -> Bool in
             guard let answer = answers[dataTask.taskIdentifier] else { return false }
             answer.response = response
+            if let http = response as? HTTPURLResponse, !(200..<300).contains(http.statusCode), let download = answer.download {
+                download.discard()  // the server's error: its body is read from `data`
+                answer.download = nil
+            }
             guard answer.writeError == nil, declared <= Int64(answer.limit.bytes) else {
                 answer.exceeded = answer.writeError == nil ? Int(clamping: declared) : nil
                 return true
@@ -102,8 +92,8 @@ final class AnswerCollector: NSObject, URLSessionDataDelegate, @unchecked Sendab
                 answer.data = Data()
                 return true
             }
-            if let sink = answer.sink {
-                do { try sink.write(contentsOf: data) } catch {
+            if let download = answer.download {
+                do { try download.write(data) } catch {
                     answer.writeError = error
                     return true
                 }
@@ -126,11 +116,11 @@ final class AnswerCollector: NSObject, URLSessionDataDelegate, @unchecked Sendab
         } else if let error {
             result = .failure(error)
         } else if let response {
-            result = .success(Collected(data: answer.data, file: answer.file, response: response))
+            result = .success(Collected(data: answer.data, response: response))
         } else {
             result = .failure(URLError(.badServerResponse))
         }
-        answer.closeFile(keeping: (try? result.get()) != nil)
+        if (try? result.get()) == nil { answer.download?.discard() }
         answer.done(result)
     }
 }

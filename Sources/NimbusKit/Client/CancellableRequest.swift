@@ -29,15 +29,16 @@ final class CancellableRequest: @unchecked Sendable {
         return (collected.data, collected.response)
     }
 
-    /// The answer to `request` in a new temporary file the caller moves or removes, as
-    /// `session.download(for:)` gives it but at most `limit` bytes.
-    static func download(_ session: URLSession, for request: URLRequest, limit: AnswerLimit) async throws -> (URL, URLResponse) {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-download-\(UUID().uuidString)")
-        let collected = try await run(session, request, limit: limit, into: file)
-        return (file, collected.response)
+    /// The answer to `request`, at most `limit` bytes, its 2xx body taken by `download` as it
+    /// arrives (the caller then finishes it); an error answer's body is the `Data`.
+    static func download(_ session: URLSession, for request: URLRequest, limit: AnswerLimit,
+                         into download: AssetDownload) async throws -> (Data, URLResponse) {
+        let collected = try await run(session, request, limit: limit, into: download)
+        return (collected.data, collected.response)
     }
 
-    private static func run(_ session: URLSession, _ request: URLRequest, limit: AnswerLimit, into file: URL?) async throws -> AnswerCollector.Collected {
+    private static func run(_ session: URLSession, _ request: URLRequest, limit: AnswerLimit,
+                            into download: AssetDownload?) async throws -> AnswerCollector.Collected {
         guard let collector = session.delegate as? AnswerCollector else {
             throw NimbusError(.invalidArguments, reason: "The session was not made by AnswerCollector.makeSession, so its answers would have no limit.")
         }
@@ -45,7 +46,7 @@ final class CancellableRequest: @unchecked Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AnswerCollector.Collected, any Error>) in
                 let task = session.dataTask(with: request)
-                collector.expect(task, limit: limit, into: file) { result in
+                collector.expect(task, limit: limit, into: download) { result in
                     holder.finish()
                     continuation.resume(with: result)
                 }

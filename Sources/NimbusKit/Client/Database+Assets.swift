@@ -6,40 +6,34 @@ import FoundationNetworking
 extension Database {
     /// The asset's bytes as a local file: from the cache when these bytes were downloaded before,
     /// else downloaded, verified against `fileChecksum` (a mismatch is `assetCorrupted`, and no
-    /// file) and cached.
+    /// file) and cached. The bytes are hashed as they arrive and written once (`AssetDownload`).
     ///
-    /// An encrypted asset (`Asset.isEncrypted`) is downloaded sealed, verified, opened into the
-    /// cache and the sealed bytes deleted: the file returned is the plaintext, and bytes that are
-    /// not its sealed file (changed, moved, or a plaintext file in their place) are
-    /// `decryptionFailed`, with no file.
+    /// An encrypted asset (`Asset.isEncrypted`) is opened as it arrives: only its plaintext is
+    /// written, into the cache (the sealed bytes never reach the disk), and the file returned is
+    /// the plaintext. Bytes that match the checksum but are not its sealed file (changed, moved, or
+    /// a plaintext file in their place) are `decryptionFailed`, with no file.
     public func downloadAsset(_ asset: Asset) async throws -> URL {
         guard let checksum = asset.fileChecksum else {
             if let file = asset.fileURL { return file }
             throw NimbusError(.invalidArguments, reason: "The asset has neither a checksum nor a file.")
         }
-        let cache = container.assetCache
-        let sealed = asset.sealContext.map { (context: $0, opened: openedFile(asset, $0)) }
-        if let sealed {
-            if FileManager.default.fileExists(atPath: sealed.opened.path) { return sealed.opened }
-        } else if let file = cache.cached(checksum) {
-            return file
-        }
+        if let file = cachedFile(asset, checksum: checksum) { return file }
         guard let downloadURL = asset.downloadURL else {
             if let file = asset.fileURL { return file }
             throw NimbusError(.invalidArguments, reason: "The asset has no downloadURL: fetch its record from the server first.")
         }
-        let temporary: URL
+        let download = try makeDownload(asset)
+        let body: Data
         let response: URLResponse
         do {
             let limits = asset.size == nil ? (try? await container.limits()) ?? .defaults : .defaults
-            (temporary, response) = try await CancellableRequest.download(transport.session, for: transport.request(downloadURL, method: "GET"),
-                                                                          limit: .asset(size: asset.size, limits))
+            (body, response) = try await CancellableRequest.download(transport.session, for: transport.request(downloadURL, method: "GET"),
+                                                                     limit: .asset(size: asset.size, limits), into: download)
         } catch {
+            download.discard()
             throw Transport.networkError(error, url: downloadURL, timeout: container.configuration.requestTimeout)
         }
-        guard let sealed else { return try admit(temporary, response: response, checksum: checksum, size: asset.size) }
-        let verified = try admit(temporary, response: response, checksum: checksum, size: asset.size, as: sealedDownloadFile())
-        return try openDownloaded(verified, asset, sealed.context)
+        return try finish(download, asset, checksum: checksum, body: body, response: response)
     }
 
     /// The same as `downloadAsset`, blocking the calling thread (for CloudKit's synchronous
@@ -49,26 +43,20 @@ extension Database {
             if let file = asset.fileURL { return file }
             throw NimbusError(.invalidArguments, reason: "The asset has no downloadURL: fetch its record from the server first.")
         }
-        if let context = asset.sealContext {
-            let opened = openedFile(asset, context)
-            if FileManager.default.fileExists(atPath: opened.path) { return opened }
-        } else if let file = container.assetCache.cached(checksum) {
-            return file
-        }
-        let target = asset.sealContext.map { _ in sealedDownloadFile() }
+        if let file = cachedFile(asset, checksum: checksum) { return file }
+        let download = try makeDownload(asset)
         let outcome = Locked<Result<URL, NimbusError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         // Without a size, the default maxAssetBytes bounds it (a fetched asset always has one).
-        transport.startDownload(transport.request(downloadURL, method: "GET"), limit: .asset(size: asset.size, .defaults)) { downloaded in
+        transport.startDownload(transport.request(downloadURL, method: "GET"), limit: .asset(size: asset.size, .defaults),
+                                into: download) { downloaded in
             let result: Result<URL, NimbusError>
             switch downloaded {
-            case .success(let (file, response)):
-                result = Result {
-                    let verified = try self.admit(file, response: response, checksum: checksum, size: asset.size, as: target)
-                    return try asset.sealContext.map { try self.openDownloaded(verified, asset, $0) } ?? verified
-                }
+            case .success(let (body, response)):
+                result = Result { try self.finish(download, asset, checksum: checksum, body: body, response: response) }
                     .mapError { $0 as? NimbusError ?? NimbusError(.networkFailure, reason: "\($0)") }
             case .failure(let error):
+                download.discard()
                 result = .failure(Transport.networkError(error, url: downloadURL, timeout: self.container.configuration.requestTimeout))
             }
             outcome.withLock { $0 = result }
@@ -79,13 +67,32 @@ extension Database {
         return try result.get()
     }
 
-    private func admit(_ temporary: URL, response: URLResponse, checksum: String, size: Int64?, as target: URL? = nil) throws -> URL {
-        guard let http = response as? HTTPURLResponse else { throw JSON.bad("The download's answer is not HTTP") }
+    /// The asset's file in the cache: its opened plaintext (a sealed asset, by checksum and
+    /// place) or its bytes (by checksum).
+    private func cachedFile(_ asset: Asset, checksum: String) -> URL? {
+        guard let context = asset.sealContext else { return container.assetCache.cached(checksum) }
+        let opened = openedFile(asset, context)
+        return FileManager.default.fileExists(atPath: opened.path) ? opened : nil
+    }
+
+    /// A download into the cache's directory, opening the bytes on the way when the asset is sealed.
+    private func makeDownload(_ asset: Asset) throws -> AssetDownload {
+        let opener = asset.sealContext.map { AssetSealOpener(context: $0, key: container.assetKey) }
+        return try AssetDownload(directory: container.assetCache.directory, opener: opener)
+    }
+
+    /// The downloaded file in place, or the answer's error: a non-2xx answer is the server's
+    /// error (its body was collected apart), else `AssetDownload.finish`'s checks.
+    private func finish(_ download: AssetDownload, _ asset: Asset, checksum: String, body: Data, response: URLResponse) throws -> URL {
+        guard let http = response as? HTTPURLResponse else {
+            download.discard()
+            throw JSON.bad("The download's answer is not HTTP")
+        }
         if !(200..<300).contains(http.statusCode) {
-            let body = (try? Data(contentsOf: temporary)) ?? Data()
-            try? FileManager.default.removeItem(at: temporary)
+            download.discard()
             try Transport.check(http, data: body, zoneID: .default)
         }
-        return try container.assetCache.admit(downloaded: temporary, checksum: checksum, expectedSize: size, as: target)
+        let target = asset.sealContext.map { openedFile(asset, $0) } ?? container.assetCache.fileURL(for: checksum)
+        return try download.finish(checksum: checksum, size: asset.size, as: target)
     }
 }

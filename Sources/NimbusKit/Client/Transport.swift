@@ -89,18 +89,18 @@ final class Transport: Sendable {
         return (answer.body, response)
     }
 
-    /// Starts a download of at most `limit` bytes into a new temporary file (not cancellable: for
-    /// blocking callers); `done` gets the file, which it moves or removes, once.
-    func startDownload(_ request: URLRequest, limit: AnswerLimit,
-                       done: @escaping @Sendable (Result<(URL, URLResponse), any Error>) -> Void) {
+    /// Starts a download of at most `limit` bytes, its 2xx body taken by `download` as it arrives
+    /// (not cancellable: for blocking callers); `done` gets the answer (an error's body) once.
+    func startDownload(_ request: URLRequest, limit: AnswerLimit, into download: AssetDownload,
+                       done: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void) {
         guard let collector = session.delegate as? AnswerCollector else {
+            download.discard()
             done(.failure(NimbusError(.invalidArguments, reason: "The session has no AnswerCollector.")))
             return
         }
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-download-\(UUID().uuidString)")
         let task = session.dataTask(with: request)
-        collector.expect(task, limit: limit, into: file) { result in
-            done(result.map { (file, $0.response) })
+        collector.expect(task, limit: limit, into: download) { result in
+            done(result.map { ($0.data, $0.response) })
         }
         task.resume()
     }

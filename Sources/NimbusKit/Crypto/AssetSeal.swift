@@ -54,46 +54,24 @@ enum AssetSeal {
     }
 
     /// Opens `source` (a sealed file) into `destination`; `decryptionFailed` (and no destination
-    /// file) when a segment was changed, moved, dropped or reordered, or the file ends early.
+    /// file) when a segment was changed, moved, dropped or reordered, or the file ends early. The
+    /// file is read 1 MiB at a time through `AssetSealOpener`, the same opener a download feeds.
     static func open(_ source: URL, to destination: URL, keys: KeyRing, context: SealContext) throws {
         guard let input = try? FileHandle(forReadingFrom: source) else {
             throw NimbusError(.assetFileNotFound, reason: "The sealed asset \(source.path) cannot be read.")
         }
         defer { try? input.close() }
         do {
-            try openSegments(input, to: destination, keys: keys, context: context)
+            let output = try create(destination)
+            defer { try? output.close() }
+            var opener = AssetSealOpener(context: context) { keys.key(id: $0) }
+            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+                try opener.receive(chunk) { try output.write(contentsOf: $0) }
+            }
+            try opener.finish { try output.write(contentsOf: $0) }
         } catch {
             try? FileManager.default.removeItem(at: destination)
             throw (error as? EncryptionError)?.nimbusError ?? error
-        }
-    }
-
-    private static func openSegments(_ input: FileHandle, to destination: URL, keys: KeyRing, context: SealContext) throws {
-        let header = try input.read(upToCount: headerSize) ?? Data()
-        guard header.count == headerSize, let id = SealFormat.keyID(of: header) else {
-            throw EncryptionError.decryptionFailed(context, "the asset is not a version-1 sealed file")
-        }
-        guard let key = keys.key(id: id) else { throw EncryptionError.keyMissing(context, keyID: id) }
-        let fileKey = fileKey(key, salt: header.suffix(16), context: context)
-        let aad = header + context.associatedData(kind: UInt8(ascii: "A"))
-        let output = try create(destination)
-        defer { try? output.close() }
-        var index: UInt32 = 0
-        while true {
-            let segment = try input.read(upToCount: sealedSegmentSize) ?? Data()
-            let last = segment.count < sealedSegmentSize
-            do {
-                output.write(try Primitives.open(key: fileKey, nonce: nonce(index, last: last), sealed: segment, aad: aad))
-            } catch {
-                throw EncryptionError.decryptionFailed(context, "segment \(index) of the asset does not open (changed, reordered or cut)")
-            }
-            if last {
-                guard (try input.read(upToCount: 1) ?? Data()).isEmpty else {
-                    throw EncryptionError.decryptionFailed(context, "the asset has bytes after its last segment")
-                }
-                return
-            }
-            index += 1
         }
     }
 

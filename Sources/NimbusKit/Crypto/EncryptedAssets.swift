@@ -100,33 +100,15 @@ extension Database {
         let place = Database.downloadKey(asset) ?? UUID().uuidString
         return container.assetCache.directory.appendingPathComponent("\(Database.cacheName(Checksum.of(Data(place.utf8)))).plain")
     }
+}
 
-    /// Opens a downloaded (verified) sealed file into the cache and deletes the sealed file:
-    /// `decryptionFailed` (and no plaintext file) when it is not a sealed file of this record and field.
-    func openDownloaded(_ sealed: URL, _ asset: Asset, _ context: SealContext) throws -> URL {
-        defer { try? FileManager.default.removeItem(at: sealed) }
-        let plain = openedFile(asset, context)
-        if FileManager.default.fileExists(atPath: plain.path) { return plain }
-        let partial = plain.appendingPathExtension("partial-\(UUID().uuidString)")
-        do {
-            try AssetSeal.open(sealed, to: partial, keys: try container.keyRing(), context: context)
-        } catch let error as NimbusError where error.code == .encryptionKeyMissing {
-            // Another process (the app beside its extension) may have added the key: read the store again.
-            container.reloadKeys()
-            try AssetSeal.open(sealed, to: partial, keys: try container.keyRing(), context: context)
-        }
-        do {
-            try FileManager.default.moveItem(at: partial, to: plain)
-        } catch where FileManager.default.fileExists(atPath: plain.path) {
-            try? FileManager.default.removeItem(at: partial)  // another download of the same asset won
-        }
-        return plain
-    }
-
-    /// Where a sealed download is verified before it is opened (never the checksum's cache file:
-    /// the sealed bytes are deleted once opened).
-    func sealedDownloadFile() -> URL {
-        container.assetCache.directory.appendingPathComponent("sealed-\(UUID().uuidString)")
+extension Container {
+    /// The key of a key id for opening an asset; when the ring lacks it, the key store is read
+    /// again first (another process, the app beside its extension, may have added the key).
+    func assetKey(_ id: UInt32) throws -> AccountKey? {
+        if let key = try keyRing().key(id: id) { return key }
+        reloadKeys()
+        return try keyRing().key(id: id)
     }
 }
 

@@ -70,6 +70,11 @@ struct EncryptedAssetLiveTests {
 
     static func cache(of device: Device) -> URL { device.database.container.assetCache.directory }
 
+    /// A download's partial files left in a device's cache.
+    static func partialFiles(of device: Device) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: cache(of: device).path)) ?? []).filter { $0.hasPrefix(".partial-") }
+    }
+
     @Test func theEnginesPrefetchPutsTheOpenedPlaintextInTheCacheAndKeepsNoSealedFile() async throws {
         let (photoBytes, sealedSize) = (Self.ownBytes, Self.ownSealedSize)
         let scene = try Self.scene(photoBytes)
@@ -88,8 +93,9 @@ struct EncryptedAssetLiveTests {
         #expect(asset.isEncrypted && fetched.encryptedValues["image"]?.assetValue?.isEncrypted == true)
         let file = try #require(asset.fileURL, "the prefetch left no file")
         #expect(try Data(contentsOf: file) == photoBytes)
-        // Only the plaintext is in the cache: the sealed download was deleted once opened.
+        // Only the plaintext is in the cache: the sealed bytes were opened as they arrived, never written.
         #expect(Self.files(in: Self.cache(of: phone), ofSize: sealedSize).isEmpty)
+        #expect(Self.partialFiles(of: phone).isEmpty)
         // What the server holds is sealed: the same bytes fetched without the mark.
         var unmarked = asset
         unmarked.sealContext = nil
@@ -131,6 +137,36 @@ struct EncryptedAssetLiveTests {
         // No file in the cache holds the photo, sealed or not.
         #expect(Self.files(in: Self.cache(of: phone), ofSize: Self.photoBytes.count).isEmpty)
         #expect(Self.files(in: Self.cache(of: phone), ofSize: Self.sealedSize).isEmpty)
+        #expect(Self.partialFiles(of: phone).isEmpty)
+    }
+
+    @Test func aSealedFileCutAtASegmentBoundaryIsDecryptionFailedAndLeavesNoPlaintext() async throws {
+        let scene = try Self.scene()
+        defer { scene.stop() }
+        let mac = try scene.device("mac")
+        try await mac.save(scene.photoRecord("p1"))
+        #expect(try await mac.flush())
+        // The server keeps the sealed file's first two segments (its checksum made over them).
+        let server = try scene.device("server", key: false, declaring: false)
+        var cut = try await server.database.record(for: RecordID(recordName: "p1"))
+        var unmarked = try #require(cut["image"]?.assetValue)
+        unmarked.sealContext = nil
+        let sealed = try Data(contentsOf: try await server.database.downloadAsset(unmarked))
+        let cutFile = scene.directory.appendingPathComponent("cut")
+        try sealed.prefix(AssetSeal.headerSize + 2 * AssetSeal.sealedSegmentSize).write(to: cutFile)
+        cut["image"] = .asset(Asset(fileURL: cutFile))
+        _ = try await server.database.save(cut)
+
+        let phone = try scene.device("phone")
+        let fetched = try await phone.database.record(for: RecordID(recordName: "p1"))
+        let asset = try #require(fetched["image"]?.assetValue)
+        #expect(asset.isEncrypted && asset.size == Int64(AssetSeal.headerSize + 2 * AssetSeal.sealedSegmentSize))
+        let failed: (any Error) -> Bool = { ($0 as? NimbusError)?.code == .decryptionFailed }
+        await #expect { try await phone.database.downloadAsset(asset) } throws: { failed($0) }
+        #expect { try phone.database.downloadAssetBlocking(asset) } throws: { failed($0) }
+        // Two segments opened before the end showed the cut: their plaintext was not kept.
+        #expect(Self.files(in: Self.cache(of: phone), ofSize: 2 * 65_536).isEmpty)
+        #expect(Self.partialFiles(of: phone).isEmpty)
     }
 
     /// A device that declares the field but was paired without the key gets the record parked as
