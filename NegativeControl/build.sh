@@ -14,7 +14,7 @@ build_path=${1:-$root/.build-nc}
 rm -rf "$here/Sources"
 mkdir -p "$here/Sources/NimbusStore"
 # Every server target (what Package.swift here declares); the client targets are not built.
-for target in CLibPQ CLinux CCurl CCrypto NimbusSupport NimbusHTTP NimbusPostgres NimbusCore NimbusPush NimbusRelay \
+for target in CLibPQ CLinux CCurl CCrypto NimbusWire NimbusSupport NimbusHTTP NimbusPostgres NimbusCore NimbusPush NimbusRelay \
     NimbusPushSender NimbusAPI NimbusAdmin nimbus; do
   ln -s "../../Sources/$target" "$here/Sources/$target"
 done
