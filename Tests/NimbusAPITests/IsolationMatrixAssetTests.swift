@@ -5,7 +5,8 @@ import Testing
 
 /// The isolation matrix's asset and notification-channel rows (were the curl scenario 80): two
 /// users, each owning an uploaded asset and its download URL, an unused upload URL, an asset
-/// receipt, and a notification channel and its cursor. Each sends those routes with the other's
+/// receipt, and a notification channel (holding a notification of the asset's record) and its
+/// cursor. Each sends those routes with the other's
 /// URLs and ids and with one that exists nowhere (the opaque value with one character changed);
 /// the two answers must be identical, normalized as `IsolationMatrixTests` does. Listings (Blob
 /// queries, tokens/create, the own channel) mention none of the other's names, and the owners'
@@ -18,8 +19,14 @@ import Testing
 
     private static func setUp(_ api: APIFixture, _ user: String) async throws -> Objects {
         var o = Objects()
-        o.token = try await api.token(user: user)
+        // Devices named apart: a channel leaves out its own device's notifications, and a device name is per user.
+        o.token = try await api.token(user: user, device: "\(user)-mac")
         o.bytes = randomBytes(3000)
+        // A subscription that fires on the photo: the owner's channel holds a notification naming it.
+        let subscription = await api.database("subscriptions/modify", token: o.token, #"""
+            {"operations":[{"operationType":"create","subscription":{"subscriptionID":"\#(user)-sub","subscriptionType":"query","query":{"recordType":"Blob"},"firesOn":["create"]}}]}
+            """#)
+        try #require(subscription.status == 200 && subscription.items("subscriptions").count == 1 && subscription.items("subscriptions")[0]["serverErrorCode"] == nil, "\(subscription)")
         let uploaded = await api.upload(o.bytes, token: o.token)
         o.receipt = uploaded.receipt
         o.checksum = uploaded.checksum
@@ -111,6 +118,9 @@ import Testing
                 #expect(download.status == 200 && download.body == objects.bytes, "\(user)'s asset: \(download.status)")
                 let channel = await api.get("\(objects.channel)?since=\(objects.cursor)", token: objects.token)
                 #expect(channel.status == 200, "\(user)'s channel: \(channel)")
+                // What the listings must not show the other user: the owner's other device sees it.
+                let history = await api.get(objects.channel, token: try await api.token(user: user, device: "phone"))
+                #expect(String(decoding: history.body, as: UTF8.self).contains("\(user)-photo"), "\(user)'s channel from the start: \(history)")
                 let upload = await api.post(objects.bytes, to: objects.upload, token: objects.token)
                 #expect(upload.status == 200, "\(user)'s unused upload URL: \(upload)")
             }
