@@ -38,7 +38,8 @@
 # Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_CLIENT_ENQUEUES BENCH_CLIENT_ASSETS
 #   BENCH_CLIENT_ASSET_BYTES BENCH_CLIENT_E2E_ASSET_BYTES BENCH_SKIP_INSTALL=1
 #   BENCH_SKIP_BUILD=1 BENCH_KEEP=1 BENCH_NIMBUS_BIN=path (and BENCH_SYNC_BIN=path; default: the
-#   nimbus-sync beside it). Loopback only; every phase is bounded in time.
+#   nimbus-sync beside it; BENCH_DEBUG_SYNC_BIN=path: step 5's debug nimbus-sync, default the debug build's).
+#   Loopback only; every phase is bounded in time.
 # BENCH_CLIENT_CORE=1: steps 2-4 only (initial sync with the byte counter, outbox, live), through
 #   the nimbus-sync subcommands every build since the NimbusKit figures has (bench-raw-modify,
 #   bench-raw-fetch, bench-fetch, bench-outbox, bench-live): how an older build is compared with
@@ -199,8 +200,13 @@ live=$(run_sync bench-live "$WORK/live.json" "$LIVE"); say "$live"
 # URLs (issue 31: the checksum runs at platform speed in both builds). Sets ASSET_ROWS.
 asset_downloads() {
   local count=${BENCH_CLIENT_ASSETS:-10} bytes=${BENCH_CLIENT_ASSET_BYTES:-1048576} debug release debug_sync
-  [ -n "${BENCH_SKIP_BUILD:-}" ] || swift build --product nimbus-sync >&2 || die "debug build failed"
-  debug_sync="$(swift build --show-bin-path)/nimbus-sync"
+  if [ -n "${BENCH_DEBUG_SYNC_BIN:-}" ]; then
+    debug_sync=$BENCH_DEBUG_SYNC_BIN
+  else
+    [ -n "${BENCH_SKIP_BUILD:-}" ] || swift build --product nimbus-sync >&2 || die "debug build failed"
+    debug_sync="$(swift build --show-bin-path)/nimbus-sync"
+  fi
+  [ -x "$debug_sync" ] || die "no debug nimbus-sync at $debug_sync (swift build --product nimbus-sync, or BENCH_DEBUG_SYNC_BIN)"
   run_sync bench-assets-upload "$WORK/none.json" "$count" "$bytes" assets >/dev/null
   debug=$(timeout 900 "$debug_sync" bench-assets-download "$WORK/none.json" assets | grep '^result ') || die "debug download failed"
   release=$(run_sync bench-assets-download "$WORK/none.json" assets)
