@@ -35,13 +35,14 @@ struct AssetCachePartialTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let ended = try Self.endedPID()
         let stale = [".partial-\(ended)-\(UUID().uuidString)",                 // its process is gone
-                     ".partial-\(getpid())-\(UUID().uuidString)-old",            // untouched for two days
+                     ".partial-\(getpid())-\(UUID().uuidString)-old",            // this pid, before this process (an hour ago)
                      ".partial-\(UUID().uuidString)-old"]                        // an older name, two days old
-        let live = [".partial-\(getpid())-\(UUID().uuidString)",                 // this process's
+        let live = [".partial-\(getpid())-\(UUID().uuidString)",                 // this process's, written now
                     ".partial-1-\(UUID().uuidString)",                            // a running process's (init)
                     ".partial-\(UUID().uuidString)"]                              // an older name, fresh
         try Self.touch(directory, stale[0])
-        try Self.touch(directory, stale[1], age: 2 * 86_400)
+        _ = AssetCache(directory: directory)  // this process's first cache is no later than now
+        try Self.touch(directory, stale[1], age: 3_600)
         try Self.touch(directory, stale[2], age: 2 * 86_400)
         for name in live { try Self.touch(directory, name) }
         try Data("cached".utf8).write(to: directory.appendingPathComponent("some-checksum"))

@@ -12,16 +12,23 @@ import Darwin
 // - a `.partial-<pid>-…` of another process that no longer runs (`kill(pid, 0)` says ESRCH) is
 //   stale at once: no process can be writing it (the pid is in the name, so a live writer's
 //   partial always names a running process);
-// - any other partial file (this process's, a running process's, or an older `.partial-<uuid>`
-//   without a pid) is stale only when not written for `stalePartialAge` (a day): a pid reused by an
-//   unrelated process after a reboot keeps a leftover that long at most. A live download writes
-//   as its bytes arrive, and the request times out long before a day without bytes.
+// - a `.partial-<pid>-…` of this process's pid written before this process made its first
+//   `AssetCache` is an earlier process's that had the same pid (in a container every run may be
+//   pid 1): stale at once;
+// - any other partial file (a running process's, or an older `.partial-<uuid>` without a pid) is
+//   stale only when not written for `stalePartialAge` (a day): a pid reused by an unrelated
+//   process after a reboot keeps a leftover that long at most. A live download writes as its
+//   bytes arrive, and the request times out long before a day without bytes.
 
 extension AssetCache {
     /// The prefix of a download's partial file.
     static let partialPrefix = ".partial-"
     /// How long a partial file that may belong to a running process must lie untouched to be stale.
     static let stalePartialAge: TimeInterval = 24 * 3600
+
+    /// When this process made its first asset cache (`AssetCache.init` reads it): every partial
+    /// file this process writes is newer.
+    static let processFirstUse = Date()
 
     /// A new partial file's URL in the cache, named with this process's pid. The first call on
     /// this cache removes the stale partial files of killed processes first.
@@ -45,7 +52,9 @@ extension AssetCache {
 
     static func isStale(_ name: String, modified: Date?, now: Date) -> Bool {
         if let modified, now.timeIntervalSince(modified) > stalePartialAge { return true }
-        guard let pid = writerPID(name), pid != getpid() else { return false }
+        guard let pid = writerPID(name) else { return false }
+        // Two seconds of slack for coarse file times: such a leftover waits for the next process.
+        if pid == getpid() { return modified.map { $0 < processFirstUse.addingTimeInterval(-2) } ?? false }
         return !isRunning(pid)
     }
 

@@ -13,7 +13,10 @@ final class AssetCache: Sendable {
     /// Whether the stale partial files were removed yet (once per cache, before its first download).
     let sweep = Locked<Bool>(false)
 
-    init(directory: URL) { self.directory = directory }
+    init(directory: URL) {
+        self.directory = directory
+        _ = AssetCache.processFirstUse
+    }
 
     static func defaultDirectory() -> URL {
         let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
