@@ -9,7 +9,8 @@ import Foundation
 
 extension Container {
     /// The asset fields this app encrypts, by record type: `["HistoryItemContent": ["asset"]]`.
-    /// Their files are sealed before upload (also when set with a plain `.asset`), and every
+    /// Their files are sealed before upload (also when set with a plain `.asset`; each file of an
+    /// `ASSETID_LIST` on its own, bound to the record and field, not to its place), and every
     /// download of them is opened into the cache (`fileURL` is the plaintext). Every device of the
     /// app declares the same fields. Assets set through `encryptedValues` are sealed in any case.
     public var encryptedAssetFields: [String: Set<String>] {
