@@ -23,13 +23,13 @@ extension Container {
     public func reloadKeys() { keyStoreBox.withLock { $0.ring = nil } }
 
     /// Seals the record's encrypted values that have no ciphertext yet with the newest key (assets
-    /// are sealed at upload). A record sealed once keeps its bytes, so a retried create is identical.
+    /// and lists of assets are sealed at upload, file by file). A record sealed once keeps its bytes, so a retried create is identical.
     public func seal(_ record: Record) throws -> Record {
         var sealed = record
         var ring: KeyRing?
         for (key, value) in record.fields {
             guard case .encrypted(var encrypted) = value, encrypted.ciphertext == nil, let plaintext = encrypted.plaintext,
-                  plaintext.assetValue == nil else { continue }
+                  !plaintext.isAssets else { continue }
             if ring == nil { ring = try keyRing() }
             let context = sealContext(record, field: key)
             guard let newest = ring?.newest else { throw EncryptionError.keyMissing(context, keyID: nil).nimbusError }
@@ -47,7 +47,7 @@ extension Container {
     /// refuses it with `encryptionKeyMissing`.
     func sealedForOutbox(_ change: PendingChange) -> PendingChange {
         guard case .save(let record) = change, record.fields.values.contains(where: {
-            if case .encrypted(let value) = $0 { return value.ciphertext == nil && value.plaintext?.assetValue == nil }
+            if case .encrypted(let value) = $0 { return value.ciphertext == nil && value.plaintext?.isAssets != true }
             return false
         }) else { return change }
         return (try? seal(record)).map(PendingChange.save) ?? change

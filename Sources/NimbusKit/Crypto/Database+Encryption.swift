@@ -83,14 +83,16 @@ extension Database {
         for (index, operation) in operations.enumerated() {
             guard let record = operation.record else { continue }
             let fields = declared[record.recordType] ?? []
-            guard !fields.isEmpty || record.fields.values.contains(where: \.isEncrypted) else { continue }
+            guard !fields.isEmpty || record.fields.values.contains(where: { $0.isEncrypted || $0.hasEncryptedAsset }) else { continue }
             do {
                 var ready = try container.seal(record)
                 for (key, value) in ready.fields {
-                    // An encrypted asset travels as an ASSETID whose file is the sealed one.
-                    guard let asset = value.encryptedAsset(declared: fields.contains(key)) else { continue }
-                    ready.fields[key] = .asset(try container.sealedForUpload(asset, of: record, field: key, limits: limits,
-                                                                                temporary: &temporary))
+                    // An encrypted asset travels as an ASSETID whose file is the sealed one; an
+                    // encrypted list of assets as an ASSETID_LIST, each element sealed on its own.
+                    guard let assets = value.encryptedAssets(declared: fields.contains(key)) else { continue }
+                    ready.fields[key] = try assets.mappingAssets { asset in
+                        try container.sealedForUpload(asset, of: record, field: key, limits: limits, temporary: &temporary)
+                    }
                 }
                 sealed[index].record = ready
             } catch {
@@ -106,11 +108,16 @@ extension Database {
     /// file (streamed, 64 KiB at a time). `decryptionFailed` when the bytes were changed, cut,
     /// reordered or moved from another record or field; `encryptionKeyMissing` without the key.
     /// The same as `downloadAsset` for a field that `encryptedAssetFields` declares (or any
-    /// other field: its asset is opened as one bound to this record and field).
-    public func downloadDecryptedAsset(of record: Record, field: String) async throws -> URL {
-        let value = record.fields[field]
-        guard var asset = value?.assetValue ?? value?.decrypted?.assetValue else {
-            throw NimbusError(.invalidArguments, reason: "\(record.recordType) \(record.recordName) has no asset in field \(field).")
+    /// other field: its asset is opened as one bound to this record and field). `element` picks
+    /// an asset of a list of assets (`ASSETID_LIST`): each is sealed on its own, bound to the
+    /// record and field (not to its place in the list: docs/encryption.md).
+    public func downloadDecryptedAsset(of record: Record, field: String, element: Int? = nil) async throws -> URL {
+        var value = record.fields[field]
+        if case .encrypted(let encrypted)? = value { value = encrypted.plaintext }
+        if let element, case .list(let values, _)? = value { value = values.indices.contains(element) ? values[element] : nil }
+        guard var asset = value?.assetValue else {
+            let place = element.map { " at \($0)" } ?? ""
+            throw NimbusError(.invalidArguments, reason: "\(record.recordType) \(record.recordName) has no asset in field \(field)\(place).")
         }
         // Cached per checksum and place: the same bytes moved to another record or field must not open there.
         asset.sealContext = container.sealContext(record, field: field)
