@@ -161,7 +161,8 @@ curl_fetch() {
     "$NIMBUS_TOKEN" big 400 600 || die "the byte-counting reader failed"
 }
 
-raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0 sealed_best=0 sealed_rss=0
+raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0 sealed_best=0 sealed_rss=0 engine_cpu=0 sealed_cpu=0
+least() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || b < a ? b : a) }'; }
 for round in 1 2; do
   curl_line=$(curl_fetch); say "round $round: $curl_line"
   [ "$(field records "$curl_line")" = "$RECORDS" ] || die "the byte-counting reader saw $(field records "$curl_line") of $RECORDS records"
@@ -173,12 +174,14 @@ for round in 1 2; do
   raw_best=$(awk -v a="$raw_best" -v b="$(field per_second "$raw")" 'BEGIN { print (b > a ? b : a) }')
   engine_best=$(awk -v a="$engine_best" -v b="$(field per_second "$engine")" 'BEGIN { print (b > a ? b : a) }')
   engine_rss=$(awk -v a="$engine_rss" -v b="$(field peak_rss_mb "$engine")" 'BEGIN { print (b > a ? b : a) }')
+  engine_cpu=$(least "$engine_cpu" "$(field cpu_s "$engine")")
   raw_rss=$(field peak_rss_mb "$raw")
   rm -f "$WORK/sealed.json"
   sealed=$(sealer bench-fetch "$WORK/sealed.json" sealed); say "round $round (encrypted title): $sealed"
   [ "$(field records "$sealed")" = "$RECORDS" ] || die "the engine opened $(field records "$sealed") of $RECORDS encrypted records"
   sealed_best=$(awk -v a="$sealed_best" -v b="$(field per_second "$sealed")" 'BEGIN { print (b > a ? b : a) }')
   sealed_rss=$(awk -v a="$sealed_rss" -v b="$(field peak_rss_mb "$sealed")" 'BEGIN { print (b > a ? b : a) }')
+  sealed_cpu=$(least "$sealed_cpu" "$(field cpu_s "$sealed")")
 done
 
 if [ "$MODE" = sync ]; then
@@ -191,6 +194,7 @@ NimbusKit initial sync (bench/client.sh sync): $(date -u +%Y-%m-%dT%H:%MZ), $(np
 | initial sync of $RECORDS records (records/s, best of 2) | $engine_best | $raw_best (records/changes reader) | $(ratio "$engine_best" "$raw_best") | ≥ 0.5 |
 | the same beside the byte-counting reader (libcurl, no JSON) | $engine_best ($(secs "$engine_best") s) | $curl_best ($(secs "$curl_best") s) | $(ratio "$engine_best" "$curl_best") | ≥ 0.5, < 4 s |
 | initial sync of $RECORDS records with \`title\` encrypted (records/s, best of 2) | $sealed_best (peak $sealed_rss MB) | $engine_best (the same engine, plain) | $(ratio "$sealed_best" "$engine_best") | ≥ 0.8 |
+| the same two syncs' client CPU (s, user + system, least of 2; steadier than wall-clock on a loaded machine) | $sealed_cpu | $engine_cpu | $(ratio "$engine_cpu" "$sealed_cpu") | |
 | decoding and opening a page, CPU ns per record (median of 5, no server) | $(field sealed_ns_per_record "$opening") (\`title\` encrypted) | $(field plain_ns_per_record "$opening") (plain) | +$(field field_ns "$opening") ns per field | |
 REPORT
   exit 0

@@ -66,7 +66,7 @@ struct PageOpeningTests {
     /// order, each with its own code and reason.
     @Test func aPageKeepsItsOrderAndTakesOutWhatDoesNotOpen() throws {
         let zone = ZoneID("z")
-        func seal(_ text: String, record: String, field: String, key: AccountKey = key1, typed: Bool = true) throws -> String {
+        func seal(_ text: String, record: String, field: String, key: AccountKey = PageOpeningTests.key1, typed: Bool = true) throws -> String {
             let context = SealContext(container: Self.container, zone: zone.zoneName, recordType: "Item", recordName: record, field: field)
             let plaintext = typed ? try FieldPlaintext.encode(.string(text)) : Data(text.utf8)
             return try SealFormat.sealField(plaintext, key: key, context: context).base64EncodedString()
