@@ -35,6 +35,10 @@
 #    nimbus-sync binary); BENCH_SMOKE=1 (or --smoke after it) makes it tiny (20 enqueues at 100
 #    and 1,000 pending), as the whole bench's smoke mode does.
 #
+# `bash bench/client.sh sync` runs only the initial-sync part (steps 1, 2 and step 7's encrypted
+#    first sync, same rounds) and, after it, `nimbus-sync bench-e2e-open` (no server): the CPU ns per
+#    record of decoding and opening a page, plain beside one encrypted field, in one process.
+#
 # Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_CLIENT_ENQUEUES BENCH_CLIENT_ASSETS
 #   BENCH_CLIENT_ASSET_BYTES BENCH_CLIENT_E2E_ASSET_BYTES BENCH_SKIP_INSTALL=1
 #   BENCH_SKIP_BUILD=1 BENCH_KEEP=1 BENCH_NIMBUS_BIN=path (and BENCH_SYNC_BIN=path; default: the
@@ -55,6 +59,7 @@ source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
 # `bash bench/client.sh enqueue [--smoke]`: part 6 alone (below).
 MODE=""
 if [ "${1:-}" = enqueue ]; then MODE=enqueue; shift; fi
+if [ "${1:-}" = sync ]; then MODE=sync; shift; fi
 smoke_mode 120 BENCH_CLIENT_RECORDS=800 BENCH_CLIENT_OUTBOX=200 BENCH_CLIENT_LIVE=20 BENCH_CLIENT_ASSETS=3 \
   BENCH_CLIENT_E2E_ASSET_BYTES=1048576 -- "$@"
 
@@ -164,7 +169,8 @@ curl_fetch() {
     "$NIMBUS_TOKEN" big 400 600 || die "the byte-counting reader failed"
 }
 
-raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0 sealed_best=0 sealed_rss=0
+raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0 sealed_best=0 sealed_rss=0 engine_cpu=0 sealed_cpu=0
+least() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || b < a ? b : a) }'; }
 for round in 1 2; do
   curl_line=$(curl_fetch); say "round $round: $curl_line"
   [ "$(field records "$curl_line")" = "$RECORDS" ] || die "the byte-counting reader saw $(field records "$curl_line") of $RECORDS records"
@@ -176,6 +182,7 @@ for round in 1 2; do
   raw_best=$(awk -v a="$raw_best" -v b="$(field per_second "$raw")" 'BEGIN { print (b > a ? b : a) }')
   engine_best=$(awk -v a="$engine_best" -v b="$(field per_second "$engine")" 'BEGIN { print (b > a ? b : a) }')
   engine_rss=$(awk -v a="$engine_rss" -v b="$(field peak_rss_mb "$engine")" 'BEGIN { print (b > a ? b : a) }')
+  engine_cpu=$(least "$engine_cpu" "$(field cpu_s "$engine")")
   raw_rss=$(field peak_rss_mb "$raw")
   [ -z "$CORE" ] || continue
   rm -f "$WORK/sealed.json"
@@ -183,7 +190,24 @@ for round in 1 2; do
   [ "$(field records "$sealed")" = "$RECORDS" ] || die "the engine opened $(field records "$sealed") of $RECORDS encrypted records"
   sealed_best=$(awk -v a="$sealed_best" -v b="$(field per_second "$sealed")" 'BEGIN { print (b > a ? b : a) }')
   sealed_rss=$(awk -v a="$sealed_rss" -v b="$(field peak_rss_mb "$sealed")" 'BEGIN { print (b > a ? b : a) }')
+  sealed_cpu=$(least "$sealed_cpu" "$(field cpu_s "$sealed")")
 done
+
+if [ "$MODE" = sync ]; then
+  opening=$(run_sync bench-e2e-open "$WORK/none.json" "$RECORDS" 5); say "$opening"
+  cat <<REPORT
+
+NimbusKit initial sync (bench/client.sh sync): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedded PostgreSQL
+| measure | NimbusKit | reference | ratio | target |
+|---|---|---|---|---|
+| initial sync of $RECORDS records (records/s, best of 2) | $engine_best | $raw_best (records/changes reader) | $(ratio "$engine_best" "$raw_best") | ≥ 0.5 |
+| the same beside the byte-counting reader (libcurl, no JSON) | $engine_best ($(secs "$engine_best") s) | $curl_best ($(secs "$curl_best") s) | $(ratio "$engine_best" "$curl_best") | ≥ 0.5, < 4 s |
+| initial sync of $RECORDS records with \`title\` encrypted (records/s, best of 2) | $sealed_best (peak $sealed_rss MB) | $engine_best (the same engine, plain) | $(ratio "$sealed_best" "$engine_best") | ≥ 0.8 |
+| the same two syncs' client CPU (s, user + system, least of 2; steadier than wall-clock on a loaded machine) | $sealed_cpu | $engine_cpu | $(ratio "$engine_cpu" "$sealed_cpu") | |
+| decoding and opening a page, CPU ns per record (median of 5, no server) | $(field sealed_ns_per_record "$opening") (\`title\` encrypted) | $(field plain_ns_per_record "$opening") (plain) | +$(field field_ns "$opening") ns per field | |
+REPORT
+  exit 0
+fi
 
 say "outbox: $OUTBOX records"
 raw_modify=$(run_sync bench-raw-modify "$WORK/none.json" "$OUTBOX" rawout); say "$raw_modify"

@@ -24,6 +24,7 @@ let usage = """
       bench-assets-download STATE ZONE        download them: NimbusKit, its prefetch, plain URLSession
       bench-e2e-modify STATE N ZONE           N records like bench-raw-modify's with `title` encrypted (NIMBUS_KEY_FILE)
       bench-e2e-asset STATE plain|sealed FILE ZONE   upload FILE (sealed: an encrypted asset field), download it
+      bench-e2e-open STATE [N] [ROUNDS]       CPU ns per record decoding and opening pages, plain beside sealed (no server)
     CONTAINER: NIMBUS_CONTAINER (default iCloud.com.nimbus.SyncTool); NIMBUS_KEY_FILE: the account key file;
     NIMBUS_ASSET_CACHE: the asset cache's directory (default: the user's caches)
     """

@@ -22,25 +22,27 @@ extension Container {
     }
 
     /// A page of changes with its records opened; those that do not open move to `unreadable`.
-    /// The page is taken over, so each record is opened in place (its fields are not copied).
+    /// The page is taken over and opened where it is: each record in place (its fields are not
+    /// copied), the records that opened moved up over those that did not, in page order.
     func openChanges(_ page: consuming ZoneChanges) -> ZoneChanges {
         let declared = encryptedAssetFields
         // A page without sealed values (as the decoder counted) has nothing to open: not copied.
         if page.sealedValues == 0 && declared.isEmpty { return page }
-        var records = page.modified
-        page.modified = []
         var opened = page
-        opened.modified.reserveCapacity(records.count)
-        var opener: FieldOpener?  // one per page: the zone key and associated data's fixed part kept
-        for index in records.indices {
+        var kept = 0
+        var opener: FieldOpener?  // one per page: the zone key, its context and the associated data's fixed part kept
+        for index in opened.modified.indices {
             do {
-                try open(&records[index], declared: declared, opener: &opener)
-                opened.modified.append(records[index])
+                try open(&opened.modified[index], declared: declared, opener: &opener)
+                if kept != index { opened.modified.swapAt(kept, index) }
+                kept += 1
             } catch {
                 let nimbus = error as? NimbusError ?? NimbusError(.decryptionFailed, reason: "\(error)")
-                opened.unreadable.append(UnreadableRecord(recordID: records[index].id, recordType: records[index].recordType, error: nimbus))
+                let record = opened.modified[index]
+                opened.unreadable.append(UnreadableRecord(recordID: record.id, recordType: record.recordType, error: nimbus))
             }
         }
+        opened.modified.removeSubrange(kept...)
         return opened
     }
 }
