@@ -36,6 +36,8 @@ public final class CKAsset: NSObject, CKRecordValueProtocol, Sendable {
 
     private static func defaultDatabase() -> Database? {
         guard let configuration = NimbusCK.configuration else { return nil }
-        return Container(identifier: "", configuration: configuration).privateDatabase
+        let container = Container(identifier: "", configuration: configuration)
+        _ = NimbusCK.applyEncryptedAssetFields(to: container)
+        return container.privateDatabase
     }
 }

@@ -21,6 +21,9 @@ public final class CKContainer: Sendable {
         // The account key for `encryptedValues` (NIMBUS_KEY_FILE, or `NimbusCK.configure(keyStore:)`),
         // unless the container came with a key store of its own.
         if let container, container.keyStore == nil { container.keyStore = NimbusCK.keyStore }
+        // The encrypted asset fields (`NimbusCK.configure(encryptedAssetFields:)` or the environment's),
+        // unless the container declares its own; a bad environment entry is thrown by its databases.
+        if let container { _ = NimbusCK.applyEncryptedAssetFields(to: container) }
     }
 
     public var privateCloudDatabase: CKDatabase { CKDatabase(container: container) }

@@ -13,9 +13,20 @@ extension CKDatabase {
         let database = try nimbusDatabase()
         let results: [Result<Record, NimbusError>]
         do { results = try await database.lookup(ids.map(\.nimbus), desiredKeys: desiredKeys) } catch { throw CKError(error) }
+        // The found records' assets downloaded (an encrypted one opened, or its record's error).
+        let found = results.compactMap { try? $0.get() }
+        var opened: [RecordID: Result<CKRecord, any Error>] = [:]
+        do {
+            for (id, result) in try await opening(found, database) { opened[id.nimbus] = result }
+        } catch {
+            throw CKError(error)
+        }
         var byID: [CKRecord.ID: Result<CKRecord, any Error>] = [:]
         for (id, result) in zip(ids, results) {
-            byID[id] = result.map { CKRecord(record: $0, database: database) }.mapError { CKError($0) }
+            switch result {
+            case .success(let record): byID[id] = opened[record.id] ?? .success(CKRecord(record: record, database: database))
+            case .failure(let error): byID[id] = .failure(CKError(error))
+            }
         }
         return byID
     }

@@ -14,7 +14,8 @@ public final class CKDatabase: Sendable {
     public enum Scope: Int, Sendable { case `public` = 1, `private` = 2, shared = 3 }
     public var databaseScope: Scope { scope }
 
-    /// The NimbusKit database underneath; `notAuthenticated` when no server is configured.
+    /// The NimbusKit database underneath; `notAuthenticated` when no server is configured,
+    /// `invalidArguments` naming the entry when `NIMBUS_ENCRYPTED_ASSET_FIELDS` does not parse.
     public func nimbusDatabase() throws -> Database {
         guard let container else {
             throw CKError(NimbusError(.notAuthenticated, reason: "No Nimbus server is configured: call NimbusCK.configure(_:) "
@@ -23,6 +24,7 @@ public final class CKDatabase: Sendable {
         guard scope == .private else {
             throw CKError(NimbusError(.permissionFailure, reason: "Nimbus serves only the private database: use privateCloudDatabase."))
         }
+        if let problem = NimbusCK.applyEncryptedAssetFields(to: container) { throw problem }
         return container.privateDatabase
     }
 
@@ -50,7 +52,7 @@ public final class CKDatabase: Sendable {
         let database = try nimbusDatabase()
         do {
             let record = try await database.record(for: recordID.nimbus)
-            return wrap(try await database.downloadingAssets(of: [record])[0], database)
+            return try await opening([record], database)[0].1.get()
         } catch {
             throw CKError(error)
         }
@@ -120,8 +122,7 @@ public final class CKDatabase: Sendable {
         do {
             let page = try await database.query(try query.nimbusQuery(), in: zoneID?.nimbus ?? .default,
                                                 resultsLimit: try await limit(resultsLimit), desiredKeys: desiredKeys)
-            let records = try await database.downloadingAssets(of: page.records)
-            return (records.map { (CKRecord.ID($0.id), .success(wrap($0, database))) }, page.continuation.map(CKQueryOperation.Cursor.init))
+            return (try await opening(page.records, database), page.continuation.map(CKQueryOperation.Cursor.init))
         } catch {
             throw CKError(error)
         }
@@ -135,8 +136,7 @@ public final class CKDatabase: Sendable {
         do {
             let page = try await database.query(cursor.query, in: cursor.zoneID, resultsLimit: try await limit(resultsLimit),
                                                 desiredKeys: desiredKeys, continuation: cursor)
-            let records = try await database.downloadingAssets(of: page.records)
-            return (records.map { (CKRecord.ID($0.id), .success(wrap($0, database))) }, page.continuation.map(CKQueryOperation.Cursor.init))
+            return (try await opening(page.records, database), page.continuation.map(CKQueryOperation.Cursor.init))
         } catch {
             throw CKError(error)
         }
@@ -170,9 +170,11 @@ public final class CKDatabase: Sendable {
             let page = try await database.changes(in: zoneID.nimbus, since: changeToken?.token, resultsLimit: resultsLimit,
                                                   desiredKeys: desiredKeys)
             var modifications: [CKRecord.ID: Result<RecordZoneChange.Modification, any Error>] = [:]
-            for record in try await database.downloadingAssets(of: page.modified) {
-                modifications[CKRecord.ID(record.id)] = .success(RecordZoneChange.Modification(record: wrap(record, database)))
+            for (id, result) in try await opening(page.modified, database) {
+                modifications[id] = result.map { RecordZoneChange.Modification(record: $0) }
             }
+            // A record whose encrypted field does not open on this device: its error, never garbage.
+            for record in page.unreadable { modifications[CKRecord.ID(record.recordID)] = .failure(CKError(record.error)) }
             let deletions = page.deleted.map { RecordZoneChange.Deletion(recordID: CKRecord.ID($0.id), recordType: $0.recordType ?? "") }
             return (modifications, deletions, CKServerChangeToken(page.syncToken), page.moreComing)
         } catch {

@@ -20,7 +20,7 @@ extension Database {
     /// on this device (`decryptionFailed`: changed, cut, reordered or moved; `encryptionKeyMissing`)
     /// leaves `records` for `unreadable`, as a record whose encrypted value does not open
     /// (CLIENT.md: parked where the app sees it, never garbage).
-    func openingAssets(of records: [Record]) async throws -> (records: [Record], unreadable: [UnreadableRecord]) {
+    package func openingAssets(of records: [Record]) async throws -> (records: [Record], unreadable: [UnreadableRecord]) {
         let fetched = try await prefetchingAssets(of: records)
         guard !fetched.unopened.isEmpty else { return (fetched.records, []) }
         var readable: [Record] = []

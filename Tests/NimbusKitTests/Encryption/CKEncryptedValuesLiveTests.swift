@@ -5,8 +5,8 @@ import NimbusKitCK
 
 /// CloudKit code using `record.encryptedValues` against the real server: the server holds
 /// `ENCRYPTED_BYTES`, the app reads its plaintext back. NimbusCK's configuration is process-wide:
-/// this is the only test that sets it.
-@Suite("NimbusKitCK encryptedValues against the real server")
+/// this is the only suite that sets it, its tests one at a time.
+@Suite("NimbusKitCK encryptedValues against the real server", .serialized)
 struct CKEncryptedValuesLiveTests {
     @Test func cloudKitCodeSavesCiphertextAndReadsPlaintextBack() async throws {
         let server = try TestServer.start()

@@ -24,6 +24,11 @@ mac() { NIMBUS_TOKEN=$MAC NIMBUS_STATE_DIR="$TEST_TMP/mac/state" timeout 60 "$AP
 phone() { NIMBUS_TOKEN=$PHONE NIMBUS_STATE_DIR="$TEST_TMP/phone/state" timeout 60 "$APP" "$TEST_TMP/phone" "$@"; }
 saved_count() { grep -c "^saved $1\$" "$TEST_TMP/mac/sent.log"; }
 
+# MARK: a bad NIMBUS_ENCRYPTED_ASSET_FIELDS entry stops the program with an error naming it
+NIMBUS_TOKEN=$MAC NIMBUS_STATE_DIR="$TEST_TMP/bad/state" NIMBUS_ENCRYPTED_ASSET_FIELDS="Contact.photo,bad" timeout 60 "$APP" \
+    "$TEST_TMP/bad" sync 2>"$TEST_TMP/bad.err" && fail "a bad NIMBUS_ENCRYPTED_ASSET_FIELDS was accepted"
+grep -q 'NIMBUS_ENCRYPTED_ASSET_FIELDS entry 2 "bad" is not Type.field' "$TEST_TMP/bad.err" || fail "unclear error: $(cat "$TEST_TMP/bad.err")"
+
 # MARK: add and fetch
 mac add v1 ada bea cy || fail "mac add failed"
 for name in ada bea cy; do [ "$(saved_count $name)" = 1 ] || fail "$name was reported saved $(saved_count $name) times"; done
