@@ -95,4 +95,40 @@ struct ChangesPageDecoderTests {
         }
         #expect(try ChangesPageDecoder.decode(Data(bytes), zone: zone).modified.first?.fields["s"] == .string("a\"b"))
     }
+
+    /// The strings every record of a page repeats (`recordType`, the stamps' user and device) are
+    /// decoded once and shared; equal-length different bytes, escapes, and records with fewer
+    /// fields than the one before (the raw fields' buffer is reused) still decode as the tree does.
+    @Test func repeatedStringsAreSharedNotConflated() throws {
+        let user = "_" + String(repeating: "a", count: 32), other = "_" + String(repeating: "b", count: 32)
+        func stamp(_ u: String, _ device: String = "phone-0000000000000001") -> String {
+            #"{"timestamp":1795000000000,"userRecordName":"\#(u)","deviceID":"\#(device)"}"#
+        }
+        let records = [
+            #"{"recordName":"r1","recordType":"EventTypeLongerThan15","fields":{"a":{"value":"x","type":"STRING"},"b":{"value":2,"type":"INT64"}},"created":\#(stamp(user)),"modified":\#(stamp(user))}"#,
+            #"{"recordName":"gone","recordType":"EventTypeLongerThan15","deleted":true}"#,
+            #"{"recordName":"r2","recordType":"EventTypeLongerThan15","fields":{"c":{"value":"y","type":"STRING"}},"created":\#(stamp(user)),"modified":\#(stamp(other))}"#,
+            #"{"recordName":"r3","recordType":"EventTypeLongerThan16","fields":{},"created":\#(stamp(#"\u005f"# + String(repeating: "a", count: 32))),"modified":\#(stamp(user, "phone-0000000000000002"))}"#,
+        ]
+        let json = #"{"records":[\#(records.joined(separator: ","))],"syncToken":"t","moreComing":false}"#
+        same(json)
+        // A repeated `fields` object (the tree's parser refuses duplicate keys): the last one alone.
+        let twice = #"{"syncToken":"t","records":[{"recordName":"x","recordType":"T","fields":{"a":{"value":"1","type":"STRING"}},"fields":{"b":{"value":"2","type":"STRING"}}}]}"#
+        #expect(try ChangesPageDecoder.decode(Data(twice.utf8), zone: zone).modified.map { Set($0.fields.keys) } == [["b"]])
+        let page = try ChangesPageDecoder.decode(Data(json.utf8), zone: zone)
+        #expect(page.modified.map { Set($0.fields.keys) } == [["a", "b"], ["c"], []])
+        #expect(page.modified.map(\.recordType) == ["EventTypeLongerThan15", "EventTypeLongerThan15", "EventTypeLongerThan16"])
+        #expect(page.modified.map { $0.modified?.userRecordName } == [user, other, user])
+        #expect(page.modified.map { $0.modified?.deviceID } == ["phone-0000000000000001", "phone-0000000000000001", "phone-0000000000000002"])
+        #expect(page.modified[2].created?.userRecordName == user)
+        // One copy of each repeated string: the same storage, not equal copies.
+        func storage(_ string: String?) -> UnsafeRawPointer? {
+            var string = string ?? ""
+            return string.withUTF8 { UnsafeRawPointer($0.baseAddress) }
+        }
+        let names = [page.modified[0].created, page.modified[0].modified, page.modified[1].created].map { storage($0?.userRecordName) }
+        #expect(Set(names).count == 1)
+        #expect(storage(page.modified[0].recordType) == storage(page.modified[1].recordType))
+        #expect(storage(page.modified[0].created?.deviceID) == storage(page.modified[1].modified?.deviceID))
+    }
 }

@@ -76,6 +76,9 @@ final class AnswerCollector: NSObject, URLSessionDataDelegate, @unchecked Sendab
                 answer.exceeded = answer.writeError == nil ? Int(clamping: declared) : nil
                 return true
             }
+            // A declared body kept in memory gets its room at once: growing it chunk by chunk (16 KiB
+            // each from libcurl) copied a 200 KB page of records several times over.
+            if declared > 0, answer.download == nil { answer.data.reserveCapacity(Int(declared)) }
             return false
         }
         // swift-corelibs-foundation ignores the disposition here: the task is cancelled instead.

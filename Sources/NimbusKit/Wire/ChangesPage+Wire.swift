@@ -23,6 +23,7 @@ enum ChangesPageDecoder {
         var modified: [Record] = []
         var deleted: [(id: RecordID, recordType: String?)] = []
         var sealed = 0
+        var reuse = PageReuse()
         try s.beginObject()
         var first = true
         while let key = try s.nextKey(&first) {
@@ -32,7 +33,7 @@ enum ChangesPageDecoder {
                 var firstItem = true
                 while try s.nextElement(&firstItem) {
                     guard try s.kind() == .object else { throw JSON.bad("A change is not an object") }
-                    switch try change(&s, zone: zone, sealed: &sealed) {
+                    switch try change(&s, zone: zone, sealed: &sealed, reuse: &reuse) {
                     case .record(let record): modified.append(record)
                     case .tombstone(let id, let type): deleted.append((id, type))
                     }
@@ -55,15 +56,24 @@ enum ChangesPageDecoder {
         case tombstone(RecordID, String?)
     }
 
+    /// What one page's records share while it is decoded: the strings they repeat and the
+    /// buffer of a record's raw fields (emptied, its room kept, for the next record).
+    private struct PageReuse {
+        var recordType = RepeatedString()
+        var userRecordName = RepeatedString()
+        var deviceID = RepeatedString()
+        var rawFields: [(key: String, field: RawField)] = []
+    }
+
     /// One item of `records`: a live record, or a tombstone (`deleted: true`). `sealed` counts
     /// the encrypted values of live records.
-    private static func change(_ s: inout JSONScanner, zone: ZoneID, sealed: inout Int) throws -> Change {
+    private static func change(_ s: inout JSONScanner, zone: ZoneID, sealed: inout Int, reuse: inout PageReuse) throws -> Change {
         var name: String?, type: String?, changeTag: String?, zoneName: String?
         var isDeleted = false
         var created: Record.Stamp?, modified: Record.Stamp?
         // The fields' values are decoded once the record's zone is known (references without a
-        // zone point into it); until then, where each starts.
-        var rawFields: [(key: String, field: RawField)] = []
+        // zone point into it); until then, where each starts (in `reuse.rawFields`).
+        reuse.rawFields.removeAll(keepingCapacity: true)
         var fieldsNotObject = false
         try s.beginObject()
         var first = true
@@ -71,7 +81,7 @@ enum ChangesPageDecoder {
             if s.matches(key, "recordName") {
                 name = try s.stringValue()
             } else if s.matches(key, "recordType") {
-                type = try s.stringValue()
+                type = try s.stringValue(repeating: &reuse.recordType)
             } else if s.matches(key, "recordChangeTag") {
                 changeTag = try s.stringValue()
             } else if s.matches(key, "zoneID") {
@@ -80,15 +90,16 @@ enum ChangesPageDecoder {
                 isDeleted = try s.boolValue() == true
             } else if s.matches(key, "fields") {
                 if try s.kind() == .object {
-                    rawFields = try fields(&s)
+                    reuse.rawFields.removeAll(keepingCapacity: true)  // a repeated `fields`: the last one
+                    try fields(&s, into: &reuse.rawFields)
                 } else {
                     fieldsNotObject = true
                     try s.skipValue()
                 }
             } else if s.matches(key, "created") {
-                created = try stamp(&s)
+                created = try stamp(&s, &reuse)
             } else if s.matches(key, "modified") {
-                modified = try stamp(&s)
+                modified = try stamp(&s, &reuse)
             } else {
                 try s.skipValue()
             }
@@ -99,8 +110,8 @@ enum ChangesPageDecoder {
         guard let type else { throw JSON.bad("Record \(name) has no recordType") }
         var values: [String: RecordValue] = [:]
         if !fieldsNotObject {
-            values.reserveCapacity(rawFields.count)
-            for (key, field) in rawFields {
+            values.reserveCapacity(reuse.rawFields.count)
+            for (key, field) in reuse.rawFields {
                 guard let value = try field.decode(&s, zoneID: recordZone) else { continue }
                 if case .encrypted = value { sealed += 1 }
                 values[key] = value
@@ -123,7 +134,7 @@ enum ChangesPageDecoder {
     }
 
     /// `created` / `modified`: `{timestamp, userRecordName, deviceID}`; nil without a timestamp.
-    private static func stamp(_ s: inout JSONScanner) throws -> Record.Stamp? {
+    private static func stamp(_ s: inout JSONScanner, _ reuse: inout PageReuse) throws -> Record.Stamp? {
         guard try s.kind() == .object else { try s.skipValue(); return nil }
         var ms: Int64?, user: String?, device: String?
         try s.beginObject()
@@ -132,9 +143,9 @@ enum ChangesPageDecoder {
             if s.matches(key, "timestamp") {
                 ms = try s.numberValue()?.int64
             } else if s.matches(key, "userRecordName") {
-                user = try s.stringValue()
+                user = try s.stringValue(repeating: &reuse.userRecordName)
             } else if s.matches(key, "deviceID") {
-                device = try s.stringValue()
+                device = try s.stringValue(repeating: &reuse.deviceID)
             } else {
                 try s.skipValue()
             }
@@ -143,9 +154,8 @@ enum ChangesPageDecoder {
         return Record.Stamp(timestamp: WireTime.date(milliseconds: ms), userRecordName: user, deviceID: device)
     }
 
-    /// The fields object: each field's name and where its parts are.
-    private static func fields(_ s: inout JSONScanner) throws -> [(key: String, field: RawField)] {
-        var out: [(key: String, field: RawField)] = []
+    /// The fields object: each field's name and where its parts are, appended to `out`.
+    private static func fields(_ s: inout JSONScanner, into out: inout [(key: String, field: RawField)]) throws {
         try s.beginObject()
         var first = true
         while let key = try s.nextKey(&first) {
@@ -173,6 +183,5 @@ enum ChangesPageDecoder {
             if let existing = out.firstIndex(where: { $0.key == name }) { out.remove(at: existing) }
             out.append((name, field))
         }
-        return out
     }
 }
