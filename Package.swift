@@ -80,7 +80,7 @@ let package = Package(
         ),
         // The client side: Foundation and the shared NimbusWire, imports no server target (and no server target imports it).
         // SHA-256 of assets through libcrypto on Linux only (CryptoKit on Apple platforms).
-        .target(name: "NimbusKit", dependencies: ["NimbusWire", .target(name: "CCrypto", condition: .when(platforms: [.linux])), .target(name: "CCurl", condition: .when(platforms: [.linux]))], swiftSettings: swiftSettings),
+        .target(name: "NimbusKit", dependencies: ["NimbusWire", .target(name: "CCrypto", condition: .when(platforms: [.linux]))], swiftSettings: swiftSettings),
         .target(name: "NimbusKitCK", dependencies: ["NimbusKit", "NimbusWire"], swiftSettings: swiftSettings),
         // The apps' code as they wrote it: Swift 5 language mode, the seed kept beside it as text.
         .executableTarget(

@@ -26,10 +26,6 @@ static inline CURLcode nimbus_curl_easy_setopt_slist(CURL *handle, CURLoption op
 static inline CURLcode nimbus_curl_easy_setopt_write_callback(CURL *handle, CURLoption option, curl_write_callback value) {
     return curl_easy_setopt(handle, option, value);
 }
-// CURLOPT_XFERINFOFUNCTION (NimbusKit's CurlTransport: a non-zero return stops a cancelled transfer).
-static inline CURLcode nimbus_curl_easy_setopt_xferinfo_callback(CURL *handle, curl_xferinfo_callback value) {
-    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
-}
 static inline CURLMcode nimbus_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }

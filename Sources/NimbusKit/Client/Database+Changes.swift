@@ -64,7 +64,7 @@ extension Database {
         var request = transport.request(url("records/changes"), method: "POST", waitSeconds: 0)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = JSON.encode(body)
-        let (data, response) = try await transport.send(request, limit: await pageLimit(resultsLimit, "a records/changes page"), page: true)
+        let (data, response) = try await transport.send(request, limit: await pageLimit(resultsLimit, "a records/changes page"))
         try Transport.check(response, data: data, zoneID: zone)
         return data
     }

@@ -14,9 +14,6 @@ final class Transport: Sendable {
     let credential: CredentialInterceptor
     /// The interceptors and the transport every request of `exchange` goes through.
     private let chain: any HTTPTransport
-    /// The same interceptors before the transport of pages of records answered at once (`page:`
-    /// requests): `CurlTransport` on Linux (URLSession's per-chunk cost there), else `chain`.
-    private let pageChain: any HTTPTransport
 
     /// `base`: where requests go (nil: URLSession); `retry`: how 503s are sent again.
     init(configuration: NimbusConfiguration, base: (any HTTPTransport)? = nil, retry: RetryInterceptor = RetryInterceptor()) {
@@ -24,11 +21,6 @@ final class Transport: Sendable {
         credential = CredentialInterceptor(token: configuration.token)
         session = URLSessionTransport.makeSession()
         chain = InterceptedTransport(base: base ?? URLSessionTransport(session: session), interceptors: [retry, credential])
-        #if canImport(CCurl)
-        pageChain = base == nil ? InterceptedTransport(base: CurlTransport(), interceptors: [retry, credential]) : chain
-        #else
-        pageChain = chain
-        #endif
     }
 
     deinit { session.finishTasksAndInvalidate() }
@@ -79,18 +71,17 @@ final class Transport: Sendable {
     }
 
     /// Sends a request through the interceptors; any status is an answer (`check` throws the errors).
-    /// `page`: a page of records the server answers at once (no long-poll wait), on `pageChain`.
-    func exchange(_ request: HTTPRequest, page: Bool = false) async throws -> HTTPAnswer {
+    func exchange(_ request: HTTPRequest) async throws -> HTTPAnswer {
         do {
-            return try await (page ? pageChain : chain).send(request)
+            return try await chain.send(request)
         } catch {
             throw Transport.networkError(error, url: request.url, timeout: request.timeout)
         }
     }
 
     /// Sends a request built as a `URLRequest` through the interceptors, as `exchange` does.
-    func send(_ request: URLRequest, limit: AnswerLimit, page: Bool = false) async throws -> (Data, HTTPURLResponse) {
-        let answer = try await exchange(HTTPRequest(request, limit: limit), page: page)
+    func send(_ request: URLRequest, limit: AnswerLimit) async throws -> (Data, HTTPURLResponse) {
+        let answer = try await exchange(HTTPRequest(request, limit: limit))
         guard let url = request.url, let response = HTTPURLResponse(url: url, statusCode: answer.status, httpVersion: "HTTP/1.1",
                                                                      headerFields: answer.headers) else {
             throw NimbusError(.serverResponseBad, reason: "The answer from \(request.url?.absoluteString ?? "?") is not HTTP.")
