@@ -1,3 +1,4 @@
+import NimbusSupport
 @testable import NimbusCore
 import Testing
 

@@ -1,3 +1,4 @@
+import NimbusSupport
 import NimbusCore
 import Testing
 

@@ -1,3 +1,5 @@
+import NimbusSupport
+
 /// The common write planned lean: creates only, of record types the schema has, with only
 /// fields it has, no nulls, no assets and no `DELETE_SELF` references. Such a request saves every
 /// record as `ModifyPlanner` would, and this says so without the planner's per-operation

@@ -3,10 +3,8 @@ import NimbusSupport
 
 /// A reference from one record to another (docs/api.md `REFERENCE`).
 package struct RecordReference: Sendable, Hashable {
-    package enum Action: String, Sendable {
-        case none = "NONE"
-        case deleteSelf = "DELETE_SELF"
-    }
+    /// `NONE` or `DELETE_SELF` (NimbusWire's, shared with the client's writer).
+    package typealias Action = ReferenceAction
 
     package var recordName: String
     /// The target's zone; nil means the referencing record's zone.
@@ -165,19 +163,19 @@ extension FieldValue {
             guard let data = Data(base64Encoded: text) else { throw FieldValueError(given: "a string that is not base64") }
             return .bytes(Array(data))
         case (.reference, .object(let object)):
-            guard case .string(let name)? = object["recordName"] else {
+            guard case .string(let name)? = object[.recordName] else {
                 throw FieldValueError(given: "an object without a string recordName")
             }
             guard Names.isValidRecordName(name) else { throw FieldValueError(given: "a reference to an invalid record name") }
             var zoneName: String?
-            if let zone = object["zoneID"], !zone.isNull {
-                guard case .string(let zoneText)? = zone["zoneName"], Names.isValidZoneName(zoneText) else {
+            if let zone = object[.zoneID], !zone.isNull {
+                guard case .string(let zoneText)? = zone[.zoneName], Names.isValidZoneName(zoneText) else {
                     throw FieldValueError(given: "a reference whose zoneID has no valid zoneName")
                 }
                 zoneName = zoneText
             }
             var action = RecordReference.Action.none
-            if let actionValue = object["action"], !actionValue.isNull {
+            if let actionValue = object[.action], !actionValue.isNull {
                 guard case .string(let text) = actionValue, let parsed = RecordReference.Action(rawValue: text) else {
                     throw FieldValueError(given: "a reference whose action is not NONE or DELETE_SELF")
                 }
@@ -185,11 +183,11 @@ extension FieldValue {
             }
             return .reference(RecordReference(recordName: name, zoneName: zoneName, action: action))
         case (.assetID, .object(let object)):
-            guard case .string(let checksum)? = object["fileChecksum"], case .integer(let size)? = object["size"], size >= 0 else {
+            guard case .string(let checksum)? = object[.fileChecksum], case .integer(let size)? = object[.size], size >= 0 else {
                 throw FieldValueError(given: "an object without fileChecksum and size")
             }
             var receipt: String?
-            if case .string(let text)? = object["receipt"] { receipt = text }
+            if case .string(let text)? = object[.receipt] { receipt = text }
             return .asset(AssetValue(fileChecksum: checksum, size: size, receipt: receipt))
         default:
             throw FieldValueError(given: json.kindDescription)
@@ -243,40 +241,46 @@ extension FieldValue {
         }
     }
 
-    /// Writes `json`'s bytes without building it (records are written a hundred at a time).
+    /// Writes `json`'s bytes without building it (records are written a hundred at a time), each
+    /// type's form as NimbusWire's `FieldWire` spells it.
     func writeJSON(to writer: inout JSONPageWriter) {
         switch self {
         case .string(let text), .encrypted(let text): writer.write(text)
-        case .int64(let number), .timestamp(let number): writer.write(number)
+        case .int64(let number): writer.write(number)
+        case .timestamp(let milliseconds): FieldWire.writeTimestamp(milliseconds: milliseconds, to: &writer)
         case .double(let number): writer.write(number)
         case .list(_, let values):
-            writer.append("[")
+            writer.append(FieldWire.listStart)
             for (index, value) in values.enumerated() {
-                if index > 0 { writer.append(",") }
+                if index > 0 { writer.append(FieldWire.listSeparator) }
                 value.writeJSON(to: &writer)
             }
-            writer.append("]")
-        case .bytes, .reference, .asset:
-            var other = JSONWriter(sortedKeys: false)
-            other.write(json)
-            other.bytes.withUnsafeBytes { writer.append(raw: $0) }
+            writer.append(FieldWire.listEnd)
+        case .bytes(let bytes):
+            bytes.withUnsafeBytes { FieldWire.writeBytes($0, to: &writer) }
+        case .reference(let reference):
+            FieldWire.writeReference(recordName: reference.recordName, zoneName: reference.zoneName, action: reference.action, to: &writer)
+        case .asset(let asset):
+            FieldWire.writeAsset(fileChecksum: asset.fileChecksum, size: asset.size, receipt: asset.receipt,
+                                 downloadURL: asset.downloadURL, to: &writer)
         }
     }
 }
 
+// The tree forms (notifications, query parameters) in `FieldWire`'s member order.
 extension RecordReference {
     var json: JSONObject {
-        var object: JSONObject = ["recordName": .string(recordName), "action": .string(action.rawValue)]
-        if let zoneName { object["zoneID"] = .object(["zoneName": .string(zoneName)]) }
+        var object: JSONObject = [WireKey.recordName.rawValue: .string(recordName), WireKey.action.rawValue: .string(action.rawValue)]
+        if let zoneName { object[WireKey.zoneID.rawValue] = .object([WireKey.zoneName.rawValue: .string(zoneName)]) }
         return object
     }
 }
 
 extension AssetValue {
     var json: JSONObject {
-        var object: JSONObject = ["fileChecksum": .string(fileChecksum), "size": .integer(size)]
-        if let receipt { object["receipt"] = .string(receipt) }
-        if let downloadURL { object["downloadURL"] = .string(downloadURL) }
+        var object: JSONObject = [WireKey.fileChecksum.rawValue: .string(fileChecksum), WireKey.size.rawValue: .integer(size)]
+        if let receipt { object[WireKey.receipt.rawValue] = .string(receipt) }
+        if let downloadURL { object[WireKey.downloadURL.rawValue] = .string(downloadURL) }
         return object
     }
 }

@@ -1,3 +1,4 @@
+import NimbusSupport
 import Foundation
 
 /// A row to write for `records/modify`.

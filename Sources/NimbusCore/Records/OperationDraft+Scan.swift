@@ -32,9 +32,10 @@ extension OperationDraft {
     }
 
     private static let operationKeys: [StaticString] = ["operationType", "record", "desiredKeys"]
-    private static let recordKeys: [StaticString] = ["recordName", "recordType", "recordChangeTag", "fields", "zoneID"]
-    private static let entryKeys: [StaticString] = ["value", "type"]
-    private static let zoneKeys: [StaticString] = ["zoneName"]
+    // Positions in these lists are the cases of the switches below.
+    private static let recordKeys = WireKey.spellings([.recordName, .recordType, .recordChangeTag, .fields, .zoneID])
+    private static let entryKeys = WireKey.spellings([.value, .type])
+    private static let zoneKeys = WireKey.spellings([.zoneName])
     private static let kindSpellings: [StaticString] = ["create", "update", "forceUpdate", "replace", "forceReplace", "delete", "forceDelete"]
 
     private static func readRecord(_ scanner: inout JSONScanner, into draft: inout OperationDraft) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusWire
 
 /// One operation of `records/modify`, as docs/api.md's operation types.
 public struct RecordOperation: Sendable, Hashable {
@@ -44,8 +45,8 @@ public struct RecordOperation: Sendable, Hashable {
                 object["record"] = .object(record.wireRecord())
             }
         } else {
-            var wire: JSONObject = ["recordName": .string(recordID.recordName), "zoneID": JSON.zoneID(recordID.zoneID)]
-            if let changeTag { wire["recordChangeTag"] = .string(changeTag) }
+            var wire: JSONObject = [WireKey.recordName.rawValue: .string(recordID.recordName), WireKey.zoneID.rawValue: JSON.zoneID(recordID.zoneID)]
+            if let changeTag { wire[.recordChangeTag] = .string(changeTag) }
             object["record"] = .object(wire)
         }
         return object

@@ -48,7 +48,7 @@ enum JSON {
     static func array(_ value: JSONValue?) -> [JSONValue]? { value?.arrayValue }
 
     /// `{"zoneName": …}`
-    static func zoneID(_ zone: ZoneID) -> JSONValue { .object(["zoneName": .string(zone.zoneName)]) }
+    static func zoneID(_ zone: ZoneID) -> JSONValue { .object([WireKey.zoneName.rawValue: .string(zone.zoneName)]) }
 
     static func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
 

@@ -5,7 +5,8 @@ import NimbusWire
 /// the server's writer (NimbusWire's `JSONWriter`: its escapes and number forms): several times
 /// cheaper than building a tree first.
 struct JSONBytes {
-    private var writer: JSONWriter
+    /// The writer underneath, for NimbusWire's record and field writers (`RecordWire`, `FieldWire`).
+    var writer: JSONWriter
 
     init(capacity: Int = 1024) {
         var bytes: [UInt8] = []
@@ -42,13 +43,14 @@ struct JSONBytes {
 }
 
 extension RecordValue {
-    /// `{"value":…,"type":"…"}`
+    /// `{"value":…,"type":"…"}`, each type's value as NimbusWire's `FieldWire` writes it.
     func write(to json: inout JSONBytes) throws {
-        json.raw("{\"value\":")
+        json.raw(FieldWire.entryStart)
         try writeValue(to: &json)
-        json.raw(",\"type\":")
-        json.string(fieldType.rawValue)
-        json.byte(UInt8(ascii: "}"))
+        json.raw(FieldWire.typeMember)
+        let type = fieldType
+        if let wire = type.wire { json.raw(wire.quotedName) } else { json.string(type.rawValue) }
+        json.raw(FieldWire.entryEnd)
     }
 
     private func writeValue(to json: inout JSONBytes) throws {
@@ -56,68 +58,44 @@ extension RecordValue {
         case .string(let v): json.string(v)
         case .int64(let v): json.number(v)
         case .double(let v): try json.number(v)
-        case .date(let v): json.number(WireTime.milliseconds(v))
-        case .bytes(let v): json.string(v.base64EncodedString())
+        case .date(let v): FieldWire.writeTimestamp(milliseconds: WireTime.milliseconds(v), to: &json.writer)
+        case .bytes(let v): v.withUnsafeBytes { FieldWire.writeBytes($0, to: &json.writer) }
         case .reference(let v):
-            json.raw("{\"recordName\":")
-            json.string(v.recordID.recordName)
-            json.raw(",\"zoneID\":{\"zoneName\":")
-            json.string(v.recordID.zoneID.zoneName)
-            json.raw("},\"action\":")
-            json.string(v.action.rawValue)
-            json.byte(UInt8(ascii: "}"))
+            FieldWire.writeReference(recordName: v.recordID.recordName, zoneName: v.recordID.zoneID.zoneName,
+                                     action: v.action.wire, to: &json.writer)
         case .asset(let v):
-            json.byte(UInt8(ascii: "{"))
-            var first = true
-            func member(_ name: StaticString) {
-                if !first { json.byte(UInt8(ascii: ",")) }
-                first = false
-                json.raw(name)
-            }
-            if let c = v.fileChecksum { member("\"fileChecksum\":"); json.string(c) }
-            if let s = v.size { member("\"size\":"); json.number(s) }
-            if let r = v.receipt { member("\"receipt\":"); json.string(r) }
-            json.byte(UInt8(ascii: "}"))
+            FieldWire.writeAsset(fileChecksum: v.fileChecksum, size: v.size, receipt: v.receipt, downloadURL: nil, to: &json.writer)
         case .list(let values, _):
-            json.byte(UInt8(ascii: "["))
+            json.raw(FieldWire.listStart)
             for (index, value) in values.enumerated() {
-                if index > 0 { json.byte(UInt8(ascii: ",")) }
+                if index > 0 { json.raw(FieldWire.listSeparator) }
                 try value.writeValue(to: &json)
             }
-            json.byte(UInt8(ascii: "]"))
-        case .encrypted(let v): json.string((v.ciphertext ?? Data()).base64EncodedString())
+            json.raw(FieldWire.listEnd)
+        case .encrypted(let v): (v.ciphertext ?? Data()).withUnsafeBytes { FieldWire.writeBytes($0, to: &json.writer) }
         }
     }
 }
 
 extension RecordOperation {
-    /// The wire operation as `wireOperation()` builds it, written straight to bytes.
+    /// The wire operation as `wireOperation()` builds it, written straight to bytes; the record
+    /// through NimbusWire's `RecordWire.writeRequestRecord`.
     func write(to json: inout JSONBytes) throws {
         json.raw("{\"operationType\":")
         json.string(kind.rawValue)
-        json.raw(",\"record\":{\"recordName\":")
-        json.string(recordID.recordName)
-        json.raw(",\"zoneID\":{\"zoneName\":")
-        json.string(recordID.zoneID.zoneName)
-        json.byte(UInt8(ascii: "}"))
+        json.raw(",\"record\":")
+        RecordWire.writeRequestRecord(name: recordID.recordName, zoneName: recordID.zoneID.zoneName, type: record?.recordType,
+                                      changeTag: record != nil ? record?.changeTag : changeTag, to: &json.writer)
         if let record {
-            json.raw(",\"recordType\":")
-            json.string(record.recordType)
-            if let tag = record.changeTag {
-                json.raw(",\"recordChangeTag\":")
-                json.string(tag)
-            }
-            json.raw(",\"fields\":{")
+            json.raw(RecordWire.fieldsMember)
+            json.byte(UInt8(ascii: "{"))
             let onlyChanged = (kind == .update || kind == .forceUpdate) && record.existsOnServer
             for (index, key) in (onlyChanged ? record.changedKeys : Array(record.fields.keys)).enumerated() {
                 if index > 0 { json.byte(UInt8(ascii: ",")) }
-                json.key(key)
-                if let value = record.fields[key] { try value.write(to: &json) } else { json.raw("{\"value\":null}") }
+                json.string(key)
+                if let value = record.fields[key] { try value.write(to: &json) } else { json.raw(FieldWire.removal) }
             }
             json.byte(UInt8(ascii: "}"))
-        } else if let changeTag {
-            json.raw(",\"recordChangeTag\":")
-            json.string(changeTag)
         }
         json.raw("}}")
     }

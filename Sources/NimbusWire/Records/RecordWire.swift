@@ -1,5 +1,3 @@
-import NimbusSupport
-
 /// Text that a record's wire JSON holds as a JSON string: a `String`, or UTF-8 bytes in place
 /// (a database row's text, `StoredRecordText`).
 package protocol WireText {
@@ -16,7 +14,7 @@ extension UnsafeRawBufferPointer: WireText {
 
 /// A record's change tag as it is at hand: its text, or the change sequence it is made of
 /// (`ChangeTag.make(sequence:)`: base 36).
-enum WireChangeTag {
+package enum WireChangeTag {
     case text(String)
     case sequence(Int64)
 }
@@ -25,10 +23,14 @@ enum WireChangeTag {
 /// writer. Everything that sends or keeps a record goes through it: the records/modify, lookup,
 /// query and changes answers (`RecordsAnswer` in NimbusAPI), the stored wire form
 /// (`Record.storage(of:)`), change pages written from rows (`StoredRecordText`) and the export.
-/// `Record.writeJSON` is its entry for a decoded record, `StoredRecordText.writeJSON` for a row.
+/// `Record.writeJSON` (NimbusCore) is its entry for a decoded record, `StoredRecordText.writeJSON`
+/// for a row, `writeRequestRecord` NimbusKit's for the record of a records/modify operation.
+/// In NimbusWire so that both sides spell the envelope here; the fields object is written by
+/// each side from its own values through `FieldWire` (`RecordWire.writeFields` in NimbusCore).
+/// Member names: `WireKey`.
 package enum RecordWire {
     /// `created` / `modified`: who and when.
-    struct Stamp<Text: WireText> {
+    private struct Stamp<Text: WireText> {
         var timestamp: Int64
         var userRecordName: Text
         var deviceID: Text
@@ -58,11 +60,40 @@ package enum RecordWire {
               zoneName: zoneName, to: &writer)
     }
 
+    /// A stamp of a decoded record's strings: a tuple too (built in NimbusCore).
+    package typealias TextStamp = (timestamp: Int64, userRecordName: String, deviceID: String)
+
     /// `writeRecord` of a decoded record's strings (`Record.writeJSON`).
-    static func writeRecord(name: String, type: String, tag: WireChangeTag, fields: UnsafeRawBufferPointer,
-                            created: Stamp<String>, modified: Stamp<String>, zoneName: String, to writer: inout JSONPageWriter) {
-        write(name: name, type: type, tag: tag, fields: fields, created: created, modified: modified, zoneName: zoneName, to: &writer)
+    package static func writeRecord(name: String, type: String, tag: WireChangeTag, fields: UnsafeRawBufferPointer,
+                                    created: TextStamp, modified: TextStamp, zoneName: String, to writer: inout JSONPageWriter) {
+        write(name: name, type: type, tag: tag, fields: fields,
+              created: Stamp(timestamp: created.timestamp, userRecordName: created.userRecordName, deviceID: created.deviceID),
+              modified: Stamp(timestamp: modified.timestamp, userRecordName: modified.userRecordName, deviceID: modified.deviceID),
+              zoneName: zoneName, to: &writer)
     }
+
+    /// The record of a records/modify operation as NimbusKit sends it, up to its fields:
+    /// `{"recordName":N,"zoneID":{"zoneName":Z}[,"recordType":T][,"recordChangeTag":C]` (a
+    /// delete has no type); the caller goes on with `fieldsMember` and the fields, and `}`.
+    package static func writeRequestRecord(name: String, zoneName: String, type: String?, changeTag: String?,
+                                           to writer: inout JSONWriter) {
+        writer.append(#"{"recordName":"#)
+        writer.write(name)
+        writer.append(#","zoneID":{"zoneName":"#)
+        writer.write(zoneName)
+        writer.append("}")
+        if let type {
+            writer.append(#","recordType":"#)
+            writer.write(type)
+        }
+        if let changeTag {
+            writer.append(#","recordChangeTag":"#)
+            writer.write(changeTag)
+        }
+    }
+
+    /// Before a record's fields object: `,"fields":`.
+    package static var fieldsMember: StaticString { #","fields":"# }
 
     /// A deleted record in change feeds: `{"recordName","recordType","deleted":true}`, from a row's bytes.
     package static func writeTombstone(name: UnsafeRawBufferPointer, type: UnsafeRawBufferPointer, to writer: inout JSONPageWriter) {
@@ -123,68 +154,5 @@ package enum RecordWire {
         writer.append(#","deviceID":"#)
         stamp.deviceID.writeJSONString(to: &writer)
         writer.append("}")
-    }
-
-    /// The `fields` object: `{"name":{"value":V,"type":"T"},...}` in name order, only the
-    /// `desiredKeys` among them when given. Every piece is a `memcpy`, and the fields are sorted
-    /// by their dictionary positions, not copied out of it.
-    package static func writeFields(_ fields: [String: FieldValue], desiredKeys: Set<String>? = nil, to writer: inout JSONPageWriter) {
-        var order = Array(fields.indices)
-        if let desiredKeys { order.removeAll { !desiredKeys.contains(fields[$0].key) } }
-        order.sort { fields[$0].key < fields[$1].key }
-        writer.append("{")
-        for (position, index) in order.enumerated() {
-            let (name, value) = fields[index]
-            if position > 0 { writer.append(",") }
-            writer.write(name)
-            writer.append(#":{"value":"#)
-            value.writeJSON(to: &writer)
-            writer.append(#","type":"#)
-            writer.append(value.type.quotedName)
-            writer.append("}")
-        }
-        writer.append("}")
-    }
-}
-
-extension Record {
-    /// The fields object as `RecordWire.writeFields` writes it (the wire form, stored beside
-    /// the jsonb column and sent as it is).
-    package static func wireFields(_ fields: [String: FieldValue], desiredKeys: Set<String>? = nil) -> [UInt8] {
-        var writer = JSONPageWriter(capacity: 64 + fields.count * 48)
-        RecordWire.writeFields(fields, desiredKeys: desiredKeys, to: &writer)
-        return writer.finish()
-    }
-
-    /// Writes the record through `RecordWire`: a deleted record as its tombstone. Without
-    /// `desiredKeys` and without assets the fields' wire form is the one kept since it was
-    /// written (`withWireFields`); `downloadURL` fills in each asset's URL for an answer.
-    package func writeJSON(desiredKeys: Set<String>? = nil, downloadURL: ((AssetValue) -> String)? = nil,
-                           to writer: inout JSONPageWriter) {
-        if deleted {
-            RecordWire.writeTombstone(name: recordName, type: recordType, to: &writer)
-            return
-        }
-        let fieldBytes: [UInt8]
-        if let downloadURL, fields.values.contains(where: { $0.hasAssets }) {
-            fieldBytes = Self.wireFields(withDownloadURLs(downloadURL).fields, desiredKeys: desiredKeys)
-        } else if let desiredKeys {
-            fieldBytes = Self.wireFields(fields, desiredKeys: desiredKeys)
-        } else {
-            fieldBytes = serializedFields ?? Self.wireFields(fields)
-        }
-        fieldBytes.withUnsafeBytes { fields in
-            RecordWire.writeRecord(name: recordName, type: recordType, tag: .text(changeTag), fields: fields,
-                                   created: RecordWire.Stamp(timestamp: created.timestamp, userRecordName: created.userRecordName, deviceID: created.deviceID),
-                                   modified: RecordWire.Stamp(timestamp: modified.timestamp, userRecordName: modified.userRecordName, deviceID: modified.deviceID),
-                                   zoneName: zoneName, to: &writer)
-        }
-    }
-
-    /// `writeJSON(to:)` appended to `bytes` (the export's lines).
-    package func writeJSON(to bytes: inout [UInt8]) {
-        var writer = JSONPageWriter(capacity: 512)
-        writeJSON(to: &writer)
-        writer.withBytes { bytes.append(contentsOf: $0) }
     }
 }

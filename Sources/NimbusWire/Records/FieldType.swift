@@ -1,5 +1,6 @@
 /// A field's type as docs/api.md names it: a base type, or the `_LIST` form of one, plain or
-/// encrypted (docs/api.md "Encrypted fields"). An encrypted field declares the type its plaintext
+/// encrypted (docs/api.md "Encrypted fields"). The wire's one vocabulary of type names: the
+/// server types and checks fields by it, and NimbusKit maps its public `FieldType` to it. An encrypted field declares the type its plaintext
 /// has, for clients; on the wire and in storage its values are all `ENCRYPTED_BYTES`
 /// (`encryptedBytes`, which is also what a field first saved encrypted in development declares).
 package struct FieldType: Sendable, Hashable, CustomStringConvertible {
@@ -18,7 +19,7 @@ package struct FieldType: Sendable, Hashable, CustomStringConvertible {
     /// Values are ciphertext the server cannot read: the declared type is the plaintext's.
     package var isEncrypted: Bool
 
-    package init(_ base: Base, isList: Bool = false, isEncrypted: Bool = false) {
+    @inlinable package init(_ base: Base, isList: Bool = false, isEncrypted: Bool = false) {
         self.base = base
         self.isList = isList
         self.isEncrypted = isEncrypted
@@ -35,18 +36,14 @@ package struct FieldType: Sendable, Hashable, CustomStringConvertible {
     package var name: String { isEncrypted ? Self.encryptedBytesName : declaredName }
     /// The declared type's name (an encrypted field's plaintext type), as schema files write it.
     package var declaredName: String { isList ? Self.listNames[base] ?? base.rawValue + "_LIST" : base.rawValue }
-    /// How schemas show it: `STRING`, or `STRING (encrypted)`.
-    package var schemaName: String { isEncrypted ? declaredName + " (encrypted)" : declaredName }
     /// The type of the values the field holds on the wire and in storage.
     package var wireType: FieldType { isEncrypted ? .encryptedBytes : self }
     /// The same type, plain.
     package var plain: FieldType { FieldType(base, isList: isList) }
-    /// Whether an encrypted field may declare this plaintext type: every type but `REFERENCE`
-    /// and `ASSETID` (the server follows references and keeps assets; an asset is encrypted by
-    /// its bytes, docs/api.md "Encrypted fields").
-    package var canBeEncrypted: Bool { base != .reference && base != .assetID }
 
     package static let encryptedBytesName = "ENCRYPTED_BYTES"
+    // The constants and `quotedName` are inlinable: writers in other modules (NimbusCore's
+    // fields writer, NimbusKit's) use them per field, as they did when this type was NimbusCore's.
 
     /// Every type by name: one lookup per field typed (a record of ten fields names ten types).
     private static let byName: [String: FieldType] = Dictionary(uniqueKeysWithValues: Base.allCases.flatMap { base in
@@ -68,7 +65,7 @@ package struct FieldType: Sendable, Hashable, CustomStringConvertible {
     package static let names: [String] = all.map(\.name)
 
     /// `name` as a JSON string constant, for writers of wire forms (no lookup, no allocation).
-    package var quotedName: StaticString {
+    @inlinable package var quotedName: StaticString {
         if isEncrypted { return #""ENCRYPTED_BYTES""# }
         return switch (base, isList) {
         case (.string, false): #""STRING""#
@@ -88,15 +85,15 @@ package struct FieldType: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    package var element: FieldType { FieldType(base) }
+    @inlinable package var element: FieldType { FieldType(base) }
 
-    package static let string = FieldType(.string)
-    package static let int64 = FieldType(.int64)
-    package static let double = FieldType(.double)
-    package static let timestamp = FieldType(.timestamp)
-    package static let bytes = FieldType(.bytes)
-    package static let reference = FieldType(.reference)
-    package static let assetID = FieldType(.assetID)
+    @inlinable package static var string: FieldType { FieldType(.string) }
+    @inlinable package static var int64: FieldType { FieldType(.int64) }
+    @inlinable package static var double: FieldType { FieldType(.double) }
+    @inlinable package static var timestamp: FieldType { FieldType(.timestamp) }
+    @inlinable package static var bytes: FieldType { FieldType(.bytes) }
+    @inlinable package static var reference: FieldType { FieldType(.reference) }
+    @inlinable package static var assetID: FieldType { FieldType(.assetID) }
     /// An encrypted field's values, whatever the field declares.
-    package static let encryptedBytes = FieldType(.bytes, isEncrypted: true)
+    @inlinable package static var encryptedBytes: FieldType { FieldType(.bytes, isEncrypted: true) }
 }
