@@ -70,15 +70,14 @@ extension Container {
 }
 
 extension Database {
-    /// Seals the operations' encrypted values and encrypted asset files (set through
-    /// `encryptedValues`, or in a field of `encryptedAssetFields`), then uploads the assets
-    /// (`uploadAssets`) and deletes the sealed temporary files. An operation that cannot be
-    /// sealed (no key) is refused alone.
+    /// Seals the operations' encrypted values, then uploads the assets (`uploadAssets`), the
+    /// encrypted asset files (set through `encryptedValues`, or in a field of
+    /// `encryptedAssetFields`) sealed as they are sent (`SealedUpload`). An operation that cannot
+    /// be sealed (no key) is refused alone.
     func uploadAssets(sealing operations: [RecordOperation], limits: ServerLimits) async throws -> PreparedOperations {
         var sealed = operations
         var refused: [Int: NimbusError] = [:]
-        var temporary: [URL] = []
-        defer { for file in temporary { try? FileManager.default.removeItem(at: file) } }
+        var seals: [SealedUpload.Place: SealedUpload] = [:]
         let declared = container.encryptedAssetFields
         for (index, operation) in operations.enumerated() {
             guard let record = operation.record else { continue }
@@ -87,17 +86,19 @@ extension Database {
             do {
                 var ready = try container.seal(record)
                 for (key, value) in ready.fields {
-                    // An encrypted asset travels as an ASSETID whose file is the sealed one.
+                    // An encrypted asset travels as an ASSETID whose bytes are sealed as they are sent.
                     guard let asset = value.encryptedAsset(declared: fields.contains(key)) else { continue }
-                    ready.fields[key] = .asset(try container.sealedForUpload(asset, of: record, field: key, limits: limits,
-                                                                                temporary: &temporary))
+                    let (sent, upload) = try container.sealedForUpload(asset, of: record, field: key, limits: limits)
+                    ready.fields[key] = .asset(sent)
+                    if let upload { seals[SealedUpload.Place(operation: index, field: key)] = upload }
                 }
                 sealed[index].record = ready
             } catch {
                 refused[index] = error as? NimbusError ?? NimbusError(.encryptionKeyMissing, reason: "\(error)")
+                sealed[index].record = nil  // nothing of a refused change is uploaded (its files are plaintext)
             }
         }
-        var prepared = try await uploadAssets(of: sealed, limits: limits)
+        var prepared = try await uploadAssets(of: sealed, limits: limits, seals: seals)
         for (index, error) in refused { prepared.refused[index] = error }
         return prepared
     }
