@@ -180,7 +180,13 @@ extension Database {
         guard let single = JSON.object(answer["singleFile"]), let receipt = JSON.string(single["receipt"]) else {
             throw JSON.bad("The upload answered without singleFile.receipt")
         }
-        return Asset(fileChecksum: JSON.string(single["fileChecksum"]), size: JSON.int64(single["size"]), receipt: receipt)
+        let size = JSON.int64(single["size"])
+        if case .sealed(let upload) = body, size != upload.sealedSize {
+            // A body that ended early (a stream re-sent from where it was) must not become the asset.
+            throw NimbusError(.networkFailure, reason: "The server received \(size ?? -1) bytes of the sealed asset "
+                + "\(upload.file.lastPathComponent), not its \(upload.sealedSize): it is sent again.")
+        }
+        return Asset(fileChecksum: JSON.string(single["fileChecksum"]), size: size, receipt: receipt)
     }
 }
 

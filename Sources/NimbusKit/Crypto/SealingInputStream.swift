@@ -23,6 +23,9 @@ final class SealingInputStream: InputStream {
         super.init(data: Data())
     }
 
+    /// A new stream of the same body, from its first byte (libcurl re-sending the request).
+    func restarted() -> SealingInputStream { SealingInputStream(upload) }
+
     override func open() {
         guard status == .notOpen else { return }
         do {
