@@ -37,10 +37,19 @@
 #    nimbus-sync binary); BENCH_SMOKE=1 (or --smoke after it) makes it tiny (20 enqueues at 100
 #    and 1,000 pending), as the whole bench's smoke mode does.
 #
+# `bash bench/client.sh sync` runs only the initial-sync part (steps 1, 2 and step 7's encrypted
+#    first sync, same rounds) and, after it, `nimbus-sync bench-e2e-open` (no server): the CPU ns per
+#    record of decoding and opening a page, plain beside one encrypted field, in one process.
+#
 # Knobs: BENCH_CLIENT_RECORDS BENCH_CLIENT_OUTBOX BENCH_CLIENT_LIVE BENCH_CLIENT_ENQUEUES BENCH_CLIENT_ASSETS
 #   BENCH_CLIENT_ASSET_BYTES BENCH_CLIENT_E2E_ASSET_BYTES BENCH_SKIP_INSTALL=1
 #   BENCH_SKIP_BUILD=1 BENCH_KEEP=1 BENCH_NIMBUS_BIN=path (and BENCH_SYNC_BIN=path; default: the
-#   nimbus-sync beside it). Loopback only; every phase is bounded in time.
+#   nimbus-sync beside it; BENCH_DEBUG_SYNC_BIN=path: step 5's debug nimbus-sync, default the debug build's).
+#   Loopback only; every phase is bounded in time.
+# BENCH_CLIENT_CORE=1: steps 2-4 only (initial sync with the byte counter, outbox, live), through
+#   the nimbus-sync subcommands every build since the NimbusKit figures has (bench-raw-modify,
+#   bench-raw-fetch, bench-fetch, bench-outbox, bench-live): how an older build is compared with
+#   this one (BENCH_NIMBUS_BIN and BENCH_SYNC_BIN of that build; its report has those rows only).
 # --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_CLIENT_RECORDS=800 BENCH_CLIENT_OUTBOX=200 BENCH_CLIENT_LIVE=20
 #   BENCH_CLIENT_ASSETS=3), the binary of BENCH_NIMBUS_BIN, the whole
 #   run bounded to 120 s; exits non-zero when the pipeline did not work; figures printed, not judged
@@ -53,10 +62,12 @@ source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
 # `bash bench/client.sh e2e-asset`: step 7's asset rows alone (below).
 MODE=""
 if [ "${1:-}" = enqueue ] || [ "${1:-}" = e2e-asset ]; then MODE=$1; shift; fi
+if [ "${1:-}" = sync ]; then MODE=sync; shift; fi
 smoke_mode 120 BENCH_CLIENT_RECORDS=800 BENCH_CLIENT_OUTBOX=200 BENCH_CLIENT_LIVE=20 BENCH_CLIENT_ASSETS=3 \
   BENCH_CLIENT_E2E_ASSET_BYTES=1048576 -- "$@"
 
 RECORDS=${BENCH_CLIENT_RECORDS:-100000}
+CORE=${BENCH_CLIENT_CORE:-}
 OUTBOX=${BENCH_CLIENT_OUTBOX:-10000}
 LIVE=${BENCH_CLIENT_LIVE:-1000}
 export NIMBUS_CONTAINER=iCloud.bench.Client
@@ -153,8 +164,10 @@ load=$(run_sync bench-raw-modify "$WORK/none.json" "$RECORDS" big)
 say "$load"
 # Step 7's records: every nimbus-sync of this run holds the same account key.
 export NIMBUS_KEY_FILE="$WORK/account.key"
-say "loading $RECORDS records with an encrypted title into zone sealed"
-say "$(sealer bench-e2e-modify "$WORK/none.json" "$RECORDS" sealed)"
+if [ -z "$CORE" ]; then
+  say "loading $RECORDS records with an encrypted title into zone sealed"
+  say "$(sealer bench-e2e-modify "$WORK/none.json" "$RECORDS" sealed)"
+fi
 
 # curl_fetch: the byte-counting reader (bench/changesread.c, libcurl, pages of 400, no JSON
 # parsing): the server's and the loopback's share of a first sync; prints its result line.
@@ -164,7 +177,8 @@ curl_fetch() {
     "$NIMBUS_TOKEN" big 400 600 || die "the byte-counting reader failed"
 }
 
-raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0 sealed_best=0 sealed_rss=0
+raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0 sealed_best=0 sealed_rss=0 engine_cpu=0 sealed_cpu=0
+least() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || b < a ? b : a) }'; }
 for round in 1 2; do
   curl_line=$(curl_fetch); say "round $round: $curl_line"
   [ "$(field records "$curl_line")" = "$RECORDS" ] || die "the byte-counting reader saw $(field records "$curl_line") of $RECORDS records"
@@ -176,13 +190,32 @@ for round in 1 2; do
   raw_best=$(awk -v a="$raw_best" -v b="$(field per_second "$raw")" 'BEGIN { print (b > a ? b : a) }')
   engine_best=$(awk -v a="$engine_best" -v b="$(field per_second "$engine")" 'BEGIN { print (b > a ? b : a) }')
   engine_rss=$(awk -v a="$engine_rss" -v b="$(field peak_rss_mb "$engine")" 'BEGIN { print (b > a ? b : a) }')
+  engine_cpu=$(least "$engine_cpu" "$(field cpu_s "$engine")")
   raw_rss=$(field peak_rss_mb "$raw")
+  [ -z "$CORE" ] || continue
   rm -f "$WORK/sealed.json"
   sealed=$(sealer bench-fetch "$WORK/sealed.json" sealed); say "round $round (encrypted title): $sealed"
   [ "$(field records "$sealed")" = "$RECORDS" ] || die "the engine opened $(field records "$sealed") of $RECORDS encrypted records"
   sealed_best=$(awk -v a="$sealed_best" -v b="$(field per_second "$sealed")" 'BEGIN { print (b > a ? b : a) }')
   sealed_rss=$(awk -v a="$sealed_rss" -v b="$(field peak_rss_mb "$sealed")" 'BEGIN { print (b > a ? b : a) }')
+  sealed_cpu=$(least "$sealed_cpu" "$(field cpu_s "$sealed")")
 done
+
+if [ "$MODE" = sync ]; then
+  opening=$(run_sync bench-e2e-open "$WORK/none.json" "$RECORDS" 5); say "$opening"
+  cat <<REPORT
+
+NimbusKit initial sync (bench/client.sh sync): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedded PostgreSQL
+| measure | NimbusKit | reference | ratio | target |
+|---|---|---|---|---|
+| initial sync of $RECORDS records (records/s, best of 2) | $engine_best | $raw_best (records/changes reader) | $(ratio "$engine_best" "$raw_best") | ≥ 0.5 |
+| the same beside the byte-counting reader (libcurl, no JSON) | $engine_best ($(secs "$engine_best") s) | $curl_best ($(secs "$curl_best") s) | $(ratio "$engine_best" "$curl_best") | ≥ 0.5, < 4 s |
+| initial sync of $RECORDS records with \`title\` encrypted (records/s, best of 2) | $sealed_best (peak $sealed_rss MB) | $engine_best (the same engine, plain) | $(ratio "$sealed_best" "$engine_best") | ≥ 0.8 |
+| the same two syncs' client CPU (s, user + system, least of 2; steadier than wall-clock on a loaded machine) | $sealed_cpu | $engine_cpu | $(ratio "$engine_cpu" "$sealed_cpu") | |
+| decoding and opening a page, CPU ns per record (median of 5, no server) | $(field sealed_ns_per_record "$opening") (\`title\` encrypted) | $(field plain_ns_per_record "$opening") (plain) | +$(field field_ns "$opening") ns per field | |
+REPORT
+  exit 0
+fi
 
 say "outbox: $OUTBOX records"
 raw_modify=$(run_sync bench-raw-modify "$WORK/none.json" "$OUTBOX" rawout); say "$raw_modify"
@@ -199,8 +232,13 @@ live=$(run_sync bench-live "$WORK/live.json" "$LIVE"); say "$live"
 # URLs (issue 31: the checksum runs at platform speed in both builds). Sets ASSET_ROWS.
 asset_downloads() {
   local count=${BENCH_CLIENT_ASSETS:-10} bytes=${BENCH_CLIENT_ASSET_BYTES:-1048576} debug release debug_sync
-  [ -n "${BENCH_SKIP_BUILD:-}" ] || swift build --product nimbus-sync >&2 || die "debug build failed"
-  debug_sync="$(swift build --show-bin-path)/nimbus-sync"
+  if [ -n "${BENCH_DEBUG_SYNC_BIN:-}" ]; then
+    debug_sync=$BENCH_DEBUG_SYNC_BIN
+  else
+    [ -n "${BENCH_SKIP_BUILD:-}" ] || swift build --product nimbus-sync >&2 || die "debug build failed"
+    debug_sync="$(swift build --show-bin-path)/nimbus-sync"
+  fi
+  [ -x "$debug_sync" ] || die "no debug nimbus-sync at $debug_sync (swift build --product nimbus-sync, or BENCH_DEBUG_SYNC_BIN)"
   run_sync bench-assets-upload "$WORK/none.json" "$count" "$bytes" assets >/dev/null
   debug=$(timeout 900 "$debug_sync" bench-assets-download "$WORK/none.json" assets | grep '^result ') || die "debug download failed"
   release=$(run_sync bench-assets-download "$WORK/none.json" assets)
@@ -208,9 +246,12 @@ asset_downloads() {
   ASSET_ROWS="| asset download, $count × $bytes bytes, one at a time, verified (s) | debug $(field nimbuskit_s "$debug") / release $(field nimbuskit_s "$release") | $(field urlsession_s "$release") (plain URLSession, release) | $(ratio "$(field urlsession_s "$release")" "$(field nimbuskit_s "$debug")") (debug) | debug ≈ release |
 | the same as a fetch's prefetch, 4 at a time (s) | debug $(field prefetch_s "$debug") / release $(field prefetch_s "$release") | | | |"
 }
-say "assets: downloads in debug and release"
-asset_downloads
+ASSET_ROWS="" E2E_ROWS="" enqueue_rows="" sealed_row=""
+if [ -z "$CORE" ]; then
+  say "assets: downloads in debug and release"
+  asset_downloads
 fi
+fi  # the e2e-asset mode's else
 
 # e2e_assets: step 7's asset, plain and sealed, each in its own process, twice (best times,
 # highest peak memory). Sets E2E_ROWS.
@@ -240,9 +281,9 @@ e2e_assets() {
 | the same download's client CPU (s, user + system, best of $rounds; steadier than wall-clock on a loaded machine) | $sealed_cpu | $plain_cpu (plain asset) | $(ratio "$plain_cpu" "$sealed_cpu") | |
 | peak client memory, upload + download (MB) | $sealed_rss | $plain_rss | +$(awk -v a="$sealed_rss" -v b="$plain_rss" 'BEGIN { printf "%.1f", a - b }') MB | ≤ plain + 16 MiB |"
 }
-say "encrypted vs plain asset"
-e2e_assets
 if [ -n "${E2E_ONLY:-}" ]; then
+  say "encrypted vs plain asset"
+  e2e_assets
   cat <<REPORT
 
 NimbusKit encrypted vs plain asset (bench/client.sh e2e-asset): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedded PostgreSQL
@@ -252,17 +293,22 @@ $E2E_ROWS
 REPORT
   exit 0
 fi
-enqueue_rows=$(enqueue_figures)
+if [ -z "$CORE" ]; then
+  say "encrypted vs plain asset"
+  e2e_assets
+  enqueue_rows=$(enqueue_figures)
+  sealed_row="| initial sync of $RECORDS records with \`title\` encrypted (records/s, best of 2) | $sealed_best (peak $sealed_rss MB) | $engine_best (the same engine, plain) | $(ratio "$sealed_best" "$engine_best") | ≥ 0.8 |"
+fi
 
-cat <<REPORT
-
-NimbusKit (bench/client.sh): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedded PostgreSQL
+printf '\nNimbusKit (bench/client.sh): %s, %s cores, embedded PostgreSQL%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$(nproc)" "${CORE:+ (BENCH_CLIENT_CORE: steps 2-4)}"
+# The table without the rows of the steps not run (BENCH_CLIENT_CORE).
+grep -v '^$' <<REPORT
 | measure | NimbusKit | raw reference | ratio | target |
 |---|---|---|---|---|
 | initial sync of $RECORDS records (records/s, best of 2) | $engine_best | $raw_best (records/changes reader) | $(ratio "$engine_best" "$raw_best") | ≥ 0.5 |
 | the same beside the byte-counting reader (libcurl, no JSON) | $engine_best ($(secs "$engine_best") s) | $curl_best ($(secs "$curl_best") s) | $(ratio "$engine_best" "$curl_best") | ≥ 0.5, < 4 s |
 | peak client memory during it (MB) | $engine_rss | $raw_rss | | ≤ 100 |
-| initial sync of $RECORDS records with \`title\` encrypted (records/s, best of 2) | $sealed_best (peak $sealed_rss MB) | $engine_best (the same engine, plain) | $(ratio "$sealed_best" "$engine_best") | ≥ 0.8 |
+$sealed_row
 $E2E_ROWS
 | outbox, enqueue → acknowledged, $OUTBOX records (records/s) | $(field per_second "$outbox") | $(field per_second "$raw_modify") (records/modify, 400 per request) | $(ratio "$(field per_second "$outbox")" "$(field per_second "$raw_modify")") | ≥ 0.5 |
 | live delivery of $LIVE writes (ms) | p50 $(field p50_ms "$live") / p99 $(field p99_ms "$live") | | | p99 < 1000 |

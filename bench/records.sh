@@ -46,14 +46,14 @@
 #   BENCH_WORKLOADS="one many batch changes" BENCH_STATEMENTS=1 (0: skip the statement count)
 #   BENCH_POOL_SIZE= BENCH_EVENT_LOOPS= BENCH_WRITE_BATCHES= (nimbus defaults) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 #   BENCH_KEEP=1 (keep the temp dir and leave nothing running) BENCH_NIMBUS_BIN=path (measure that binary, no build)
-# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PG_CLIENTS=2 BENCH_PG_CLIENTS_BULK=2 BENCH_TXN_CLIENTS=2 BENCH_EQ_CLIENTS=2 BENCH_BATCH=10 BENCH_BATCH_ZONES=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 BENCH_STATEMENTS=0 BENCH_WORKLOADS="one batch changes"), the binary of BENCH_NIMBUS_BIN, the whole
+# --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PG_CLIENTS=2 BENCH_PG_CLIENTS_BULK=2 BENCH_TXN_CLIENTS=2 BENCH_EQ_CLIENTS=2 BENCH_BATCH=10 BENCH_BATCH_ZONES=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 EQ_LOG_SAMPLE=1 (every execution logged: a 1 s capture under load once sampled none of 29 calls) BENCH_STATEMENTS=0 BENCH_WORKLOADS="one batch changes"), the binary of BENCH_NIMBUS_BIN, the whole
 #   run bounded to 150 s; exits non-zero when the pipeline did not work; figures printed, not judged
 #   (bench/smoke.sh runs every bench so in Tests/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_NAME=records
 source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
-smoke_mode 150 BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PG_CLIENTS=2 BENCH_PG_CLIENTS_BULK=2 BENCH_TXN_CLIENTS=2 BENCH_EQ_CLIENTS=2 BENCH_BATCH=10 BENCH_BATCH_ZONES=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 BENCH_STATEMENTS=0 BENCH_WORKLOADS="one batch changes" -- "$@"
+smoke_mode 150 BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PG_CLIENTS=2 BENCH_PG_CLIENTS_BULK=2 BENCH_TXN_CLIENTS=2 BENCH_EQ_CLIENTS=2 BENCH_BATCH=10 BENCH_BATCH_ZONES=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 EQ_LOG_SAMPLE=1 BENCH_STATEMENTS=0 BENCH_WORKLOADS="one batch changes" -- "$@"
 ROOT=$PWD
 
 SECS=${BENCH_SECONDS:-10}

@@ -35,6 +35,9 @@ enum EncryptionBench {
             }
             let seconds = Date().timeIntervalSince(start)
             say("result e2e-modify records=\(count) seconds=\(Bench.format(seconds)) per_second=\(Bench.format(Double(count) / seconds))")
+        case "bench-e2e-open":
+            // bench-e2e-open STATE [N] [ROUNDS]: decoding and opening pages, plain beside sealed (no server).
+            try OpenBench.run(arguments, container: container)
         case "bench-e2e-asset":
             // bench-e2e-asset STATE plain|sealed FILE ZONE: upload FILE, then download it into an empty cache.
             guard arguments.count >= 3, ["plain", "sealed"].contains(arguments[0]) else { fail(usage) }

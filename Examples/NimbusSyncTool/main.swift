@@ -24,7 +24,9 @@ let usage = """
       bench-assets-download STATE ZONE        download them: NimbusKit, its prefetch, plain URLSession
       bench-e2e-modify STATE N ZONE           N records like bench-raw-modify's with `title` encrypted (NIMBUS_KEY_FILE)
       bench-e2e-asset STATE plain|sealed FILE ZONE   upload FILE (sealed: an encrypted asset field), download it
-    CONTAINER: NIMBUS_CONTAINER (default iCloud.com.nimbus.SyncTool); NIMBUS_KEY_FILE: the account key file
+      bench-e2e-open STATE [N] [ROUNDS]       CPU ns per record decoding and opening pages, plain beside sealed (no server)
+    CONTAINER: NIMBUS_CONTAINER (default iCloud.com.nimbus.SyncTool); NIMBUS_KEY_FILE: the account key file;
+    NIMBUS_ASSET_CACHE: the asset cache's directory (default: the user's caches)
     """
 
 /// Prints what the engine applies; keeps no records (so that large syncs measure the engine).
@@ -63,8 +65,13 @@ func run() async -> Int32 {
     let command = arguments.removeFirst()
     let stateURL = URL(fileURLWithPath: arguments.removeFirst())
     let identifier = ProcessInfo.processInfo.environment["NIMBUS_CONTAINER"] ?? "iCloud.com.nimbus.SyncTool"
-    let container: Container
+    var container: Container
     do { container = try Container(identifier: identifier) } catch { fail("\(error)") }
+    if let cache = ProcessInfo.processInfo.environment["NIMBUS_ASSET_CACHE"], !cache.isEmpty {
+        var configuration = container.configuration
+        configuration.assetCacheDirectory = URL(fileURLWithPath: cache, isDirectory: true)
+        container = Container(identifier: identifier, configuration: configuration)
+    }
     EncryptionBench.configure(container)  // NIMBUS_KEY_FILE: the account key of encrypted fields
     let replica = PrintingReplica(printNames: command == "watch")
     let engine: SyncEngine

@@ -38,7 +38,8 @@ extension CKSyncEngine {
 
         private let data: Locked<Pending>
         private let queue = Locked<Task<Void, Never>?>(nil)
-        let engine: SyncEngine
+        /// Nil while the engine is unavailable: changes added then are kept in memory only.
+        let engine: SyncEngine?
         weak var syncEngine: CKSyncEngine?
         /// Apple's flag for changes the app tracks itself; kept for the app to read back.
         public var hasPendingUntrackedChanges: Bool {
@@ -47,7 +48,7 @@ extension CKSyncEngine {
         }
         private let untracked = Locked(false)
 
-        init(serialization: Serialization, engine: SyncEngine) {
+        init(serialization: Serialization, engine: SyncEngine?) {
             data = Locked(Pending(serialization: serialization))
             self.engine = engine
         }
@@ -75,6 +76,7 @@ extension CKSyncEngine {
                 }
             }
             schedule { [self] in
+                guard let engine else { return }
                 var saves: [RecordID] = []
                 var deletes: [PendingChange] = []
                 for change in changes {
@@ -114,6 +116,7 @@ extension CKSyncEngine {
                 }
             }
             schedule { [self] in
+                guard let engine else { return }
                 do { try await engine.enqueue(zoneChanges: changes.map(\.nimbus)) } catch {
                     FileHandle.standardError.write(Data("CKSyncEngine: the journal refused zone changes: \(error)\n".utf8))
                 }
@@ -129,6 +132,7 @@ extension CKSyncEngine {
                 for change in changes { pending.unflushedZones.append((change, true)) }
             }
             schedule { [self] in
+                guard let engine else { return }
                 do { try await engine.removePendingZoneChanges(changes.map(\.nimbus)) } catch {
                     FileHandle.standardError.write(Data("CKSyncEngine: the journal refused removing zone changes: \(error)\n".utf8))
                 }
@@ -172,6 +176,7 @@ extension CKSyncEngine {
         /// pending changes from NimbusKit's engine.
         func loadPending() {
             schedule { [self] in
+                guard let engine else { return }
                 let url = serialization.zonesURL
                 if FileManager.default.fileExists(atPath: url.path) {
                     do {
@@ -186,6 +191,7 @@ extension CKSyncEngine {
         }
 
         func refresh() async {
+            guard let engine else { return }
             let outbox = await engine.pendingChanges
             let zoneChanges = await engine.pendingZoneChanges
             data.withLock { pending in

@@ -29,8 +29,9 @@ public final class CKSyncEngine: @unchecked Sendable {
     public let database: CKDatabase
     public let state: State
     weak var delegate: (any CKSyncEngineDelegate)?
-    /// NimbusKit's engine underneath (status, failed entries, conflict policies).
-    public let nimbusEngine: SyncEngine
+    /// NimbusKit's engine underneath (status, failed entries, conflict policies); nil when this
+    /// engine is unavailable (`unavailableError`).
+    public let nimbusEngine: SyncEngine?
     let bridge: CKSyncEngineBridge
     let automaticallySync: Bool
 
@@ -46,71 +47,53 @@ public final class CKSyncEngine: @unchecked Sendable {
     /// (Nimbus's addition): the engine then started with an empty state (see `init`).
     public let stateOpenError: (any Error)?
 
+    /// Why this engine cannot sync, if it cannot (Nimbus's addition): `notAuthenticated` when no
+    /// server is configured, `internalError` when no directory could hold its state.
+    /// `fetchChanges` and `sendChanges` throw it; its message says what to fix.
+    public let unavailableError: CKError?
+
     /// Opens the engine's state (a new one without a serialization). A state that cannot be
     /// opened (a damaged or unreadable journal) does not stop the program: the file is moved
     /// aside (`<journal>.unreadable-<time>`), the reason goes to standard error and to
     /// `stateOpenError`, and the engine starts with an empty state whose serialization reaches
-    /// the app in a `stateUpdate` event at once; the next fetch brings every zone again. A
-    /// database without a server configured stops the program with the reason, as a
-    /// misconfigured CKSyncEngine does.
-    public init(_ configuration: Configuration) {
+    /// the app in a `stateUpdate` event at once; the next fetch brings every zone again. Nor
+    /// does a database without a server, or a state no directory can hold: the engine is then
+    /// unavailable, as CloudKit's is without an iCloud account (see `unavailableError`).
+    public convenience init(_ configuration: Configuration) {
+        self.init(configuration, stateDirectories: [CKSyncEngine.stateDirectory, FileManager.default.temporaryDirectory])
+    }
+
+    /// `stateDirectories`: where a fresh state is made, in order of preference.
+    init(_ configuration: Configuration, stateDirectories: [URL]) {
         database = configuration.database
         delegate = configuration.delegate
         automaticallySync = configuration.automaticallySync
-        var isNew = configuration.stateSerialization == nil
-        var serialization = configuration.stateSerialization ?? State.Serialization.fresh(in: CKSyncEngine.stateDirectory)
+        var serialization = configuration.stateSerialization
+            ?? State.Serialization.fresh(in: stateDirectories.first ?? FileManager.default.temporaryDirectory)
         let bridge = CKSyncEngineBridge()
         self.bridge = bridge
-        let nimbusDatabase: Database
-        do { nimbusDatabase = try configuration.database.nimbusDatabase() } catch {
-            fatalError("CKSyncEngine has no server: \(error)")
-        }
-        let opened = CKSyncEngine.openEngine(nimbusDatabase, serialization: &serialization, bridge: bridge)
+        let opened = CKSyncEngine.open(configuration.database, serialization: &serialization, bridge: bridge,
+                                       directories: stateDirectories)
         nimbusEngine = opened.engine
-        stateOpenError = opened.error
-        if opened.error != nil { isNew = true }
-        state = State(serialization: serialization, engine: nimbusEngine)
+        stateOpenError = opened.stateError
+        unavailableError = opened.unavailable
+        state = State(serialization: serialization, engine: opened.engine)
         bridge.syncEngine = self
         state.syncEngine = self
         state.loadPending()
+        let isNew = opened.engine != nil && (configuration.stateSerialization == nil || opened.stateError != nil)
         let automatic = automaticallySync
-        state.schedule { [self, isNew] in
+        state.schedule { [self] in
             if isNew { await self.emit(.stateUpdate(.init(stateSerialization: self.state.serialization))) }
             await self.checkAccount()
-            if automatic { await self.nimbusEngine.startLive() }
-        }
-    }
-
-    /// NimbusKit's engine on the serialization's journal; one that cannot be opened is moved
-    /// aside and a fresh state made (in the state directory, else the temporary one).
-    private static func openEngine(_ database: Database, serialization: inout State.Serialization,
-                                   bridge: CKSyncEngineBridge) -> (engine: SyncEngine, error: (any Error)?) {
-        let url = serialization.journalURL
-        do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            return (try SyncEngine(database: database, stateURL: url, delegate: bridge, tracksRecordIDs: true), nil)
-        } catch {
-            let aside = url.path + ".unreadable-\(Int(Date().timeIntervalSince1970))"
-            let moved = (try? FileManager.default.moveItem(atPath: url.path, toPath: aside)) != nil
-            FileHandle.standardError.write(Data(("CKSyncEngine: its state at \(url.path) could not be opened (\(error)); "
-                + (moved ? "moved to \(aside); " : "") + "starting with an empty state.\n").utf8))
-            let user = serialization.userRecordName
-            for directory in [CKSyncEngine.stateDirectory, FileManager.default.temporaryDirectory] {
-                var fresh = State.Serialization.fresh(in: directory)
-                fresh.userRecordName = user
-                try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                if let engine = try? SyncEngine(database: database, stateURL: fresh.journalURL, delegate: bridge, tracksRecordIDs: true) {
-                    serialization = fresh
-                    return (engine, error)
-                }
-            }
-            fatalError("CKSyncEngine could not make a state in \(CKSyncEngine.stateDirectory.path) nor the temporary directory: \(error)")
+            if automatic { await self.nimbusEngine?.startLive() }
         }
     }
 
     /// Fetches the changes of the zones in `options.scope` since the saved tokens; the delegate
     /// gets them as events.
     public func fetchChanges(_ options: FetchChangesOptions = FetchChangesOptions()) async throws {
+        let nimbusEngine = try availableEngine()
         await state.flush()
         await emit(.willFetchChanges(.init()))
         do { try await nimbusEngine.fetchChanges(scope: options.scope.nimbus) } catch { throw CKError(error) }
@@ -121,6 +104,7 @@ public final class CKSyncEngine: @unchecked Sendable {
     /// `nextRecordZoneChangeBatch`), of `options.scope`; outcomes arrive as `sentDatabaseChanges`
     /// / `sentRecordZoneChanges`.
     public func sendChanges(_ options: SendChangesOptions = SendChangesOptions()) async throws {
+        let nimbusEngine = try availableEngine()
         await state.flush()
         let context = SendChangesContext(reason: .manual, options: options)
         await emit(.willSendChanges(.init(context: context)))
@@ -132,23 +116,37 @@ public final class CKSyncEngine: @unchecked Sendable {
     }
 
     /// Stops automatic sync (the live long-poll and scheduled sends).
-    public func cancelOperations() async { await nimbusEngine.stopLive() }
+    public func cancelOperations() async { await nimbusEngine?.stopLive() }
+
+    /// NimbusKit's engine, or the reason there is none.
+    private func availableEngine() throws -> SyncEngine {
+        guard let nimbusEngine else { throw unavailableError ?? CKError(.internalError) }
+        return nimbusEngine
+    }
 
     func emit(_ event: Event) async {
         guard let delegate else { return }
         await delegate.handleEvent(event, syncEngine: self)
     }
 
-    /// Tells the delegate of a sign-in, sign-out or account switch since the saved state.
+    /// Tells the delegate of a sign-in, sign-out or account switch since the saved state; no
+    /// server configured is signed out (CloudKit without an iCloud account). An engine without
+    /// a state it can keep does not check (a disk problem is no sign-out: apps delete their
+    /// data on one).
     private func checkAccount() async {
         let previous = state.serialization.userRecordName
         let current: String?
-        do {
-            current = try await database.nimbusDatabase().container.currentUserRecordName()
-        } catch let error as NimbusError where error.code == .notAuthenticated {
+        if let unavailableError {
+            guard unavailableError.code == .notAuthenticated else { return }
             current = nil
-        } catch {
-            return
+        } else {
+            do {
+                current = try await database.nimbusDatabase().container.currentUserRecordName()
+            } catch let error as NimbusError where error.code == .notAuthenticated {
+                current = nil
+            } catch {
+                return
+            }
         }
         guard current != previous else { return }
         let change: Event.AccountChange.ChangeType

@@ -9,7 +9,7 @@ import Testing
 /// or id that exists nowhere; the two answers must be identical (status, headers but Date and
 /// Content-Length, and the body without uuids, change tags, timestamps and sync tokens, the name
 /// swapped for @). Listings mention none of the other's names. (The asset and notification
-/// channel rows stay in the scenario.)
+/// channel rows: `IsolationMatrixAssetTests`.)
 @Suite struct IsolationMatrixTests {
     /// One user's objects.
     private struct Objects: Sendable {
@@ -37,7 +37,7 @@ import Testing
         return o
     }
 
-    private static func forge(_ value: String) -> String {
+    static func forge(_ value: String) -> String {
         var characters = Array(value)
         let i = characters.count / 2
         characters[i] = characters[i] == "A" ? "B" : "A"
@@ -45,7 +45,7 @@ import Testing
     }
 
     /// Status, headers (no Date, Content-Length) and body, with what differs per object taken out.
-    private static func normalized(_ answer: Answer, _ value: String) -> String {
+    static func normalized(_ answer: Answer, _ value: String) -> String {
         let headers = answer.headers.filter { !["date", "content-length"].contains($0.name.lowercased()) }.map { "\($0.name.lowercased()): \($0.value)" }.sorted()
         var body = String(decoding: answer.body, as: UTF8.self)
         for (pattern, replacement) in [(#""uuid":"[^"]*",?"#, ""), (#""recordChangeTag":"[^"]*",?"#, ""), (#""timestamp":[0-9]*,?"#, ""),

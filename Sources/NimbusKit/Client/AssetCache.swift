@@ -6,11 +6,17 @@ import FoundationNetworking
 /// Downloaded assets on disk, one file per `fileChecksum` (a sealed asset's opened plaintext: one
 /// per checksum and place): a second access of the same bytes is served from here. A file enters
 /// the cache only after its bytes matched the checksum (`AssetDownload` writes it beside the
-/// others as `.partial-…` and moves it into place then).
+/// others as `.partial-<pid>-…` and moves it into place then). Partial files a killed process
+/// left are removed before the cache's first download (`AssetCache+Partials.swift`).
 final class AssetCache: Sendable {
     let directory: URL
+    /// Whether the stale partial files were removed yet (once per cache, before its first download).
+    let sweep = Locked<Bool>(false)
 
-    init(directory: URL) { self.directory = directory }
+    init(directory: URL) {
+        self.directory = directory
+        _ = AssetCache.processFirstUse
+    }
 
     static func defaultDirectory() -> URL {
         let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first

@@ -20,9 +20,11 @@ final class AssetDownload: @unchecked Sendable {
     /// Why the sealed bytes did not open; reported only when they match their checksum.
     private var openFailure: (any Error)?
 
-    /// A download into a new partial file in `directory`; `opener` opens a sealed asset's bytes.
-    init(directory: URL, opener: AssetSealOpener?) throws {
-        partial = directory.appendingPathComponent(".partial-\(UUID().uuidString)")
+    /// A download into a new partial file of the cache (`.partial-<pid>-<uuid>`: a killed process's
+    /// leftover is recognised by its pid); `opener` opens a sealed asset's bytes.
+    init(cache: AssetCache, opener: AssetSealOpener?) throws {
+        let directory = cache.directory
+        partial = cache.newPartialFile()
         self.opener = opener
         // A sealed asset's partial file holds plaintext: the owner's alone, as `AssetSeal.open` writes it.
         let attributes: [FileAttributeKey: Any]? = opener == nil ? nil : [.posixPermissions: 0o600]

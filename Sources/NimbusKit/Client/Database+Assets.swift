@@ -78,7 +78,7 @@ extension Database {
     /// A download into the cache's directory, opening the bytes on the way when the asset is sealed.
     private func makeDownload(_ asset: Asset) throws -> AssetDownload {
         let opener = asset.sealContext.map { AssetSealOpener(context: $0, key: container.assetKey) }
-        return try AssetDownload(directory: container.assetCache.directory, opener: opener)
+        return try AssetDownload(cache: container.assetCache, opener: opener)
     }
 
     /// The downloaded file in place, or the answer's error: a non-2xx answer is the server's

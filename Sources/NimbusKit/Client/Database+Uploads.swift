@@ -50,7 +50,7 @@ extension Database {
                 let urls = try await uploadURLs(for: items.map { (operations[$0.operation].record, $0.field) }, zone: zone)
                 for (item, uploadURL) in zip(items, urls) where prepared.refused[item.operation] == nil {
                     do {
-                        let seal = item.element == nil ? seals[SealedUpload.Place(operation: item.operation, field: item.field)] : nil
+                        let seal = seals[SealedUpload.Place(operation: item.operation, field: item.field, element: item.element)]
                         var uploaded = try await uploadResending(seal.map(UploadBody.sealed) ?? .file(item.file), firstURL: uploadURL,
                                                                  record: operations[item.operation].record, field: item.field, zone: zone)
                         uploaded.fileURL = item.file

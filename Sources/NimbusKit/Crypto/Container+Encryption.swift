@@ -23,13 +23,13 @@ extension Container {
     public func reloadKeys() { keyStoreBox.withLock { $0.ring = nil } }
 
     /// Seals the record's encrypted values that have no ciphertext yet with the newest key (assets
-    /// are sealed at upload). A record sealed once keeps its bytes, so a retried create is identical.
+    /// and lists of assets are sealed at upload, file by file). A record sealed once keeps its bytes, so a retried create is identical.
     public func seal(_ record: Record) throws -> Record {
         var sealed = record
         var ring: KeyRing?
         for (key, value) in record.fields {
             guard case .encrypted(var encrypted) = value, encrypted.ciphertext == nil, let plaintext = encrypted.plaintext,
-                  plaintext.assetValue == nil else { continue }
+                  !plaintext.isAssets else { continue }
             if ring == nil { ring = try keyRing() }
             let context = sealContext(record, field: key)
             guard let newest = ring?.newest else { throw EncryptionError.keyMissing(context, keyID: nil).nimbusError }
@@ -47,7 +47,7 @@ extension Container {
     /// refuses it with `encryptionKeyMissing`.
     func sealedForOutbox(_ change: PendingChange) -> PendingChange {
         guard case .save(let record) = change, record.fields.values.contains(where: {
-            if case .encrypted(let value) = $0 { return value.ciphertext == nil && value.plaintext?.assetValue == nil }
+            if case .encrypted(let value) = $0 { return value.ciphertext == nil && value.plaintext?.isAssets != true }
             return false
         }) else { return change }
         return (try? seal(record)).map(PendingChange.save) ?? change
@@ -68,39 +68,56 @@ extension Container {
     }
 
     /// Opens the record where it is: a fetched page's records are opened without copying their
-    /// fields (the sealed fields are listed first, so the dictionary is not shared while it changes).
-    /// On a throw the record may be half opened; its id and type are unchanged. `opener` carries
-    /// the key ring and what repeats between fields from one record of a page to the next (nil:
-    /// made here when a record has a sealed field).
+    /// fields, each sealed value replaced through the dictionary's values (no rehashing, its
+    /// indices stay valid; the base fields are let go of first, so the dictionary is not shared
+    /// while it changes). On a throw the record may be half opened; its id and type are unchanged.
+    /// `opener` carries the key ring and what repeats between fields from one record of a page to
+    /// the next (nil: made here when a record has a sealed field).
     func open(_ record: inout Record, declared: [String: Set<String>], opener: inout FieldOpener?) throws {
         if declared[record.recordType]?.isEmpty == false { record = markingEncryptedAssets(record, declared: declared) }
-        let sealedFields = record.fields.compactMap { key, value -> (String, Data)? in
-            guard case .encrypted(let encrypted) = value, encrypted.plaintext == nil, let sealed = encrypted.ciphertext else { return nil }
-            return (key, sealed)
-        }
-        guard !sealedFields.isEmpty else {
-            if record.serverFields != nil { record.serverFields = record.fields }
-            return
-        }
-        if opener == nil { opener = FieldOpener(container: identifier, ring: try keyRing()) }
-        // A fetched record's base fields share the fields' storage: let go of them while opening.
+        // A fetched record's base fields share the fields' storage: let go of them while opening
+        // (a record without sealed values gets them back unchanged).
         let hadBase = record.serverFields != nil
         record.serverFields = nil
         defer { if hadBase { record.serverFields = record.fields } }
-        let (zone, type, name) = (record.zoneID.zoneName, record.recordType, record.recordName)
-        for (key, sealed) in sealedFields {
-            do {
-                if let id = SealFormat.keyID(of: sealed), opener?.ring.key(id: id) == nil, keyStore != nil {
-                    reloadKeys()
-                    opener = FieldOpener(container: identifier, ring: try keyRing())
-                }
-                guard let bytes = try opener?.open(sealed, zone: zone, recordType: type, recordName: name, field: key) else { continue }
-                let plaintext = try FieldPlaintext.decode(bytes, context: sealContext(record, field: key), zoneID: record.zoneID)
-                record.fields[key] = .encrypted(EncryptedValue(plaintext: plaintext, ciphertext: sealed))
-            } catch let error as EncryptionError {
-                throw error.nimbusError
+        // The record's names, not the record: a copy of it would cost more than opening a field.
+        let place = (zoneID: record.zoneID, type: record.recordType, name: record.recordName)
+        var index = record.fields.startIndex
+        while index != record.fields.endIndex {
+            if case .encrypted(let encrypted) = record.fields.values[index], encrypted.plaintext == nil, let sealed = encrypted.ciphertext {
+                if opener == nil { opener = FieldOpener(container: identifier, ring: try keyRing()) }
+                let plaintext = try openField(sealed, zoneID: place.zoneID, recordType: place.type, recordName: place.name,
+                                              field: record.fields.keys[index], opener: &opener)
+                record.fields.values[index] = .encrypted(EncryptedValue(plaintext: plaintext, ciphertext: sealed))
+            }
+            record.fields.formIndex(after: &index)
+        }
+    }
+
+    /// One sealed field's typed value. A key id the opener's ring lacks reads the key store again
+    /// once (another process may have added the key) before it is `encryptionKeyMissing`.
+    private func openField(_ sealed: Data, zoneID: ZoneID, recordType: String, recordName: String, field: String,
+                           opener: inout FieldOpener?) throws -> RecordValue {
+        func context() -> SealContext {
+            SealContext(container: identifier, zone: zoneID.zoneName, recordType: recordType, recordName: recordName, field: field)
+        }
+        func attempt() throws -> RecordValue? {
+            try opener?.open(sealed, zone: zoneID.zoneName, recordType: recordType, recordName: recordName, field: field) { bytes in
+                try FieldPlaintext.decode(bytes, context: context(), zoneID: zoneID)
             }
         }
+        do {
+            do {
+                if let value = try attempt() { return value }
+            } catch EncryptionError.keyMissing where keyStore != nil {
+                reloadKeys()
+                opener = FieldOpener(container: identifier, ring: try keyRing())
+                if let value = try attempt() { return value }
+            }
+        } catch let error as EncryptionError {
+            throw error.nimbusError
+        }
+        throw EncryptionError.keyMissing(context(), keyID: SealFormat.keyID(of: sealed)).nimbusError
     }
 
     func sealContext(_ record: Record, field: String) -> SealContext {
@@ -160,27 +177,34 @@ enum FieldPlaintext {
     /// Read with the changes decoder's scanner (`RawField`), not `JSONSerialization`: this runs
     /// once per encrypted field of every fetched record.
     static func decode(_ bytes: Data, context: @autoclosure () -> SealContext, zoneID: ZoneID) throws -> RecordValue {
-        let value = try? bytes.withUnsafeBytes { raw -> RecordValue? in
-            var s = JSONScanner(raw.bindMemory(to: UInt8.self))
-            var field = RawField()
-            try s.beginObject()
-            var first = true
-            while let key = try s.nextKey(&first) {
-                if s.matches(key, "value") {
-                    field.value = s.index
-                    try s.skipValue()
-                } else if s.matches(key, "type") {
-                    field.type = try s.stringValue()
-                } else {
-                    try s.skipValue()
-                }
-            }
-            guard s.atEnd() else { return nil }
-            return try field.decode(&s, zoneID: zoneID)
-        }
-        guard let value = value ?? nil, !value.isEncrypted else {
+        try bytes.withUnsafeBytes { try decode($0, context: context(), zoneID: zoneID) }
+    }
+
+    /// The same from bytes that are not a `Data` (a page's plaintext buffer, `FieldOpener`).
+    static func decode(_ bytes: UnsafeRawBufferPointer, context: @autoclosure () -> SealContext, zoneID: ZoneID) throws -> RecordValue {
+        guard let value = (try? scan(bytes.bindMemory(to: UInt8.self), zoneID: zoneID)) ?? nil, !value.isEncrypted else {
             throw EncryptionError.decryptionFailed(context(), "the plaintext is not a typed value")
         }
         return value
+    }
+
+    /// `{"type": …, "value": …}` and nothing after it; nil when it is not that.
+    private static func scan(_ bytes: UnsafeBufferPointer<UInt8>, zoneID: ZoneID) throws -> RecordValue? {
+        var s = JSONScanner(bytes)
+        var field = RawField()
+        try s.beginObject()
+        var first = true
+        while let key = try s.nextKey(&first) {
+            if s.matches(key, "value") {
+                field.value = s.index
+                try s.skipValue()
+            } else if s.matches(key, "type") {
+                field.type = try s.stringValue()
+            } else {
+                try s.skipValue()
+            }
+        }
+        guard s.atEnd() else { return nil }
+        return try field.decode(&s, zoneID: zoneID)
     }
 }

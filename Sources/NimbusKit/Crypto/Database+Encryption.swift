@@ -22,25 +22,27 @@ extension Container {
     }
 
     /// A page of changes with its records opened; those that do not open move to `unreadable`.
-    /// The page is taken over, so each record is opened in place (its fields are not copied).
+    /// The page is taken over and opened where it is: each record in place (its fields are not
+    /// copied), the records that opened moved up over those that did not, in page order.
     func openChanges(_ page: consuming ZoneChanges) -> ZoneChanges {
         let declared = encryptedAssetFields
         // A page without sealed values (as the decoder counted) has nothing to open: not copied.
         if page.sealedValues == 0 && declared.isEmpty { return page }
-        var records = page.modified
-        page.modified = []
         var opened = page
-        opened.modified.reserveCapacity(records.count)
-        var opener: FieldOpener?  // one per page: the zone key and associated data's fixed part kept
-        for index in records.indices {
+        var kept = 0
+        var opener: FieldOpener?  // one per page: the zone key, its context and the associated data's fixed part kept
+        for index in opened.modified.indices {
             do {
-                try open(&records[index], declared: declared, opener: &opener)
-                opened.modified.append(records[index])
+                try open(&opened.modified[index], declared: declared, opener: &opener)
+                if kept != index { opened.modified.swapAt(kept, index) }
+                kept += 1
             } catch {
                 let nimbus = error as? NimbusError ?? NimbusError(.decryptionFailed, reason: "\(error)")
-                opened.unreadable.append(UnreadableRecord(recordID: records[index].id, recordType: records[index].recordType, error: nimbus))
+                let record = opened.modified[index]
+                opened.unreadable.append(UnreadableRecord(recordID: record.id, recordType: record.recordType, error: nimbus))
             }
         }
+        opened.modified.removeSubrange(kept...)
         return opened
     }
 }
@@ -82,15 +84,21 @@ extension Database {
         for (index, operation) in operations.enumerated() {
             guard let record = operation.record else { continue }
             let fields = declared[record.recordType] ?? []
-            guard !fields.isEmpty || record.fields.values.contains(where: \.isEncrypted) else { continue }
+            guard !fields.isEmpty || record.fields.values.contains(where: { $0.isEncrypted || $0.hasEncryptedAsset }) else { continue }
             do {
                 var ready = try container.seal(record)
                 for (key, value) in ready.fields {
-                    // An encrypted asset travels as an ASSETID whose bytes are sealed as they are sent.
-                    guard let asset = value.encryptedAsset(declared: fields.contains(key)) else { continue }
-                    let (sent, upload) = try container.sealedForUpload(asset, of: record, field: key, limits: limits)
-                    ready.fields[key] = .asset(sent)
-                    if let upload { seals[SealedUpload.Place(operation: index, field: key)] = upload }
+                    // An encrypted asset travels as an ASSETID whose bytes are sealed as they are sent;
+                    // an encrypted list of assets as an ASSETID_LIST, each element sealed on its own.
+                    guard let assets = value.encryptedAssets(declared: fields.contains(key)) else { continue }
+                    let isList = if case .list = assets { true } else { false }
+                    var element = 0
+                    ready.fields[key] = try assets.mappingAssets { asset in
+                        let (sent, upload) = try container.sealedForUpload(asset, of: record, field: key, limits: limits)
+                        if let upload { seals[SealedUpload.Place(operation: index, field: key, element: isList ? element : nil)] = upload }
+                        element += 1
+                        return sent
+                    }
                 }
                 sealed[index].record = ready
             } catch {
@@ -107,11 +115,16 @@ extension Database {
     /// file (streamed, 64 KiB at a time). `decryptionFailed` when the bytes were changed, cut,
     /// reordered or moved from another record or field; `encryptionKeyMissing` without the key.
     /// The same as `downloadAsset` for a field that `encryptedAssetFields` declares (or any
-    /// other field: its asset is opened as one bound to this record and field).
-    public func downloadDecryptedAsset(of record: Record, field: String) async throws -> URL {
-        let value = record.fields[field]
-        guard var asset = value?.assetValue ?? value?.decrypted?.assetValue else {
-            throw NimbusError(.invalidArguments, reason: "\(record.recordType) \(record.recordName) has no asset in field \(field).")
+    /// other field: its asset is opened as one bound to this record and field). `element` picks
+    /// an asset of a list of assets (`ASSETID_LIST`): each is sealed on its own, bound to the
+    /// record and field (not to its place in the list: docs/encryption.md).
+    public func downloadDecryptedAsset(of record: Record, field: String, element: Int? = nil) async throws -> URL {
+        var value = record.fields[field]
+        if case .encrypted(let encrypted)? = value { value = encrypted.plaintext }
+        if let element, case .list(let values, _)? = value { value = values.indices.contains(element) ? values[element] : nil }
+        guard var asset = value?.assetValue else {
+            let place = element.map { " at \($0)" } ?? ""
+            throw NimbusError(.invalidArguments, reason: "\(record.recordType) \(record.recordName) has no asset in field \(field)\(place).")
         }
         // Cached per checksum and place: the same bytes moved to another record or field must not open there.
         asset.sealContext = container.sealContext(record, field: field)

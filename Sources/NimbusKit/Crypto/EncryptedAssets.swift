@@ -9,7 +9,8 @@ import Foundation
 
 extension Container {
     /// The asset fields this app encrypts, by record type: `["HistoryItemContent": ["asset"]]`.
-    /// Their files are sealed before upload (also when set with a plain `.asset`), and every
+    /// Their files are sealed before upload (also when set with a plain `.asset`; each file of an
+    /// `ASSETID_LIST` on its own, bound to the record and field, not to its place), and every
     /// download of them is opened into the cache (`fileURL` is the plaintext). Every device of the
     /// app declares the same fields. Assets set through `encryptedValues` are sealed in any case.
     public var encryptedAssetFields: [String: Set<String>] {
@@ -78,12 +79,45 @@ extension Container {
 }
 
 extension RecordValue {
-    /// The asset of an encrypted value (`encryptedValues[f] = .asset(…)`), or of a declared field.
-    func encryptedAsset(declared: Bool) -> Asset? {
+    /// The assets to seal of a field, as the value that carries them on the wire: the asset or
+    /// list of assets of an encrypted value (`encryptedValues[f] = .asset(…)` or `.list([.asset(…), …])`),
+    /// or of a declared field (or one already marked encrypted). Nil for anything else.
+    func encryptedAssets(declared: Bool) -> RecordValue? {
         switch self {
-        case .encrypted(let value): return value.plaintext?.assetValue
-        case .asset(let asset) where declared || asset.isEncrypted: return asset
-        default: return nil
+        case .encrypted(let value):
+            guard let plaintext = value.plaintext, plaintext.isAssets else { return nil }
+            return plaintext
+        case .asset, .list:
+            return isAssets && (declared || hasEncryptedAsset) ? self : nil
+        default:
+            return nil
+        }
+    }
+
+    /// True for an asset and for a list of assets (`ASSETID_LIST`, empty included).
+    var isAssets: Bool {
+        switch self {
+        case .asset: return true
+        case .list(let values, let type): return type == .asset || (!values.isEmpty && values.allSatisfy { $0.assetValue != nil })
+        default: return false
+        }
+    }
+
+    /// True when the value is an asset marked encrypted, or a list holding one.
+    var hasEncryptedAsset: Bool {
+        switch self {
+        case .asset(let asset): return asset.isEncrypted
+        case .list(let values, _): return values.contains { $0.assetValue?.isEncrypted == true }
+        default: return false
+        }
+    }
+
+    /// The value with each of its assets (itself, or every element of a list) replaced by `transform`'s.
+    func mappingAssets(_ transform: (Asset) throws -> Asset) rethrows -> RecordValue {
+        switch self {
+        case .asset(let asset): return .asset(try transform(asset))
+        case .list(let values, let type): return .list(try values.map { try $0.mappingAssets(transform) }, elementType: type)
+        default: return self
         }
     }
 }

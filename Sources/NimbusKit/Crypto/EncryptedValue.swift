@@ -53,8 +53,8 @@ extension Record {
 
         public subscript(key: String) -> RecordValue? {
             get {
-                // An asset of a declared encrypted field (`Container.encryptedAssetFields`) is one too.
-                if case .asset(let asset)? = record.fields[key], asset.isEncrypted { return .asset(asset) }
+                // An asset (or list of assets) of a declared encrypted field (`Container.encryptedAssetFields`) is one too.
+                if let value = record.fields[key], value.isAssets, value.hasEncryptedAsset { return value }
                 return record.fields[key]?.decrypted.flatMap { record.fields[key]?.isEncrypted == true ? $0 : nil }
             }
             set {

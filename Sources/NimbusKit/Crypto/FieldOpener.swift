@@ -1,15 +1,16 @@
 import Foundation
 
 /// Opens the sealed field values of a page of records (SealFormat, version 1) with what repeats
-/// from one field to the next kept: the zone key of the last (key id, zone), and the associated
-/// data's fixed part (header, kind, container, zone, record type) in one buffer reused for every
-/// field, so a field adds only its record and field names. The bytes are those of
+/// from one field to the next kept: the zone key of the last (key id, zone) as an `OpeningKey`
+/// (with libcrypto: its context set up once and one plaintext buffer for the page), and the
+/// associated data's fixed part (header, kind, container, zone, record type) in one buffer reused
+/// for every field, so a field adds only its record and field names. The bytes are those of
 /// `SealContext.associatedData` (`FieldOpenerTests` holds them equal); a `SealContext` is built only
 /// to name a field that did not open.
 struct FieldOpener {
     let container: String
     var ring: KeyRing
-    private var zoneKey: (id: UInt32, zone: String, key: Data)?
+    private var zoneKey: (id: UInt32, zone: String, key: OpeningKey)?
     /// What `aad[..<fixedCount]` was built for.
     private var fixed: (id: UInt32, zone: String, recordType: String)?
     private var fixedCount = 0
@@ -23,28 +24,43 @@ struct FieldOpener {
     /// A sealed field's plaintext bytes: `keyMissing` when the ring lacks its key id,
     /// `decryptionFailed` when it is not this format or was changed or moved.
     mutating func open(_ sealed: Data, zone: String, recordType: String, recordName: String, field: String) throws -> Data {
+        try open(sealed, zone: zone, recordType: recordType, recordName: recordName, field: field) { Data($0) }
+    }
+
+    /// Opens a sealed field and gives `body` its plaintext bytes, valid only inside `body` (with
+    /// libcrypto they are the page's plaintext buffer): no `Data` is made for them. Errors as
+    /// `open`; what `body` throws is thrown as it is.
+    mutating func open<R>(_ sealed: Data, zone: String, recordType: String, recordName: String, field: String,
+                          _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         func context() -> SealContext {
             SealContext(container: container, zone: zone, recordType: recordType, recordName: recordName, field: field)
         }
-        guard sealed.count >= SealFormat.fieldOverhead, let id = SealFormat.keyID(of: sealed) else {
-            throw EncryptionError.decryptionFailed(context(), "not a version-1 sealed value")
-        }
-        let key: Data
-        if let cached = zoneKey, cached.id == id, cached.zone == zone {
-            key = cached.key
-        } else {
-            guard let account = ring.key(id: id) else { throw EncryptionError.keyMissing(context(), keyID: id) }
-            key = SealFormat.zoneKey(account.bytes, container: container, zone: zone)
-            zoneKey = (id, zone, key)
-        }
-        buildAssociatedData(id: id, zone: zone, recordType: recordType, recordName: recordName, field: field)
-        let start = sealed.startIndex + 5
-        let nonce = sealed[start ..< start + Primitives.nonceSize]  // slices: no copies
-        let body = sealed.suffix(from: start + Primitives.nonceSize)
-        do {
-            return try Primitives.open(key: key, nonce: nonce, sealed: body, aad: aad)
-        } catch {
-            throw EncryptionError.decryptionFailed(context(), "the ciphertext does not open with key \(id) for this record and field")
+        return try sealed.withUnsafeBytes { raw in
+            guard raw.count >= SealFormat.fieldOverhead, raw[0] == SealFormat.version else {
+                throw EncryptionError.decryptionFailed(context(), "not a version-1 sealed value")
+            }
+            let id = UInt32(raw[1]) << 24 | UInt32(raw[2]) << 16 | UInt32(raw[3]) << 8 | UInt32(raw[4])
+            let key: OpeningKey
+            if let cached = zoneKey, cached.id == id, cached.zone == zone {
+                key = cached.key
+            } else {
+                guard let account = ring.key(id: id) else { throw EncryptionError.keyMissing(context(), keyID: id) }
+                key = try OpeningKey(SealFormat.zoneKey(account.bytes, container: container, zone: zone))
+                zoneKey = (id, zone, key)
+            }
+            buildAssociatedData(id: id, zone: zone, recordType: recordType, recordName: recordName, field: field)
+            // `01 | key id | nonce (12) | ciphertext | tag (16)`: views into the sealed bytes, no copies.
+            let nonceEnd = 5 + Primitives.nonceSize, tagStart = raw.count - Primitives.tagSize
+            let nonce = UnsafeRawBufferPointer(rebasing: raw[5 ..< nonceEnd])
+            let ciphertext = UnsafeRawBufferPointer(rebasing: raw[nonceEnd ..< tagStart])
+            let tag = UnsafeRawBufferPointer(rebasing: raw[tagStart...])
+            return try aad.withUnsafeBytes { aad in
+                do {
+                    return try key.open(nonce: nonce, ciphertext: ciphertext, tag: tag, aad: aad, body)
+                } catch is CryptoFailure {  // the cipher's refusal; what `body` throws passes as it is
+                    throw EncryptionError.decryptionFailed(context(), "the ciphertext does not open with key \(id) for this record and field")
+                }
+            }
         }
     }
 

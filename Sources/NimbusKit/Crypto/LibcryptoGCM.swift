@@ -62,6 +62,37 @@ enum LibcryptoGCM {
     }
 }
 
+extension LibcryptoGCM {
+    /// Opens one message on a context set up for opening under its key (`GCMContext`): sets the
+    /// nonce (which restarts GCM's counter, hash and tag), feeds the associated data, writes the
+    /// plaintext to `output` (at least `ciphertext.count` bytes) and checks the tag. The
+    /// plaintext's length, or nil when the tag does not match or libcrypto refused; after nil the
+    /// context's state is unknown and it must not be used again. No allocation: a page's fields
+    /// are opened one after another into one buffer (`OpeningKey`).
+    static func open(_ context: GCMContext, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+                     ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) -> Int? {
+        guard !context.slot.encrypt, nonce.count == Primitives.nonceSize, tag.count == Primitives.tagSize,
+              let iv = nonce.bindMemory(to: UInt8.self).baseAddress,
+              let tagBytes = tag.baseAddress else { return nil }
+        let ctx = context.pointer
+        var length: Int32 = 0
+        guard EVP_DecryptInit_ex(ctx, nil, nil, nil, iv) == 1 else { return nil }
+        if let base = aad.bindMemory(to: UInt8.self).baseAddress, aad.count > 0 {
+            guard EVP_DecryptUpdate(ctx, nil, &length, base, Int32(aad.count)) == 1 else { return nil }
+        }
+        let out = output.assumingMemoryBound(to: UInt8.self)
+        var total = 0
+        if let base = ciphertext.bindMemory(to: UInt8.self).baseAddress, ciphertext.count > 0 {
+            guard EVP_DecryptUpdate(ctx, out, &length, base, Int32(ciphertext.count)) == 1 else { return nil }
+            total = Int(length)
+        }
+        // SET_TAG copies the tag; it never writes through the pointer.
+        guard EVP_CIPHER_CTX_ctrl(ctx, nimbus_EVP_CTRL_GCM_SET_TAG, Int32(Primitives.tagSize), UnsafeMutableRawPointer(mutating: tagBytes)) == 1,
+              EVP_DecryptFinal_ex(ctx, out + total, &length) == 1 else { return nil }
+        return total + Int(length)
+    }
+}
+
 /// Whether two byte strings are equal (memcmp; not constant-time: used for keys already in this
 /// process, to find their cache entries, never to check a tag).
 func sameBytes(_ a: Data, _ b: Data) -> Bool {

@@ -15,11 +15,12 @@ import FoundationNetworking
 /// On Apple platforms the body is a bound stream pair with `Content-Length` (the sealed size), so
 /// a body cut by an error fails its request there too.
 struct SealedUpload: Sendable {
-    /// Which asset of a batch it is: an operation's index and the field (an ASSETID field; an
-    /// encrypted asset is never in a list).
+    /// Which asset of a batch it is: an operation's index, the field, and for an element of an
+    /// `ASSETID_LIST` its place in the list (nil for an `ASSETID` field).
     struct Place: Hashable, Sendable {
         var operation: Int
         var field: String
+        var element: Int?
     }
 
     let file: URL

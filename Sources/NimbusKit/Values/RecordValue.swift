@@ -26,7 +26,7 @@ public enum RecordValue: Hashable, Sendable, Codable {
         case .reference: return .reference
         case .asset: return .asset
         case .list(_, let elementType): return elementType.listType
-        case .encrypted(let v): return v.plaintext?.assetValue != nil ? .asset : .encryptedBytes
+        case .encrypted(let v): return v.plaintext.flatMap { $0.isAssets ? $0.fieldType : nil } ?? .encryptedBytes
         }
     }
 

@@ -36,7 +36,7 @@ struct AssetDownloadTests {
             if keyStoreFails { throw NimbusError(.internalError, reason: "the keychain is locked") }
             return ring.key(id: id)
         } : nil
-        let download = try AssetDownload(directory: directory, opener: opener)
+        let download = try AssetDownload(cache: AssetCache(directory: directory), opener: opener)
         for start in stride(from: 0, to: body.count, by: chunk) { try download.write(body.subdata(in: start..<min(body.count, start + chunk))) }
         let target = directory.appendingPathComponent("target")
         let file = Result { try download.finish(checksum: checksum, size: size, as: target) }.mapError { $0 as? NimbusError ?? NimbusError(.internalError, reason: "\($0)") }
@@ -125,7 +125,7 @@ struct AssetDownloadTests {
 
     @Test func aDiscardedDownloadLeavesNothing() throws {
         let directory = temporaryDirectory("download")
-        let download = try AssetDownload(directory: directory, opener: AssetSealOpener(context: context) { [key] _ in key })
+        let download = try AssetDownload(cache: AssetCache(directory: directory), opener: AssetSealOpener(context: context) { [key] _ in key })
         try download.write(try sealed().prefix(100_000))
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == 1, "the partial file")
         download.discard()

@@ -22,6 +22,14 @@ struct CKEncryptedValuesLiveTests {
         let record = CKRecord(recordType: "FailedAuthEvent", recordID: CKRecord.ID(recordName: "event-1"))
         record["appName"] = "Safari"
         record.encryptedValues["deviceName"] = "mac-mini"
+        // A list of assets set through encryptedValues: each file sealed on its own.
+        let photos = try [5_001, 70_002].map { size -> (URL, Data) in
+            let file = keyFile.deletingLastPathComponent().appendingPathComponent("photo-\(size)")
+            let bytes = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 11) })
+            try bytes.write(to: file)
+            return (file, bytes)
+        }
+        record.encryptedValues["photos"] = photos.map { CKAsset(fileURL: $0.0) }
         _ = try await database.save(record)
 
         let plain = server.container(token: token)  // no key store: what the server holds, unopened
@@ -31,6 +39,18 @@ struct CKEncryptedValuesLiveTests {
         #expect(text.contains("ENCRYPTED_BYTES"))
         #expect(!text.contains("mac-mini"))
         #expect(text.contains("Safari"))
+        let stored = JSON.object(JSON.object(JSON.array(answer["records"])?.first)?["fields"])
+        let field = try #require(JSON.object(stored?["photos"]), "\(text)")
+        #expect(JSON.string(field["type"]) == "ASSETID_LIST")
+        let elements = JSON.array(field["value"]) ?? []
+        #expect(elements.count == 2)
+        for (element, photo) in zip(elements, photos) {
+            let object = try #require(JSON.object(element))
+            let asset = Asset(fileChecksum: JSON.string(object["fileChecksum"]), size: JSON.int64(object["size"]),
+                              downloadURL: JSON.string(object["downloadURL"]).flatMap { URL(string: $0) })
+            let onServer = try Data(contentsOf: try await plain.privateDatabase.downloadAsset(asset))
+            #expect(onServer.count == Int(AssetSeal.sealedSize(ofPlaintext: Int64(photo.1.count))) && onServer != photo.1)
+        }
 
         let fetched = try await database.record(for: CKRecord.ID(recordName: "event-1"))
         #expect(fetched.encryptedValues["deviceName"] as? String == "mac-mini")

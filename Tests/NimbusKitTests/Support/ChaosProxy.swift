@@ -15,6 +15,10 @@ final class ChaosProxy: @unchecked Sendable {
         case offline
         /// Answer bodies have one byte flipped.
         case corruptBodies
+        /// An answer whose Content-Length passes `over` bytes: its head and the body's next read
+        /// pass, then nothing more until the mode changes (or the proxy stops), when the
+        /// connection is cut: a download stalled mid-way. Smaller answers pass.
+        case stallBodies(over: Int)
     }
 
     // Safe: `mode`, `sockets` and `stopped` are only touched under `lock`.
@@ -134,6 +138,7 @@ final class ChaosProxy: @unchecked Sendable {
     private func answers(from upstream: Int32, to client: Int32) {
         var buffer = [UInt8](repeating: 0, count: 65536)
         var inBody = false
+        var passedBodyChunk = false  // `.stallBodies`: one read of the body passes before the stall
         while true {
             let count = read(upstream, &buffer, buffer.count)
             if count <= 0 { return }
@@ -149,6 +154,19 @@ final class ChaosProxy: @unchecked Sendable {
                     if end < count { buffer[count - 1] ^= 0xFF }
                 } else if inBody {
                     buffer[count - 1] ^= 0xFF
+                }
+            case .stallBodies(let over):
+                if inBody && passedBodyChunk {
+                    while lock.withLock({ mode == .stallBodies(over: over) && !stopped }) { Thread.sleep(forTimeInterval: 0.05) }
+                    return
+                }
+                if inBody {
+                    passedBodyChunk = true
+                } else if let end = ChaosProxy.headerEnd(buffer, count) {
+                    let head = String(decoding: buffer[0..<end], as: UTF8.self).lowercased()
+                    let length = head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
+                        .flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) }
+                    inBody = (length ?? 0) > over
                 }
             default:
                 break
