@@ -26,6 +26,8 @@
 #    process, twice: seconds (target ≥ 0.8× plain's speed; the download's CPU seconds beside them)
 #    and peak memory (≤ plain + 16 MiB). The
 #    server takes assets up to 64 MiB here: the sealed file is 21 bytes + 16 per 64 KiB longer.
+#    `bash bench/client.sh e2e-asset` runs only this asset part (the server, the asset plain and
+#    sealed, BENCH_CLIENT_E2E_ROUNDS (2) rounds; no records, outbox, live or downloads): its rows alone.
 #
 # 6. Enqueue (issue 31, `enqueue_figures`): BENCH_CLIENT_ENQUEUES (1,000) single durable enqueues at
 #    100 and at 10,000 pending (offline, nothing sent): µs and bytes written per enqueue (write(2)
@@ -60,9 +62,10 @@ cd "$(dirname "$0")/.."
 BENCH_NAME=client
 source bench/lib.sh  # say, die, stop_pid, pg_pid, psql, smoke_mode, ...
 # `bash bench/client.sh enqueue [--smoke]`: part 6 alone (below).
+# `bash bench/client.sh e2e-asset`: step 7's asset rows alone (below).
 MODE=""
 case "${1:-}" in
-  enqueue) MODE=enqueue; shift ;;
+  enqueue | e2e-asset) MODE=$1; shift ;;
   sync | first-sync) MODE=sync; shift ;;
 esac
 smoke_mode 120 BENCH_CLIENT_RECORDS=800 BENCH_CLIENT_OUTBOX=200 BENCH_CLIENT_LIVE=20 BENCH_CLIENT_ASSETS=3 \
@@ -156,6 +159,11 @@ run_sync() {
 }
 secs() { awk -v r="$1" -v n="$RECORDS" 'BEGIN { printf "%.1f", (r > 0 ? n / r : 0) }'; }
 
+# e2e-asset mode: the server is up; step 7's asset part alone (e2e_assets, defined below).
+if [ "$MODE" = e2e-asset ]; then
+  export NIMBUS_KEY_FILE="$WORK/account.key"
+  E2E_ONLY=1
+else
 say "loading $RECORDS records into zone big"
 load=$(run_sync bench-raw-modify "$WORK/none.json" "$RECORDS" big)
 say "$load"
@@ -249,34 +257,48 @@ if [ -z "$CORE" ]; then
   say "assets: downloads in debug and release"
   asset_downloads
 fi
+fi  # the e2e-asset mode's else
 
 # e2e_assets: step 7's asset, plain and sealed, each in its own process, twice (best times,
 # highest peak memory). Sets E2E_ROWS.
 e2e_assets() {
-  local bytes=${BENCH_CLIENT_E2E_ASSET_BYTES:-52428800} round mode line
-  local plain_up=0 plain_down=0 plain_rss=0 sealed_up=0 sealed_down=0 sealed_rss=0 plain_cpu=0 sealed_cpu=0
+  local bytes=${BENCH_CLIENT_E2E_ASSET_BYTES:-52428800} rounds=${BENCH_CLIENT_E2E_ROUNDS:-2} round mode line
+  local plain_up=0 plain_down=0 plain_rss=0 sealed_up=0 sealed_down=0 sealed_rss=0 plain_cpu=0 sealed_cpu=0 plain_up_cpu=0 sealed_up_cpu=0
   head -c "$bytes" /dev/urandom >"$WORK/e2e-asset.bin"
   best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || b < a ? b : a) }'; }
   most() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a ? b : a) }'; }
-  for round in 1 2; do
+  for round in $(seq 1 "$rounds"); do
     for mode in plain sealed; do
       line=$(sealer bench-e2e-asset "$WORK/none.json" "$mode" "$WORK/e2e-asset.bin" "e2e$round"); say "round $round: $line"
       if [ "$mode" = plain ]; then
-        plain_up=$(best "$plain_up" "$(field upload_s "$line")"); plain_down=$(best "$plain_down" "$(field download_s "$line")")
+        plain_up=$(best "$plain_up" "$(field upload_s "$line")"); plain_up_cpu=$(best "$plain_up_cpu" "$(field upload_cpu_s "$line")"); plain_down=$(best "$plain_down" "$(field download_s "$line")")
         plain_cpu=$(best "$plain_cpu" "$(field download_cpu_s "$line")")
         plain_rss=$(most "$plain_rss" "$(field peak_rss_mb "$line")")
       else
-        sealed_up=$(best "$sealed_up" "$(field upload_s "$line")"); sealed_down=$(best "$sealed_down" "$(field download_s "$line")")
+        sealed_up=$(best "$sealed_up" "$(field upload_s "$line")"); sealed_up_cpu=$(best "$sealed_up_cpu" "$(field upload_cpu_s "$line")"); sealed_down=$(best "$sealed_down" "$(field download_s "$line")")
         sealed_cpu=$(best "$sealed_cpu" "$(field download_cpu_s "$line")")
         sealed_rss=$(most "$sealed_rss" "$(field peak_rss_mb "$line")")
       fi
     done
   done
-  E2E_ROWS="| encrypted asset upload, $bytes bytes (s, best of 2) | $sealed_up | $plain_up (plain asset) | $(ratio "$plain_up" "$sealed_up") (speed) | ≥ 0.8 |
-| encrypted asset download into an empty cache, opened (s, best of 2) | $sealed_down | $plain_down (plain asset) | $(ratio "$plain_down" "$sealed_down") (speed) | ≥ 0.8 |
-| the same download's client CPU (s, user + system, best of 2; steadier than wall-clock on a loaded machine) | $sealed_cpu | $plain_cpu (plain asset) | $(ratio "$plain_cpu" "$sealed_cpu") | |
+  E2E_ROWS="| encrypted asset upload, $bytes bytes (s, best of $rounds) | $sealed_up | $plain_up (plain asset) | $(ratio "$plain_up" "$sealed_up") (speed) | ≥ 0.8 |
+| the same upload's client CPU (s, user + system, best of $rounds) | $sealed_up_cpu | $plain_up_cpu (plain asset) | $(ratio "$plain_up_cpu" "$sealed_up_cpu") | |
+| encrypted asset download into an empty cache, opened (s, best of $rounds) | $sealed_down | $plain_down (plain asset) | $(ratio "$plain_down" "$sealed_down") (speed) | ≥ 0.8 |
+| the same download's client CPU (s, user + system, best of $rounds; steadier than wall-clock on a loaded machine) | $sealed_cpu | $plain_cpu (plain asset) | $(ratio "$plain_cpu" "$sealed_cpu") | |
 | peak client memory, upload + download (MB) | $sealed_rss | $plain_rss | +$(awk -v a="$sealed_rss" -v b="$plain_rss" 'BEGIN { printf "%.1f", a - b }') MB | ≤ plain + 16 MiB |"
 }
+if [ -n "${E2E_ONLY:-}" ]; then
+  say "encrypted vs plain asset"
+  e2e_assets
+  cat <<REPORT
+
+NimbusKit encrypted vs plain asset (bench/client.sh e2e-asset): $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, embedded PostgreSQL
+| measure | NimbusKit | raw reference | ratio | target |
+|---|---|---|---|---|
+$E2E_ROWS
+REPORT
+  exit 0
+fi
 if [ -z "$CORE" ]; then
   say "encrypted vs plain asset"
   e2e_assets

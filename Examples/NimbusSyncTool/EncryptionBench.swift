@@ -48,9 +48,9 @@ enum EncryptionBench {
             try await container.privateDatabase.createZone(zone)
             var record = Record(recordType: "Photo", id: RecordID(recordName: "photo-\(arguments[0])", zoneID: zone))
             record.set("image", Asset(fileURL: file))
-            let start = Date()
+            let (start, uploadCPUStart) = (Date(), EnqueueBench.counters().cpu)
             _ = try await container.privateDatabase.save(record)
-            let upload = Date().timeIntervalSince(start)
+            let (upload, uploadCPU) = (Date().timeIntervalSince(start), EnqueueBench.counters().cpu - uploadCPUStart)
             var configuration = container.configuration
             let cache = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-bench-cache-\(UUID().uuidString)")
             configuration.assetCacheDirectory = cache
@@ -71,7 +71,7 @@ enum EncryptionBench {
             let peak = max(Double(uploadPeak) ?? 0, Double(downloadPeak) ?? 0)
             guard try sameBytes(opened, file) else { fail("the downloaded file differs from the uploaded one") }
             say("result e2e-asset mode=\(arguments[0]) bytes=\(asset.size ?? -1) upload_s=\(String(format: "%.3f", upload)) "
-                + "download_s=\(String(format: "%.3f", download)) download_cpu_s=\(String(format: "%.3f", downloadCPU)) "
+                + "upload_cpu_s=\(String(format: "%.3f", uploadCPU)) download_s=\(String(format: "%.3f", download)) download_cpu_s=\(String(format: "%.3f", downloadCPU)) "
                 + "peak_rss_mb=\(Bench.format(peak)) upload_peak_rss_mb=\(uploadPeak) download_peak_rss_mb=\(downloadPeak)")
         default:
             fail(usage)

@@ -267,8 +267,15 @@ final class UploadRelay: @unchecked Sendable {
     var counts: (connections: Int, uploads: Int, triggered: Int) {
         let fields = ((try? String(contentsOf: statusFile, encoding: .utf8)) ?? "").split(separator: " ")
             .compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        guard fields.count == 3 else { return (0, 0, 0) }
+        guard fields.count >= 3 else { return (0, 0, 0) }
         return (fields[0], fields[1], fields[2])
+    }
+
+    /// Of `counts.uploads`, those whose body was chunked (a body of unknown length: a sealed upload).
+    var chunkedUploads: Int {
+        let fields = ((try? String(contentsOf: statusFile, encoding: .utf8)) ?? "").split(separator: " ")
+            .compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        return fields.count >= 4 ? fields[3] : 0
     }
 
     /// SIGKILL: a child of the test process inherits its blocked signals (SIGTERM among them), so

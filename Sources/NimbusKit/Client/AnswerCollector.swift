@@ -126,4 +126,16 @@ final class AnswerCollector: NSObject, URLSessionDataDelegate, @unchecked Sendab
         if (try? result.get()) == nil { answer.download?.discard() }
         answer.done(result)
     }
+
+    /// A request body to send again from its first byte: libcurl rewinds it when it re-sends a
+    /// request on a fresh connection (the reused one had died). A sealed upload's body is made
+    /// afresh; any other stream body cannot be, and nil fails the task (the caller sends it again).
+    /// swift-corelibs-foundation without a new stream would carry on from where the old one was.
+    func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
+        #if canImport(FoundationNetworking)
+        completionHandler((task.originalRequest?.httpBodyStream as? SealingInputStream)?.restarted())
+        #else
+        completionHandler(nil)
+        #endif
+    }
 }

@@ -18,9 +18,11 @@ extension Database {
     static let uploadAttempts = 3
 
     /// Uploads the local files of the assets in the operations' records (those without a
-    /// receipt). A failure of one change's own file refuses that change only; a failure of the
-    /// requests themselves (network, 5xx, 408, 429) throws, and the caller retries the batch.
-    func uploadAssets(of operations: [RecordOperation], limits: ServerLimits) async throws -> PreparedOperations {
+    /// receipt); an asset with a place in `seals` is sealed as it is sent. A failure of one
+    /// change's own file refuses that change only; a failure of the requests themselves
+    /// (network, 5xx, 408, 429) throws, and the caller retries the batch.
+    func uploadAssets(of operations: [RecordOperation], limits: ServerLimits,
+                      seals: [SealedUpload.Place: SealedUpload] = [:]) async throws -> PreparedOperations {
         var prepared = PreparedOperations(operations: operations)
         // `element`: the asset's place in an ASSETID_LIST field, nil for an ASSETID field.
         var pending: [(operation: Int, field: String, element: Int?, file: URL)] = []
@@ -48,8 +50,9 @@ extension Database {
                 let urls = try await uploadURLs(for: items.map { (operations[$0.operation].record, $0.field) }, zone: zone)
                 for (item, uploadURL) in zip(items, urls) where prepared.refused[item.operation] == nil {
                     do {
-                        var uploaded = try await uploadResending(item.file, firstURL: uploadURL, record: operations[item.operation].record,
-                                                                 field: item.field, zone: zone)
+                        let seal = seals[SealedUpload.Place(operation: item.operation, field: item.field, element: item.element)]
+                        var uploaded = try await uploadResending(seal.map(UploadBody.sealed) ?? .file(item.file), firstURL: uploadURL,
+                                                                 record: operations[item.operation].record, field: item.field, zone: zone)
                         uploaded.fileURL = item.file
                         let field = prepared.operations[item.operation].record?.fields[item.field]
                         if let element = item.element, case .list(var assets, let type)? = field, assets.indices.contains(element) {
@@ -110,13 +113,13 @@ extension Database {
     }
 
     /// Uploads one file; an attempt that got no answer (or a 408, 5xx, 429) is repeated from the
-    /// first byte on a fresh URL request to a fresh single-use URL.
-    private func uploadResending(_ file: URL, firstURL: URL, record: Record?, field: String, zone: ZoneID) async throws -> Asset {
+    /// first byte on a fresh URL request (a sealed body: a fresh stream) to a fresh single-use URL.
+    private func uploadResending(_ body: UploadBody, firstURL: URL, record: Record?, field: String, zone: ZoneID) async throws -> Asset {
         var uploadURL = firstURL
         var attempt = 1
         while true {
             do {
-                return try await upload(file: file, to: uploadURL)
+                return try await upload(body, to: uploadURL)
             } catch let error as NimbusError where error.isRetryable && attempt < Database.uploadAttempts {
                 attempt += 1
                 if let retryAfter = error.retryAfter { try await Task.sleep(nanoseconds: UInt64(min(retryAfter, 30) * 1e9)) }
@@ -145,13 +148,30 @@ extension Database {
     /// Streams one file to an upload URL (a new URL request: the body is read from the file's
     /// first byte) and returns the asset with its receipt.
     func upload(file: URL, to uploadURL: URL) async throws -> Asset {
+        try await upload(.file(file), to: uploadURL)
+    }
+
+    /// Streams one body to an upload URL (a new URL request: the body is read from its first
+    /// byte) and returns the asset with its receipt. A sealed body that stopped because its file
+    /// could not be read fails with that (`assetFileNotFound`), not as a network failure.
+    func upload(_ body: UploadBody, to uploadURL: URL) async throws -> Asset {
         var request = transport.request(uploadURL, method: "POST")
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         let data: Data
         let response: URLResponse
+        var sealedBody: SealedBody?
         do {
-            (data, response) = try await transport.session.upload(for: request, fromFile: file)
+            switch body {
+            case .file(let file):
+                (data, response) = try await transport.session.upload(for: request, fromFile: file)
+            case .sealed(let upload):
+                sealedBody = try upload.attachBody(to: &request)
+                (data, response) = try await transport.session.data(for: request)
+            }
+        } catch let error as NimbusError {
+            throw error
         } catch {
+            if let failure = sealedBody?.failure { throw failure }
             throw Transport.networkError(error, url: uploadURL, timeout: request.timeoutInterval)
         }
         guard let http = response as? HTTPURLResponse else { throw JSON.bad("The upload's answer is not HTTP") }
@@ -160,6 +180,18 @@ extension Database {
         guard let single = JSON.object(answer["singleFile"]), let receipt = JSON.string(single["receipt"]) else {
             throw JSON.bad("The upload answered without singleFile.receipt")
         }
-        return Asset(fileChecksum: JSON.string(single["fileChecksum"]), size: JSON.int64(single["size"]), receipt: receipt)
+        let size = JSON.int64(single["size"])
+        if case .sealed(let upload) = body, size != upload.sealedSize {
+            // A body that ended early (a stream re-sent from where it was) must not become the asset.
+            throw NimbusError(.networkFailure, reason: "The server received \(size ?? -1) bytes of the sealed asset "
+                + "\(upload.file.lastPathComponent), not its \(upload.sealedSize): it is sent again.")
+        }
+        return Asset(fileChecksum: JSON.string(single["fileChecksum"]), size: size, receipt: receipt)
     }
+}
+
+/// What an upload sends: a file as it is, or a plaintext file sealed as it is sent.
+enum UploadBody: Sendable {
+    case file(URL)
+    case sealed(SealedUpload)
 }

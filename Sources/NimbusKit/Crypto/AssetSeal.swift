@@ -30,27 +30,14 @@ enum AssetSeal {
         return sealedSize(ofPlaintext: plaintext) <= limit ? plaintext : 0
     }
 
-    /// Seals `source` into `destination` with `key`.
+    /// Seals `source` into `destination` with `key`, through the same `AssetSealReader` an
+    /// upload body reads (`SealedUpload`).
     static func seal(_ source: URL, to destination: URL, key: AccountKey, context: SealContext,
                      salt: Data = Primitives.random(16)) throws {
-        guard let input = try? FileHandle(forReadingFrom: source) else {
-            throw NimbusError(.assetFileNotFound, reason: "The asset file \(source.path) cannot be read.")
-        }
-        defer { try? input.close() }
+        let reader = try AssetSealReader(file: source, key: key, context: context, salt: salt)
         let output = try create(destination)
         defer { try? output.close() }
-        let header = SealFormat.header(keyID: key.id) + salt
-        let fileKey = fileKey(key, salt: salt, context: context)
-        let aad = header + context.associatedData(kind: UInt8(ascii: "A"))
-        output.write(header)
-        var index: UInt32 = 0
-        while true {
-            let chunk = try input.read(upToCount: segmentSize) ?? Data()
-            let last = chunk.count < segmentSize
-            output.write(try Primitives.seal(key: fileKey, nonce: nonce(index, last: last), plaintext: chunk, aad: aad))
-            if last { break }
-            index += 1
-        }
+        while let piece = try reader.next() { try output.write(contentsOf: piece) }
     }
 
     /// Opens `source` (a sealed file) into `destination`; `decryptionFailed` (and no destination

@@ -72,15 +72,14 @@ extension Container {
 }
 
 extension Database {
-    /// Seals the operations' encrypted values and encrypted asset files (set through
-    /// `encryptedValues`, or in a field of `encryptedAssetFields`), then uploads the assets
-    /// (`uploadAssets`) and deletes the sealed temporary files. An operation that cannot be
-    /// sealed (no key) is refused alone.
+    /// Seals the operations' encrypted values, then uploads the assets (`uploadAssets`), the
+    /// encrypted asset files (set through `encryptedValues`, or in a field of
+    /// `encryptedAssetFields`) sealed as they are sent (`SealedUpload`). An operation that cannot
+    /// be sealed (no key) is refused alone.
     func uploadAssets(sealing operations: [RecordOperation], limits: ServerLimits) async throws -> PreparedOperations {
         var sealed = operations
         var refused: [Int: NimbusError] = [:]
-        var temporary: [URL] = []
-        defer { for file in temporary { try? FileManager.default.removeItem(at: file) } }
+        var seals: [SealedUpload.Place: SealedUpload] = [:]
         let declared = container.encryptedAssetFields
         for (index, operation) in operations.enumerated() {
             guard let record = operation.record else { continue }
@@ -89,19 +88,25 @@ extension Database {
             do {
                 var ready = try container.seal(record)
                 for (key, value) in ready.fields {
-                    // An encrypted asset travels as an ASSETID whose file is the sealed one; an
-                    // encrypted list of assets as an ASSETID_LIST, each element sealed on its own.
+                    // An encrypted asset travels as an ASSETID whose bytes are sealed as they are sent;
+                    // an encrypted list of assets as an ASSETID_LIST, each element sealed on its own.
                     guard let assets = value.encryptedAssets(declared: fields.contains(key)) else { continue }
+                    let isList = if case .list = assets { true } else { false }
+                    var element = 0
                     ready.fields[key] = try assets.mappingAssets { asset in
-                        try container.sealedForUpload(asset, of: record, field: key, limits: limits, temporary: &temporary)
+                        let (sent, upload) = try container.sealedForUpload(asset, of: record, field: key, limits: limits)
+                        if let upload { seals[SealedUpload.Place(operation: index, field: key, element: isList ? element : nil)] = upload }
+                        element += 1
+                        return sent
                     }
                 }
                 sealed[index].record = ready
             } catch {
                 refused[index] = error as? NimbusError ?? NimbusError(.encryptionKeyMissing, reason: "\(error)")
+                sealed[index].record = nil  // nothing of a refused change is uploaded (its files are plaintext)
             }
         }
-        var prepared = try await uploadAssets(of: sealed, limits: limits)
+        var prepared = try await uploadAssets(of: sealed, limits: limits, seals: seals)
         for (index, error) in refused { prepared.refused[index] = error }
         return prepared
     }

@@ -44,31 +44,33 @@ extension Container {
 
     /// What to send for an encrypted asset of a record's field: an uploaded or fetched one as it
     /// is (the server holds its sealed bytes; the plaintext in the cache is never uploaded), a
-    /// local file sealed into a new temporary file (added to `temporary`, for the caller to delete).
-    /// A file whose sealed form would pass `maxAssetBytes` is refused before it is sealed, with the
-    /// largest size that fits.
-    func sealedForUpload(_ asset: Asset, of record: Record, field: String, limits: ServerLimits,
-                         temporary: inout [URL]) throws -> Asset {
-        if asset.receipt != nil { return asset }
+    /// local file with its `SealedUpload` (the file is sealed as the upload's body is sent; no
+    /// temporary file). A file whose sealed form would pass `maxAssetBytes` is refused before it
+    /// is read, with the largest size that fits.
+    func sealedForUpload(_ asset: Asset, of record: Record, field: String, limits: ServerLimits) throws -> (Asset, SealedUpload?) {
+        if asset.receipt != nil { return (asset, nil) }
         let cached = asset.fileURL.map { $0.standardizedFileURL.path.hasPrefix(assetCache.directory.standardizedFileURL.path) } ?? true
         if asset.isOnServer && asset.fileChecksum != nil && cached {
             var reference = asset
             reference.fileURL = nil
-            return reference
+            return (reference, nil)
         }
-        guard let file = asset.fileURL else { return asset }
-        try Self.checkSealedSize(of: file, record: record, field: field, limits: limits)
-        let sealed = try sealAsset(file, for: record, field: field)
-        temporary.append(sealed)
-        return Asset(fileURL: sealed)
+        guard let file = asset.fileURL else { return (asset, nil) }
+        let sealedSize = try Self.checkSealedSize(of: file, record: record, field: field, limits: limits)
+        let context = sealContext(record, field: field)
+        guard let newest = try keyRing().newest else { throw EncryptionError.keyMissing(context, keyID: nil).nimbusError }
+        let salt = try AssetSeal.salt(for: file, key: newest, context: context)
+        return (Asset(fileURL: file), SealedUpload(file: file, key: newest, context: context, salt: salt, sealedSize: sealedSize ?? 0))
     }
 
     /// `limitExceeded` naming the file's size, its sealed size and the largest file that fits,
-    /// when sealing it would pass the server's `maxAssetBytes` (which counts the bytes it stores).
-    static func checkSealedSize(of file: URL, record: Record, field: String, limits: ServerLimits) throws {
-        guard let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value else { return }
+    /// when sealing it would pass the server's `maxAssetBytes` (which counts the bytes it stores);
+    /// else the sealed size (nil when the file cannot be read: the upload refuses it then).
+    @discardableResult
+    static func checkSealedSize(of file: URL, record: Record, field: String, limits: ServerLimits) throws -> Int64? {
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value else { return nil }
         let sealed = AssetSeal.sealedSize(ofPlaintext: size)
-        guard sealed > limits.maxAssetBytes else { return }
+        guard sealed > limits.maxAssetBytes else { return sealed }
         throw NimbusError(.limitExceeded, reason: "The asset file \(file.lastPathComponent) of \(record.recordName).\(field) has \(size) "
             + "bytes, \(sealed) once sealed for end-to-end encryption (21 + 16 per 64 KiB segment); the server takes at most "
             + "\(limits.maxAssetBytes) (maxAssetBytes), so an encrypted asset can have at most "
