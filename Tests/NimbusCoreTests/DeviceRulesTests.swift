@@ -82,6 +82,15 @@ import Testing
         #expect(throttle.decide(recent, now: 90_000) == .admitted)
     }
 
+    @Test func aFailureStampedAfterNowWaitsNoLongerThanTheWindow() {
+        // Two instances: a failure written by one whose request began 500 ms later than this
+        // one's `now` still asks for 60 s at most (Retry-After once said 61 in scenario 84).
+        let throttle = EnrollmentThrottle(perAddress: 2, overall: 0)
+        let recent = EnrollmentThrottle.Recent(overall: [], fromAddress: [10_400, 10_500])
+        #expect(throttle.decide(recent, now: 10_000) == .refused(retryAfterSeconds: 60, scope: .address))
+        #expect(throttle.decide(recent, now: 10_200) == .refused(retryAfterSeconds: 60, scope: .address))
+    }
+
     @Test func zeroTurnsALimitOff() {
         let many = Array(repeating: Int64(0), count: 1000)
         #expect(!EnrollmentThrottle(perAddress: 0, overall: 0).isOn)

@@ -56,12 +56,14 @@ package struct EnrollmentThrottle: Sendable, Equatable {
     }
 
     /// nil while fewer than `limit` failures count; else the seconds until the `limit`-th newest
-    /// leaves the window (then fewer than `limit` remain).
+    /// leaves the window (then fewer than `limit` remain), at most the window's 60. A failure
+    /// stamped after `now` (another instance's request that began later and committed first)
+    /// counts as made at `now`.
     private static func retryAfter(_ times: [Int64], limit: Int, now: Int64) -> Int? {
         guard limit > 0 else { return nil }
         let counting = times.filter { $0 > windowStart(now: now) }.sorted(by: >)
         guard counting.count >= limit else { return nil }
-        let leaves = counting[limit - 1] + window
+        let leaves = min(counting[limit - 1], now) + window
         return max(1, Int((leaves - now + 999) / 1000))
     }
 }
