@@ -3,8 +3,8 @@
 // manifest stays free of unsafe flags and fuzz-only targets. Build and run: Tests/fuzz-smoke.sh
 // (CI smoke run) and docs/fuzzing.md (longer runs).
 //
-// The code under test comes in through the symlinks Sources/{NimbusSupport,CLinux,NimbusHTTP,
-// NimbusCore} -> ../../Sources/...: the parsers are `package` API, which Swift only shows to
+// The code under test comes in through the symlinks Sources/{NimbusWire,NimbusSupport,CLinux,
+// NimbusHTTP,NimbusCore} -> ../../Sources/...: the parsers are `package` API, which Swift only shows to
 // modules of the same package, so a path dependency on ".." could not call them.
 import PackageDescription
 
@@ -27,7 +27,8 @@ let package = Package(
     name: "NimbusFuzz",
     platforms: [.macOS(.v15)],
     targets: [
-        .target(name: "NimbusSupport", swiftSettings: swiftSettings),
+        .target(name: "NimbusWire", swiftSettings: swiftSettings),
+        .target(name: "NimbusSupport", dependencies: ["NimbusWire"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CLinux"),
         .target(name: "NimbusHTTP", dependencies: ["NimbusSupport", "CLinux"], swiftSettings: swiftSettings),
         .target(name: "NimbusCore", dependencies: ["NimbusSupport"], swiftSettings: swiftSettings),
