@@ -158,6 +158,9 @@ run_sync() {
   timeout 900 "$SYNC" "$@" | grep '^result ' || die "nimbus-sync $* failed"
 }
 secs() { awk -v r="$1" -v n="$RECORDS" 'BEGIN { printf "%.1f", (r > 0 ? n / r : 0) }'; }
+# least A B: the smaller (0 = none yet); most A B: the larger. Best times, CPU, rates, peaks.
+least() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || b < a ? b : a) }'; }
+most() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a ? b : a) }'; }
 
 # e2e-asset mode: the server is up; step 7's asset part alone (e2e_assets, defined below).
 if [ "$MODE" = e2e-asset ]; then
@@ -183,27 +186,26 @@ curl_fetch() {
 }
 
 raw_best=0 engine_best=0 engine_rss=0 raw_rss=0 curl_best=0 sealed_best=0 sealed_rss=0 engine_cpu=0 sealed_cpu=0
-least() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || b < a ? b : a) }'; }
 rounds=${BENCH_CLIENT_ROUNDS:-2}
 for ((round = 1; round <= rounds; round++)); do
   curl_line=$(curl_fetch); say "round $round: $curl_line"
   [ "$(field records "$curl_line")" = "$RECORDS" ] || die "the byte-counting reader saw $(field records "$curl_line") of $RECORDS records"
-  curl_best=$(awk -v a="$curl_best" -v b="$(field per_second "$curl_line")" 'BEGIN { print (b > a ? b : a) }')
+  curl_best=$(most "$curl_best" "$(field per_second "$curl_line")")
   raw=$(run_sync bench-raw-fetch "$WORK/none.json" big); say "round $round: $raw"
   rm -f "$WORK/fetch.json"
   engine=$(run_sync bench-fetch "$WORK/fetch.json" big); say "round $round: $engine"
   [ "$(field records "$engine")" = "$RECORDS" ] || die "the engine applied $(field records "$engine") of $RECORDS records"
-  raw_best=$(awk -v a="$raw_best" -v b="$(field per_second "$raw")" 'BEGIN { print (b > a ? b : a) }')
-  engine_best=$(awk -v a="$engine_best" -v b="$(field per_second "$engine")" 'BEGIN { print (b > a ? b : a) }')
-  engine_rss=$(awk -v a="$engine_rss" -v b="$(field peak_rss_mb "$engine")" 'BEGIN { print (b > a ? b : a) }')
+  raw_best=$(most "$raw_best" "$(field per_second "$raw")")
+  engine_best=$(most "$engine_best" "$(field per_second "$engine")")
+  engine_rss=$(most "$engine_rss" "$(field peak_rss_mb "$engine")")
   engine_cpu=$(least "$engine_cpu" "$(field cpu_s "$engine")")
   raw_rss=$(field peak_rss_mb "$raw")
   [ -z "$CORE" ] || continue
   rm -f "$WORK/sealed.json"
   sealed=$(sealer bench-fetch "$WORK/sealed.json" sealed); say "round $round (encrypted title): $sealed"
   [ "$(field records "$sealed")" = "$RECORDS" ] || die "the engine opened $(field records "$sealed") of $RECORDS encrypted records"
-  sealed_best=$(awk -v a="$sealed_best" -v b="$(field per_second "$sealed")" 'BEGIN { print (b > a ? b : a) }')
-  sealed_rss=$(awk -v a="$sealed_rss" -v b="$(field peak_rss_mb "$sealed")" 'BEGIN { print (b > a ? b : a) }')
+  sealed_best=$(most "$sealed_best" "$(field per_second "$sealed")")
+  sealed_rss=$(most "$sealed_rss" "$(field peak_rss_mb "$sealed")")
   sealed_cpu=$(least "$sealed_cpu" "$(field cpu_s "$sealed")")
 done
 
@@ -265,18 +267,16 @@ e2e_assets() {
   local bytes=${BENCH_CLIENT_E2E_ASSET_BYTES:-52428800} rounds=${BENCH_CLIENT_E2E_ROUNDS:-2} round mode line
   local plain_up=0 plain_down=0 plain_rss=0 sealed_up=0 sealed_down=0 sealed_rss=0 plain_cpu=0 sealed_cpu=0 plain_up_cpu=0 sealed_up_cpu=0
   head -c "$bytes" /dev/urandom >"$WORK/e2e-asset.bin"
-  best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || b < a ? b : a) }'; }
-  most() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a ? b : a) }'; }
   for round in $(seq 1 "$rounds"); do
     for mode in plain sealed; do
       line=$(sealer bench-e2e-asset "$WORK/none.json" "$mode" "$WORK/e2e-asset.bin" "e2e$round"); say "round $round: $line"
       if [ "$mode" = plain ]; then
-        plain_up=$(best "$plain_up" "$(field upload_s "$line")"); plain_up_cpu=$(best "$plain_up_cpu" "$(field upload_cpu_s "$line")"); plain_down=$(best "$plain_down" "$(field download_s "$line")")
-        plain_cpu=$(best "$plain_cpu" "$(field download_cpu_s "$line")")
+        plain_up=$(least "$plain_up" "$(field upload_s "$line")"); plain_up_cpu=$(least "$plain_up_cpu" "$(field upload_cpu_s "$line")"); plain_down=$(least "$plain_down" "$(field download_s "$line")")
+        plain_cpu=$(least "$plain_cpu" "$(field download_cpu_s "$line")")
         plain_rss=$(most "$plain_rss" "$(field peak_rss_mb "$line")")
       else
-        sealed_up=$(best "$sealed_up" "$(field upload_s "$line")"); sealed_up_cpu=$(best "$sealed_up_cpu" "$(field upload_cpu_s "$line")"); sealed_down=$(best "$sealed_down" "$(field download_s "$line")")
-        sealed_cpu=$(best "$sealed_cpu" "$(field download_cpu_s "$line")")
+        sealed_up=$(least "$sealed_up" "$(field upload_s "$line")"); sealed_up_cpu=$(least "$sealed_up_cpu" "$(field upload_cpu_s "$line")"); sealed_down=$(least "$sealed_down" "$(field download_s "$line")")
+        sealed_cpu=$(least "$sealed_cpu" "$(field download_cpu_s "$line")")
         sealed_rss=$(most "$sealed_rss" "$(field peak_rss_mb "$line")")
       fi
     done
