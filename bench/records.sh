@@ -22,7 +22,12 @@
 #            the rate is reported), then BENCH_CLIENTS readers page through it with resultsLimit
 #            200, each from no token, following syncToken while moreComing  vs  changes.sql
 #    Nimbus records are ~300-byte AppEvent records with unique names (`create`), like the
-#    reference's. The load generator is bench/recload.c (C, one thread per client).
+#    reference's, in NimbusKit's shape (each record names its zoneID, as NimbusKit, NimbusKitCK and
+#    the examples write them). The load generator is bench/recload.c (C, one thread per client).
+#    Shape pairs (issue #28, BENCH_SHAPES=1): beside each Nimbus run of one, many and batch, the
+#    same run in the bare shape the benches sent before (RECLOAD_SHAPE=bare: no zoneID per record),
+#    adjacent and in alternating order; the summary gives NimbusKit's shape ÷ the bare shape
+#    (target >= 0.95).
 #    The equal-work reference (bench/equalwork.sh, bench/equalwork.py; issue #18): before each
 #    workload's rounds, a short extra Nimbus run (BENCH_WARMUP s, after 1 s priming the zones)
 #    with pg_stat_statements and 10% of the executions logged with their parameters; pgbench
@@ -43,7 +48,7 @@
 #
 # Knobs (environment): BENCH_SECONDS=10 BENCH_ROUNDS=2 BENCH_CLIENTS=16 BENCH_PG_CLIENTS="8 16" BENCH_PG_CLIENTS_BULK=8
 #   BENCH_TXN_CLIENTS=8 BENCH_EQ_CLIENTS="16 2 1" BENCH_BATCH=100 BENCH_BATCH_ZONES=32 BENCH_PRELOAD=100000 BENCH_WARMUP=3
-#   BENCH_WORKLOADS="one many batch changes" BENCH_STATEMENTS=1 (0: skip the statement count)
+#   BENCH_WORKLOADS="one many batch changes" BENCH_STATEMENTS=1 (0: skip the statement count) BENCH_SHAPES=1 (0: no bare-shape runs)
 #   BENCH_POOL_SIZE= BENCH_EVENT_LOOPS= BENCH_WRITE_BATCHES= (nimbus defaults) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 #   BENCH_KEEP=1 (keep the temp dir and leave nothing running) BENCH_NIMBUS_BIN=path (measure that binary, no build)
 # --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PG_CLIENTS=2 BENCH_PG_CLIENTS_BULK=2 BENCH_TXN_CLIENTS=2 BENCH_EQ_CLIENTS=2 BENCH_BATCH=10 BENCH_BATCH_ZONES=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 EQ_LOG_SAMPLE=1 (every execution logged: a 1 s capture under load once sampled none of 29 calls) BENCH_STATEMENTS=0 BENCH_WORKLOADS="one batch changes"), the binary of BENCH_NIMBUS_BIN, the whole
@@ -69,6 +74,8 @@ PRELOAD=${BENCH_PRELOAD:-100000}
 WARMUP=${BENCH_WARMUP:-3}
 WORKLOADS=${BENCH_WORKLOADS:-one many batch changes}
 STATEMENTS=${BENCH_STATEMENTS:-1}
+SHAPES=${BENCH_SHAPES:-1}
+SHAPE_TARGET=0.95
 POOL_SIZE=${BENCH_POOL_SIZE:-}
 WRITE_BATCHES=${BENCH_WRITE_BATCHES:-}
 EVENT_LOOPS=${BENCH_EVENT_LOOPS:-}
@@ -230,19 +237,19 @@ measure_end() {  # measure_end [pgbench]
 kv() { tr ' ' '\n' <"$1" | awk -F= -v k="$2" '$1 == k {print $2; exit}'; }
 
 NAME_SEQ=0
-# nimbus_modify WORKLOAD ROUND BATCH ZONES [SECONDS]
+# nimbus_modify WORKLOAD ROUND BATCH ZONES [SECONDS]; VARIANT=bare: the bare shape (RECLOAD_SHAPE=bare)
 nimbus_modify() {
-  local w=$1 r=$2 b=$3 zs=$4 s=${5:-$SECS} f
-  NAME_SEQ=$((NAME_SEQ + 1)); f=$WORK/runs/$w-nimbus-$r.txt
+  local w=$1 r=$2 b=$3 zs=$4 s=${5:-$SECS} f v=${VARIANT:-nimbus}
+  NAME_SEQ=$((NAME_SEQ + 1)); f=$WORK/runs/$w-$v-$r.txt
   measure_start
-  "$RECLOAD" modify 127.0.0.1 "$PORT" "/database/1/$CONTAINER/development/private/records/modify" "$TOKEN" \
+  RECLOAD_SHAPE=$([ "$v" = bare ] && echo bare || echo nimbuskit) "$RECLOAD" modify 127.0.0.1 "$PORT" "/database/1/$CONTAINER/development/private/records/modify" "$TOKEN" \
     "$CLIENTS" "$s" "$b" "$zs" "r$NAME_SEQ-$w" >"$f" 2>"$f.err" || say "recload exited $? ($w round $r)"
   measure_end; alive
   [ -n "$(kv "$f" records_per_s)" ] || { cat "$f.err" >&2; die "no output from recload ($w round $r)"; }
-  record_run "$w" nimbus "$r" "$(kv "$f" records_per_s)" "$(kv "$f" req_per_s)" "$(kv "$f" p50_ms)" "$(kv "$f" p99_ms)" \
+  record_run "$w" "$v" "$r" "$(kv "$f" records_per_s)" "$(kv "$f" req_per_s)" "$(kv "$f" p50_ms)" "$(kv "$f" p99_ms)" \
     "$(kv "$f" p999_ms)" "$(kv "$f" max_ms)" "$(kv "$f" requests)" "$(kv "$f" non200)" "$(kv "$f" status_5xx)" \
     "$(kv "$f" item_errors)" "$(kv "$f" sockerr)" 0
-  say "  $w nimbus round $r: $(kv "$f" records_per_s) records/s ($(kv "$f" req_per_s) req/s), p50 $(kv "$f" p50_ms) ms," \
+  say "  $w $v round $r: $(kv "$f" records_per_s) records/s ($(kv "$f" req_per_s) req/s), p50 $(kv "$f" p50_ms) ms," \
       "p99 $(kv "$f" p99_ms) ms, max $(kv "$f" max_ms) ms; non-200 $(kv "$f" non200), item errors $(kv "$f" item_errors)," \
       "socket errors $(kv "$f" sockerr); cores nimbus/pg/client/other $(tail -1 "$RESULTS" | awk '{print $16 "/" $17 "/" $18 "/" $19}')"
   [ -s "$f.err" ] && say "  recload stderr: $(head -3 "$f.err" | cut -c1-300 | tr '\n' ' ')"
@@ -302,11 +309,23 @@ pg_variants() {
 }
 run_nimbus_side() {
   case $1 in
-    one) nimbus_modify one "$2" 1 "$ONE_ZONES" ;;
-    many) nimbus_modify many "$2" 1 "$MANY_ZONES" ;;
-    batch) nimbus_modify batch "$2" "$BATCH" "$BATCH_ZONE_LIST" ;;
+    one) shape_pair nimbus_modify one "$2" 1 "$ONE_ZONES" ;;
+    many) shape_pair nimbus_modify many "$2" 1 "$MANY_ZONES" ;;
+    batch) shape_pair nimbus_modify batch "$2" "$BATCH" "$BATCH_ZONE_LIST" ;;
     changes) nimbus_changes "$2" ;;
   esac
+}
+# shape_pair COMMAND WORKLOAD ROUND ...: the run in NimbusKit's shape and, with BENCH_SHAPES=1, the
+# same run in the bare shape beside it: NimbusKit's first in odd rounds, the bare one first in even.
+shape_pair() {
+  local command=$1 r=$3
+  shift
+  if [ "$SHAPES" != 1 ]; then "$command" "$@"; return; fi
+  if ((r % 2 == 1)); then
+    "$command" "$@"; VARIANT=bare "$command" "$@"
+  else
+    VARIANT=bare "$command" "$@"; "$command" "$@"
+  fi
 }
 run_workload() {
   local w=$1 r line i
@@ -487,6 +506,19 @@ desc() {
     fi
   done
   echo "  (simple table, information) below $TARGET: ${missed:-none}"
+  if [ "$SHAPES" = 1 ]; then
+    echo "NimbusKit's shape (zoneID in every record) ÷ the bare shape (RECLOAD_SHAPE=bare), same run, adjacent runs (target >= $SHAPE_TARGET):"
+    shape_missed=""
+    for w in $WORKLOADS; do
+      [ "$w" = changes ] && continue
+      nk=$(median "$w" nimbus 4); bare=$(median "$w" bare 4); r=$(ratio "$nk" "$bare")
+      ok=$(awk -v r="$r" -v t="$SHAPE_TARGET" 'BEGIN {print (r >= t ? "ok" : "MISS")}')
+      [ "$ok" = ok ] || shape_missed+="${shape_missed:+, }$w ($r)"
+      printf '  %-28s NimbusKit %10.0f  bare %10.0f rec/s  ratio %s %s  (per round: %s)\n' "$(desc "$w")" "$nk" "$bare" "$r" "$ok" \
+        "$(awk -v w="$w" '$1 == w && ($2 == "nimbus" || $2 == "bare") && $3 > 0 {x[$3] = x[$3] (x[$3] ? " " : "r" $3 " ") $2 "=" int($4)} END {for (k in x) printf "%s; ", x[k]}' "$RESULTS")"
+    done
+    echo "  shape targets missed: ${shape_missed:-none}"
+  fi
   for w in one many; do
     case " $WORKLOADS " in *" $w "*) ;; *) continue ;; esac
     echo "latency, $(desc "$w") ($CLIENTS clients): p50 $(median "$w" nimbus 6) ms, p99 $(median "$w" nimbus 7) ms," \
@@ -494,9 +526,9 @@ desc() {
          "pgbench avg: $(for v in $(pg_variants "$w" | awk '{print $1}'); do printf '%s %s ms; ' "$v" "$(median "$w" "$v" 6)"; done)"
   done
   [ -n "$preload_line" ] && echo "preload (changes): $preload_line"
-  echo "errors (all Nimbus runs): non-200 $(awk '$2 == "nimbus" {t += $11} END {print t + 0}' "$RESULTS"), 5xx $(awk '$2 == "nimbus" {t += $12} END {print t + 0}' "$RESULTS")," \
-       "item errors $(awk '$2 == "nimbus" {t += $13} END {print t + 0}' "$RESULTS"), socket errors $(awk '$2 == "nimbus" {t += $14} END {print t + 0}' "$RESULTS");" \
-       "pgbench failed transactions $(awk '$2 != "nimbus" {t += $15} END {print t + 0}' "$RESULTS")"
+  echo "errors (all Nimbus runs, both shapes): non-200 $(awk '$2 ~ /^(nimbus|bare)$/ {t += $11} END {print t + 0}' "$RESULTS"), 5xx $(awk '$2 ~ /^(nimbus|bare)$/ {t += $12} END {print t + 0}' "$RESULTS")," \
+       "item errors $(awk '$2 ~ /^(nimbus|bare)$/ {t += $13} END {print t + 0}' "$RESULTS"), socket errors $(awk '$2 ~ /^(nimbus|bare)$/ {t += $14} END {print t + 0}' "$RESULTS");" \
+       "pgbench failed transactions $(awk '$2 !~ /^(nimbus|bare)$/ {t += $15} END {print t + 0}' "$RESULTS")"
   echo "CPU (cores, median over the workload's runs): nimbus / postgres / client / everything else"
   for w in $WORKLOADS; do
     printf '  %-28s nimbus side %s / %s / %s / %s;' "$(desc "$w")" "$(median "$w" nimbus 16)" "$(median "$w" nimbus 17)" "$(median "$w" nimbus 18)" "$(median "$w" nimbus 19)"
