@@ -26,8 +26,8 @@
 #    the examples write them). The load generator is bench/recload.c (C, one thread per client).
 #    Shape pairs (issue #28, BENCH_SHAPES=1): beside each Nimbus run of one, many and batch, the
 #    same run in the bare shape the benches sent before (RECLOAD_SHAPE=bare: no zoneID per record),
-#    adjacent and in alternating order; the summary gives NimbusKit's shape ÷ the bare shape
-#    (target >= 0.95).
+#    adjacent and in alternating order; the summary gives NimbusKit's shape ÷ the bare shape, the
+#    median of the rounds' pairs (target >= 0.95), and the CPU per record of each.
 #    The equal-work reference (bench/equalwork.sh, bench/equalwork.py; issue #18): before each
 #    workload's rounds, a short extra Nimbus run (BENCH_WARMUP s, after 1 s priming the zones)
 #    with pg_stat_statements and 10% of the executions logged with their parameters; pgbench
@@ -49,6 +49,7 @@
 # Knobs (environment): BENCH_SECONDS=10 BENCH_ROUNDS=2 BENCH_CLIENTS=16 BENCH_PG_CLIENTS="8 16" BENCH_PG_CLIENTS_BULK=8
 #   BENCH_TXN_CLIENTS=8 BENCH_EQ_CLIENTS="16 2 1" BENCH_BATCH=100 BENCH_BATCH_ZONES=32 BENCH_PRELOAD=100000 BENCH_WARMUP=3
 #   BENCH_WORKLOADS="one many batch changes" BENCH_STATEMENTS=1 (0: skip the statement count) BENCH_SHAPES=1 (0: no bare-shape runs)
+#   BENCH_REFERENCES=1 (0: Nimbus's runs only, no pgbench or equal-work replay: for the shape pairs alone)
 #   BENCH_POOL_SIZE= BENCH_EVENT_LOOPS= BENCH_WRITE_BATCHES= (nimbus defaults) BENCH_SKIP_INSTALL=1 BENCH_SKIP_BUILD=1
 #   BENCH_KEEP=1 (keep the temp dir and leave nothing running) BENCH_NIMBUS_BIN=path (measure that binary, no build)
 # --smoke (or BENCH_SMOKE=1): tiny sizes (BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_CLIENTS=2 BENCH_PG_CLIENTS=2 BENCH_PG_CLIENTS_BULK=2 BENCH_TXN_CLIENTS=2 BENCH_EQ_CLIENTS=2 BENCH_BATCH=10 BENCH_BATCH_ZONES=2 BENCH_PRELOAD=400 BENCH_WARMUP=1 EQ_LOG_SAMPLE=1 (every execution logged: a 1 s capture under load once sampled none of 29 calls) BENCH_STATEMENTS=0 BENCH_WORKLOADS="one batch changes"), the binary of BENCH_NIMBUS_BIN, the whole
@@ -75,6 +76,7 @@ WARMUP=${BENCH_WARMUP:-3}
 WORKLOADS=${BENCH_WORKLOADS:-one many batch changes}
 STATEMENTS=${BENCH_STATEMENTS:-1}
 SHAPES=${BENCH_SHAPES:-1}
+REFERENCES=${BENCH_REFERENCES:-1}
 SHAPE_TARGET=0.95
 POOL_SIZE=${BENCH_POOL_SIZE:-}
 WRITE_BATCHES=${BENCH_WRITE_BATCHES:-}
@@ -332,8 +334,9 @@ run_workload() {
   local -a variants
   mapfile -t variants < <(pg_variants "$w")
   say "workload $w: load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  [ -z "$HAVE_PGSS" ] || eq_prepare "$w"
+  [ -z "$HAVE_PGSS" ] || [ "$REFERENCES" != 1 ] || eq_prepare "$w"
   for ((r = 1; r <= ROUNDS; r++)); do
+    if [ "$REFERENCES" != 1 ]; then run_nimbus_side "$w" "$r"; continue; fi
     if ((r % 2 == 1)); then
       run_nimbus_side "$w" "$r"
       if eq_ready "$w"; then for c in $EQ_CLIENTS; do eq_run "$w" "$r" "$c"; done; fi
@@ -507,14 +510,21 @@ desc() {
   done
   echo "  (simple table, information) below $TARGET: ${missed:-none}"
   if [ "$SHAPES" = 1 ]; then
-    echo "NimbusKit's shape (zoneID in every record) ÷ the bare shape (RECLOAD_SHAPE=bare), same run, adjacent runs (target >= $SHAPE_TARGET):"
+    echo "NimbusKit's shape (zoneID in every record) ÷ the bare shape (RECLOAD_SHAPE=bare), same run: median of the rounds' adjacent pairs (target >= $SHAPE_TARGET):"
     shape_missed=""
     for w in $WORKLOADS; do
       [ "$w" = changes ] && continue
-      nk=$(median "$w" nimbus 4); bare=$(median "$w" bare 4); r=$(ratio "$nk" "$bare")
+      # The ratio is the median of each round's adjacent pair (steadier than a ratio of medians
+      # when other load comes and goes between rounds).
+      nk=$(median "$w" nimbus 4); bare=$(median "$w" bare 4)
+      r=$(awk -v w="$w" '$1 == w && $3 > 0 && $2 == "nimbus" {a[$3] = $4} $1 == w && $3 > 0 && $2 == "bare" {b[$3] = $4}
+        END { for (k in a) if (b[k] > 0) x[n++] = a[k] / b[k]; if (!n) { print "0.00"; exit }
+              for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+              printf "%.2f", (n % 2) ? x[(n - 1) / 2] : (x[n / 2 - 1] + x[n / 2]) / 2 }' "$RESULTS")
       ok=$(awk -v r="$r" -v t="$SHAPE_TARGET" 'BEGIN {print (r >= t ? "ok" : "MISS")}')
       [ "$ok" = ok ] || shape_missed+="${shape_missed:+, }$w ($r)"
-      printf '  %-28s NimbusKit %10.0f  bare %10.0f rec/s  ratio %s %s  (per round: %s)\n' "$(desc "$w")" "$nk" "$bare" "$r" "$ok" \
+      printf '  %-28s NimbusKit %10.0f  bare %10.0f rec/s  ratio %s %s;  nimbus CPU µs/record %s vs %s  (per round: %s)\n' \
+        "$(desc "$w")" "$nk" "$bare" "$r" "$ok" "$(median_per_rec "$w" nimbus 16)" "$(median_per_rec "$w" bare 16)" \
         "$(awk -v w="$w" '$1 == w && ($2 == "nimbus" || $2 == "bare") && $3 > 0 {x[$3] = x[$3] (x[$3] ? " " : "r" $3 " ") $2 "=" int($4)} END {for (k in x) printf "%s; ", x[k]}' "$RESULTS")"
     done
     echo "  shape targets missed: ${shape_missed:-none}"
