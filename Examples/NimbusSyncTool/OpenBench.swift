@@ -19,9 +19,11 @@ enum OpenBench {
         let sealed = try page(zone: zone, sealedWith: container)
         let pages = max(1, count / pageSize)
         var plainNs: [Double] = [], sealedNs: [Double] = []
+        // BENCH_OPEN_ONLY=plain|sealed times one page only (for `perf record` of one path); the other prints 0.
+        let only = ProcessInfo.processInfo.environment["BENCH_OPEN_ONLY"]
         for _ in 0..<rounds {
-            plainNs.append(try time(plain, pages: pages, zone: zone, container: container))
-            sealedNs.append(try time(sealed, pages: pages, zone: zone, container: container))
+            plainNs.append(only == "sealed" ? 0 : try time(plain, pages: pages, zone: zone, container: container))
+            sealedNs.append(only == "plain" ? 0 : try time(sealed, pages: pages, zone: zone, container: container))
         }
         let (p, s) = (median(plainNs), median(sealedNs))
         say("result e2e-open records=\(pages * pageSize) rounds=\(rounds) plain_ns_per_record=\(Int(p)) "

@@ -70,9 +70,10 @@ extension Database {
     }
 
     /// A `records/changes` page decoded and its records opened, off the caller's actor (the
-    /// engine's stays free for enqueues meanwhile).
+    /// engine's stays free for enqueues meanwhile). Sealed values are opened by the decoder as it
+    /// meets them (`PageOpening`), not in a second pass.
     func decodeChanges(_ data: Data, zone: ZoneID) async throws -> ZoneChanges {
-        container.openChanges(try ChangesPageDecoder.decode(data, zone: zone))
+        try ChangesPageDecoder.decode(data, zone: zone, opening: PageOpening(container))
     }
 
     /// The answer limit of a page of records: `resultsLimit` capped at the server's

@@ -96,7 +96,7 @@ extension Container {
 
     /// One sealed field's typed value. A key id the opener's ring lacks reads the key store again
     /// once (another process may have added the key) before it is `encryptionKeyMissing`.
-    private func openField(_ sealed: Data, zoneID: ZoneID, recordType: String, recordName: String, field: String,
+    func openField(_ sealed: Data, zoneID: ZoneID, recordType: String, recordName: String, field: String,
                            opener: inout FieldOpener?) throws -> RecordValue {
         func context() -> SealContext {
             SealContext(container: identifier, zone: zoneID.zoneName, recordType: recordType, recordName: recordName, field: field)
@@ -182,10 +182,25 @@ enum FieldPlaintext {
 
     /// The same from bytes that are not a `Data` (a page's plaintext buffer, `FieldOpener`).
     static func decode(_ bytes: UnsafeRawBufferPointer, context: @autoclosure () -> SealContext, zoneID: ZoneID) throws -> RecordValue {
+        if let text = plainString(bytes.bindMemory(to: UInt8.self)) { return .string(text) }
         guard let value = (try? scan(bytes.bindMemory(to: UInt8.self), zoneID: zoneID)) ?? nil, !value.isEncrypted else {
             throw EncryptionError.decryptionFailed(context(), "the plaintext is not a typed value")
         }
         return value
+    }
+
+    private static let stringPrefix = Array(#"{"type":"STRING","value":""#.utf8)
+
+    /// The string of `{"type":"STRING","value":"…"}` exactly as `encode` writes a string with
+    /// nothing to escape (most sealed fields); nil for anything else, which `scan` reads, to the
+    /// same value when it is one.
+    private static func plainString(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        let prefix = stringPrefix.count
+        guard bytes.count >= prefix + 2, bytes[bytes.count - 2] == UInt8(ascii: "\""), bytes[bytes.count - 1] == UInt8(ascii: "}"),
+              let base = bytes.baseAddress, memcmp(base, stringPrefix, prefix) == 0 else { return nil }
+        let text = UnsafeBufferPointer(rebasing: bytes[prefix ..< bytes.count - 2])
+        for byte in text where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// `{"type": …, "value": …}` and nothing after it; nil when it is not that.

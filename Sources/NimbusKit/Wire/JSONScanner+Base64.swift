@@ -8,7 +8,12 @@ extension JSONScanner {
     /// result is Foundation's for every input. Nil when the value is not a string or not base64.
     mutating func base64Value() throws -> Data? {
         guard try kind() == .string else { try skipValue(); return nil }
-        let token = try stringTokenValue()
+        return try base64(stringTokenValue())
+    }
+
+    /// A string token's base64 decoded (canonical from the bytes, anything else through
+    /// `Data(base64Encoded:)`); nil when it is not base64.
+    func base64(_ token: Token) throws -> Data? {
         if !token.escaped, let data = withBytes(token.range, Base64Canonical.decode) { return data }
         return Data(base64Encoded: try decode(token))
     }
@@ -35,31 +40,34 @@ enum Base64Canonical {
         var out = Data(count: length)
         let ok = values.withUnsafeBufferPointer { table -> Bool in
             out.withUnsafeMutableBytes { raw -> Bool in
-                guard let o = raw.bindMemory(to: UInt8.self).baseAddress else { return false }
-                var written = 0
-                var i = 0
-                while i < count {
-                    let last = i + 4 == count
-                    let a = table[Int(text[i])], b = table[Int(text[i + 1])]
-                    let c = last && padding == 2 ? 0 : table[Int(text[i + 2])]
-                    let d = last && padding >= 1 ? 0 : table[Int(text[i + 3])]
-                    guard (a | b | c | d) & 0xC0 == 0 else { return false }  // 0xFF: not in the alphabet
+                guard let o = raw.bindMemory(to: UInt8.self).baseAddress, let t = table.baseAddress,
+                      let input = text.baseAddress else { return false }
+                // Every group but the last: four symbols, three bytes, no padding test.
+                let full = padding == 0 ? count : count - 4
+                var bad: UInt8 = 0
+                var i = 0, written = 0
+                while i < full {
+                    let a = t[Int(input[i])], b = t[Int(input[i + 1])], c = t[Int(input[i + 2])], d = t[Int(input[i + 3])]
+                    bad |= a | b | c | d
                     let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
-                    if last && padding > 0 {
-                        // Unused bits must be zero (canonical): else Foundation decides.
-                        if padding == 2 && (b & 0x0F) != 0 { return false }
-                        if padding == 1 && (c & 0x03) != 0 { return false }
-                        o[written] = UInt8(group >> 16)
-                        if padding == 1 { o[written + 1] = UInt8((group >> 8) & 0xFF) }
-                        written += 3 - padding
-                    } else {
-                        o[written] = UInt8(group >> 16)
-                        o[written + 1] = UInt8((group >> 8) & 0xFF)
-                        o[written + 2] = UInt8(group & 0xFF)
-                        written += 3
-                    }
+                    o[written] = UInt8(truncatingIfNeeded: group >> 16)
+                    o[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                    o[written + 2] = UInt8(truncatingIfNeeded: group)
                     i += 4
+                    written += 3
                 }
+                guard bad & 0xC0 == 0 else { return false }  // 0xFF: not in the alphabet
+                guard padding > 0 else { return written == length }
+                // The padded last group; its unused bits must be zero (canonical), else Foundation decides.
+                let a = t[Int(input[i])], b = t[Int(input[i + 1])]
+                let c = padding == 2 ? 0 : t[Int(input[i + 2])]
+                guard (a | b | c) & 0xC0 == 0 else { return false }
+                if padding == 2 && (b & 0x0F) != 0 { return false }
+                if padding == 1 && (c & 0x03) != 0 { return false }
+                let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
+                o[written] = UInt8(truncatingIfNeeded: group >> 16)
+                if padding == 1 { o[written + 1] = UInt8(truncatingIfNeeded: group >> 8) }
+                written += 3 - padding
                 return written == length
             }
         }
