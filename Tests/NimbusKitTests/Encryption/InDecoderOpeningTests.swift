@@ -55,7 +55,20 @@ struct InDecoderOpeningTests {
                 #expect(x.ciphertext == y.ciphertext, sourceLocation: sourceLocation)
             }
         }
-        #expect(opened.unreadable == reference.unreadable, sourceLocation: sourceLocation)
+        // When several sealed fields of one record fail, the reference names the first in its
+        // dictionary's (hashed, per-process) order, the decoder the first in page order: the same
+        // error otherwise.
+        #expect(opened.unreadable.count == reference.unreadable.count, sourceLocation: sourceLocation)
+        for (a, b) in zip(opened.unreadable, reference.unreadable) {
+            guard a != b else { continue }
+            // Only which field is named may differ: "r2.body" against "r2.title".
+            let named = try Regex("\\b\(a.recordID.recordName)\\.[A-Za-z]+")
+            var (x, y) = (a, b)
+            (x.error.fieldName, y.error.fieldName) = (nil, nil)
+            x.error.reason = x.error.reason.replacing(named, with: "FIELD")
+            y.error.reason = y.error.reason.replacing(named, with: "FIELD")
+            #expect(x == y && x.error.reason.contains("FIELD"), "\(a) against \(b)", sourceLocation: sourceLocation)
+        }
         #expect(opened.syncToken == reference.syncToken && opened.moreComing == reference.moreComing, sourceLocation: sourceLocation)
         #expect(opened.deleted.map(\.id) == reference.deleted.map(\.id), sourceLocation: sourceLocation)
     }
