@@ -88,6 +88,8 @@ struct InDecoderOpeningTests {
             ("r8", ["title": #"{"value":null,"type":"ENCRYPTED_BYTES"}"#, "note": plain("n8")]),
             ("r9", ["title": sealed(try seal("escaped", record: "r9", field: "title").replacingOccurrences(of: "/", with: "\\/"))]),
             ("r10", ["title": sealed(try seal("last", record: "r10", field: "title"))]),
+            ("r11", ["title": sealed(try seal("a \"quote\", a \\ and a / – é\n", record: "r11", field: "title"))]),  // escaped in its plaintext
+            ("r12", ["title": sealed(try seal("C:\\path/to\tfile", record: "r12", field: "title"))]),  // escapes, no quote
         ]
         let data = page(items)
         try expectSame(data, device: device([Self.key1]))
@@ -96,11 +98,12 @@ struct InDecoderOpeningTests {
         try expectSame(data, device: device(nil))
 
         let opened = try ChangesPageDecoder.decode(data, zone: zone, opening: PageOpening(device([Self.key1])))
-        #expect(opened.modified.map(\.recordName) == ["r0", "r1", "r2", "r8", "r9", "r10"])
+        #expect(opened.modified.map(\.recordName) == ["r0", "r1", "r2", "r8", "r9", "r10", "r11", "r12"])
+        #expect(opened.modified.suffix(2).map { $0.encryptedValues["title"]?.stringValue } == ["a \"quote\", a \\ and a / – é\n", "C:\\path/to\tfile"])
         #expect(opened.modified.first { $0.recordName == "r2" }?.encryptedValues["body"]?.stringValue == "b")
         #expect(opened.unreadable.map(\.recordID.recordName) == ["r3", "r4", "r5", "r6", "r7"])
         #expect(opened.unreadable.map(\.error.code) == [.encryptionKeyMissing] + Array(repeating: .decryptionFailed, count: 4))
-        #expect(opened.sealedValues == 10)
+        #expect(opened.sealedValues == 12)
     }
 
     /// A moved or flipped ciphertext never opens: each is unreadable, `decryptionFailed`, naming
