@@ -37,40 +37,43 @@ enum Base64Canonical {
         var padding = 0
         if text[count - 1] == UInt8(ascii: "=") { padding = text[count - 2] == UInt8(ascii: "=") ? 2 : 1 }
         let length = count / 4 * 3 - padding
-        var out = Data(count: length)
+        // Decoded into a buffer the `Data` then owns (no zero-filled `Data` written through
+        // `withUnsafeMutableBytes`: ~90 ns of a sealed field's ~100-byte ciphertext).
+        guard let o = malloc(max(length, 1))?.assumingMemoryBound(to: UInt8.self) else { return nil }
         let ok = values.withUnsafeBufferPointer { table -> Bool in
-            out.withUnsafeMutableBytes { raw -> Bool in
-                guard let o = raw.bindMemory(to: UInt8.self).baseAddress, let t = table.baseAddress,
-                      let input = text.baseAddress else { return false }
-                // Every group but the last: four symbols, three bytes, no padding test.
-                let full = padding == 0 ? count : count - 4
-                var bad: UInt8 = 0
-                var i = 0, written = 0
-                while i < full {
-                    let a = t[Int(input[i])], b = t[Int(input[i + 1])], c = t[Int(input[i + 2])], d = t[Int(input[i + 3])]
-                    bad |= a | b | c | d
-                    let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
-                    o[written] = UInt8(truncatingIfNeeded: group >> 16)
-                    o[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
-                    o[written + 2] = UInt8(truncatingIfNeeded: group)
-                    i += 4
-                    written += 3
-                }
-                guard bad & 0xC0 == 0 else { return false }  // 0xFF: not in the alphabet
-                guard padding > 0 else { return written == length }
-                // The padded last group; its unused bits must be zero (canonical), else Foundation decides.
-                let a = t[Int(input[i])], b = t[Int(input[i + 1])]
-                let c = padding == 2 ? 0 : t[Int(input[i + 2])]
-                guard (a | b | c) & 0xC0 == 0 else { return false }
-                if padding == 2 && (b & 0x0F) != 0 { return false }
-                if padding == 1 && (c & 0x03) != 0 { return false }
-                let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
+            guard let t = table.baseAddress, let input = text.baseAddress else { return false }
+            // Every group but the last: four symbols, three bytes, no padding test.
+            let full = padding == 0 ? count : count - 4
+            var bad: UInt8 = 0
+            var i = 0, written = 0
+            while i < full {
+                let a = t[Int(input[i])], b = t[Int(input[i + 1])], c = t[Int(input[i + 2])], d = t[Int(input[i + 3])]
+                bad |= a | b | c | d
+                let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
                 o[written] = UInt8(truncatingIfNeeded: group >> 16)
-                if padding == 1 { o[written + 1] = UInt8(truncatingIfNeeded: group >> 8) }
-                written += 3 - padding
-                return written == length
+                o[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                o[written + 2] = UInt8(truncatingIfNeeded: group)
+                i += 4
+                written += 3
             }
+            guard bad & 0xC0 == 0 else { return false }  // 0xFF: not in the alphabet
+            guard padding > 0 else { return written == length }
+            // The padded last group; its unused bits must be zero (canonical), else Foundation decides.
+            let a = t[Int(input[i])], b = t[Int(input[i + 1])]
+            let c = padding == 2 ? 0 : t[Int(input[i + 2])]
+            guard (a | b | c) & 0xC0 == 0 else { return false }
+            if padding == 2 && (b & 0x0F) != 0 { return false }
+            if padding == 1 && (c & 0x03) != 0 { return false }
+            let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
+            o[written] = UInt8(truncatingIfNeeded: group >> 16)
+            if padding == 1 { o[written + 1] = UInt8(truncatingIfNeeded: group >> 8) }
+            written += 3 - padding
+            return written == length
         }
-        return ok ? out : nil
+        guard ok else {
+            free(o)
+            return nil
+        }
+        return Data(bytesNoCopy: o, count: length, deallocator: .free)
     }
 }
