@@ -19,7 +19,9 @@ enum Bench {
             let (count, seconds) = try await rawFetch(zone: zone, container: container)
             say("result raw-fetch records=\(count) seconds=\(format(seconds)) per_second=\(format(Double(count) / seconds)) peak_rss_mb=\(peakMemoryMB())")
         case "bench-fetch":
-            let replica = PrintingReplica(printNames: false)
+            // NIMBUS_BENCH_APPLY_NS: the delegate spends that much CPU per record, as an app's store would.
+            let applyNanoseconds = ProcessInfo.processInfo.environment["NIMBUS_BENCH_APPLY_NS"].flatMap { UInt64($0) } ?? 0
+            let replica = PrintingReplica(printNames: false, applyNanoseconds: applyNanoseconds)
             let engine = try SyncEngine(database: container.privateDatabase, stateURL: stateURL, delegate: replica)
             let (start, cpuStart) = (Date(), EnqueueBench.counters().cpu)
             try await engine.fetchChanges()

@@ -35,14 +35,23 @@ final class PrintingReplica: SyncEngineDelegate, @unchecked Sendable {
     private let lock = NSLock()
     private var applied = 0
     let printNames: Bool
+    /// CPU spent per applied record (an app's store writing it): `NIMBUS_BENCH_APPLY_NS` for the benches.
+    let applyNanoseconds: UInt64
 
-    init(printNames: Bool) { self.printNames = printNames }
+    init(printNames: Bool, applyNanoseconds: UInt64 = 0) {
+        self.printNames = printNames
+        self.applyNanoseconds = applyNanoseconds
+    }
 
     var appliedCount: Int { lock.withLock { applied } }
 
     func syncEngine(_ engine: SyncEngine, apply changes: FetchedChanges) async throws {
         let now = Date().timeIntervalSince1970
         lock.withLock { applied += changes.modified.count }
+        if applyNanoseconds > 0 {
+            let until = DispatchTime.now().uptimeNanoseconds + applyNanoseconds * UInt64(changes.modified.count)
+            while DispatchTime.now().uptimeNanoseconds < until {}
+        }
         if printNames {
             for record in changes.modified { say("applied \(record.recordName) \(String(format: "%.6f", now))") }
         }

@@ -51,6 +51,33 @@ struct FetchPipelineTests {
         try await relaunched.fetchChanges()
         #expect(replica.pages.flatMap { $0 } == Array(names.dropFirst(10)))
     }
+
+    /// In process (`PagedChanges`): the delegate refuses page 2 while page 3 is fetched ahead. The
+    /// token stays after page 1, page 3 is never applied, its request is cancelled when the fetch
+    /// throws, and a relaunch asks from page 1's token.
+    @Test func aDelegateThatFailsOnPageTwoLeavesTheTokenAfterPageOneAndCancelsThePageFetchedAhead() async throws {
+        let source = PagedChanges(pages: 5)
+        source.hold(2)  // page 3's request (0-based 2) runs until cancelled
+        let zone = ZoneID("paged")
+        let database = source.database()
+        let stateURL = temporaryDirectory("state").appendingPathComponent("sync.json")
+        let failing = PageReplica(failOnPage: 2)
+        do {
+            let engine = try SyncEngine(database: database, stateURL: stateURL, delegate: failing)
+            await #expect(throws: PageReplica.Refused.self) { try await engine.fetchChanges(in: [zone]) }
+            #expect(failing.pages == [source.names(0)], "page 1 applied, page 2 refused, page 3 never applied")
+            #expect(await engine.state.zoneTokens[zone.zoneName] == SyncToken("t1"))
+        }
+        #expect(try await eventually(5) { source.snapshot.running == 0 }, "no request left running: \(source.snapshot)")
+        #expect(!source.snapshot.finished.contains("t2"), "page 3 was not fetched whole: \(source.snapshot)")
+        source.release(2)
+        let asked = source.snapshot.asked.count
+        let replica = PageReplica(failOnPage: nil)
+        let relaunched = try SyncEngine(database: database, stateURL: stateURL, delegate: replica)
+        try await relaunched.fetchChanges(in: [zone])
+        #expect(source.snapshot.asked.dropFirst(asked).first == "t1")
+        #expect(replica.pages == (1..<5).map { source.names($0) })
+    }
 }
 
 /// A delegate that keeps each applied page's record names and refuses page `failOnPage` (1-based).

@@ -105,3 +105,18 @@ extension HTTPConnection {
         }
     }
 }
+
+extension HTTPConnection {
+    /// Bytes reserved up front for a body of known length (at most this many: a client that
+    /// announces a large body and sends nothing holds no more).
+    static let reservedBodyBytes = 256 * 1024
+
+    /// An empty buffer for the body `framing` announces, with room for all of it when its length is
+    /// known, within `limit` and `reservedBodyBytes`: a body read in several pieces (the loop reads
+    /// 64 KiB at a time) is then never copied to a larger buffer on the way.
+    static func bodyBuffer(for framing: BodyFraming, limit: Int) -> [UInt8] {
+        var body: [UInt8] = []
+        if case .length(let length) = framing, length > 0, length <= limit { body.reserveCapacity(min(length, reservedBodyBytes)) }
+        return body
+    }
+}

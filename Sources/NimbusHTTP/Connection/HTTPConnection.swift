@@ -191,8 +191,8 @@ final class HTTPConnection: @unchecked Sendable {
                 return
             case .head(let parsedHead):
                 head = parsedHead
-                body = []
                 let streamLimit = parsedHead.framing == .none ? nil : configuration.bodyStreamLimit(parsedHead)
+                body = streamLimit == nil ? Self.bodyBuffer(for: parsedHead.framing, limit: parser.maxBodyBytes) : []
                 if let streamLimit { parser.maxBodyBytes = streamLimit }
                 // Performed before parsing on: a streamed body's bytes go to the stream `dispatch` makes.
                 perform(state.headReceived(parsedHead, bodyLimit: parser.maxBodyBytes, streamsBody: streamLimit != nil))

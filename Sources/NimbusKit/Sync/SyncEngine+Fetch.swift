@@ -103,37 +103,22 @@ extension SyncEngine {
         var seen: Set<RecordID>? = nil
         var local: Set<RecordID> = []
         let limits = try await database.container.limits()
-        // The next page, asked for as soon as this one's bytes name its token (ChangesContinuation):
-        // the server prepares it while this page is decoded, opened, applied and saved. One page
-        // ahead at most; a guess the decoded page contradicts is dropped and the page asked again.
-        var ahead: (token: SyncToken, answer: Task<Data, any Error>)?
-        defer { ahead?.answer.cancel() }
+        // Pages are fetched and decoded ahead (ChangesPipeline): page N+1 is asked for as soon as
+        // page N's bytes name its token, and decoded and opened while page N is applied and saved
+        // here. At most one page decoded and one fetched ahead; a guess the decoded page contradicts
+        // is dropped and the page asked again; a page's error is thrown when that page is due.
+        var pipeline = pages(of: zone, from: token, resultsLimit: limits.maxResultsLimit)
+        defer { pipeline.cancel() }
         while true {
             let page: ZoneChanges
             do {
-                let data: Data
-                if let next = ahead, next.token == token {
-                    ahead = nil
-                    data = try await next.answer.value
-                } else {
-                    ahead?.answer.cancel()
-                    ahead = nil
-                    data = try await database.changesAnswer(in: zone, since: token, resultsLimit: limits.maxResultsLimit)
-                }
-                let guess = ChangesContinuation.guess(data)
-                if let guess, guess.moreComing {
-                    let (database, next) = (database, SyncToken(guess.token))
-                    ahead = (next, Task { try await database.changesAnswer(in: zone, since: next, resultsLimit: limits.maxResultsLimit) })
-                }
-                page = try await database.decodeChanges(data, zone: zone)
-                if let next = ahead, !page.moreComing || next.token != page.syncToken {
-                    next.answer.cancel()
-                    ahead = nil
-                }
+                page = try await pipeline.next()
             } catch let error as NimbusError where error.code == .changeTokenExpired {
                 local = await delegate.syncEngine(self, localRecordIDsIn: zone).union(knownRecordIDs(in: zone))
                 seen = []
                 token = nil
+                pipeline.cancel()
+                pipeline = pages(of: zone, from: nil, resultsLimit: limits.maxResultsLimit)
                 continue
             } catch let error as NimbusError where error.code == .zoneNotFound {
                 // A zone this engine never fetched is one the server has not made yet (the app's
@@ -171,6 +156,14 @@ extension SyncEngine {
             noteKnown(in: zone, added: [], removed: Array(gone))
         }
         if let token { try saveZoneToken(token, for: zone) }
+    }
+
+    /// The pages of `zone` after `token`, fetched and decoded ahead of the caller (off the actor).
+    private func pages(of zone: ZoneID, from token: SyncToken?, resultsLimit: Int) -> ChangesPipeline {
+        let database = database
+        return ChangesPipeline(from: token,
+                               fetch: { try await database.changesAnswer(in: zone, since: $0, resultsLimit: resultsLimit) },
+                               decode: { try await database.decodeChanges($0, zone: zone) })
     }
 
     private func saveZoneToken(_ token: SyncToken, for zone: ZoneID, durable: Bool = true) throws {

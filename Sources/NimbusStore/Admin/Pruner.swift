@@ -114,7 +114,7 @@ extension Pruner {
         // The rules depend on the zone's container and environment only: read once per pair, not
         // once per zone (10,000 identical statements a run at 10,000 users).
         var rulesBySchema: [String: [ExpiryRule]] = [:]
-        for zone in try await zonesWithRecords(matching: condition, container: options.container) {
+        for zone in try await zonesWithExpiredRecords(options, now: now) {
             let session = zone.session
             if options.dryRun {
                 var count: SQL = "SELECT r.record_type, count(*)::int8 FROM records r WHERE r.zone_id = \(zone.id) AND NOT r.deleted AND ("
@@ -309,41 +309,5 @@ extension Pruner {
         LEAST(r.created_at, CASE WHEN \(field) IS NOT NULL AND r.fields->\(field)->>'type' = 'TIMESTAMP'
             THEN 'epoch'::timestamptz + (r.fields->\(field)->>'value')::int8 * interval '1 millisecond' ELSE r.created_at END)
         """
-    }
-
-    private struct PruneZone: Sendable {
-        var id: Int64
-        var name: String
-        var container: String
-        var environment: String
-        var owner: String
-        var session: Session
-    }
-
-    /// Zones that have rows matching `condition`, with a session to delete through (the
-    /// pruner acts as device `nimbus-prune`, so every device is notified of its deletions).
-    private func zonesWithRecords(matching condition: SQL, container: String?, includeDeleted: Bool = false) async throws -> [PruneZone] {
-        var sql: SQL = """
-            SELECT z.id, z.zone_name, d.container, d.environment, u.name, u.id, u.record_name, d.id
-            FROM zones z JOIN databases d ON d.id = z.database_id JOIN users u ON u.id = d.owner_user_id
-            WHERE NOT z.deleted
-            """
-        if let container { sql.append(" AND d.container = \(container)") }
-        sql.append(" AND EXISTS (SELECT 1 FROM records r WHERE r.zone_id = z.id AND ")
-        if !includeDeleted { sql.append("NOT r.deleted AND ") }
-        sql.append("(")
-        sql.append(condition)
-        sql.append(")) ORDER BY d.container, u.name, z.zone_name")
-        let statement = sql
-        return try await pool.withConnection { connection in
-            try connection.query(statement) { row in
-                let environment = Environment(rawValue: try row.string(3)) ?? .development
-                return PruneZone(id: try row.int64(0), name: try row.string(1), container: try row.string(2), environment: try row.string(3),
-                                 owner: try row.string(4),
-                                 session: Session(userID: try row.int64(5), userRecordName: try row.string(6), tokenID: "",
-                                                  deviceID: "nimbus-prune", databaseID: try row.int64(7), container: try row.string(2),
-                                                  environment: environment))
-            }
-        }
     }
 }

@@ -1,0 +1,101 @@
+import NimbusCore
+import NimbusPostgres
+import NimbusSupport
+
+/// The pruner's zone queries: which zones have expired records or old tombstones, each with a
+/// session to delete through.
+extension Pruner {
+    struct PruneZone: Sendable {
+        var id: Int64
+        var name: String
+        var container: String
+        var environment: String
+        var owner: String
+        var session: Session
+    }
+
+    /// The record types that can expire, with each one's retention field and cutoff
+    /// (milliseconds since the epoch), for a zone of database `d`: a relation for the zone query.
+    /// `expiryCondition`'s rules, by type instead of by record.
+    static func expiringTypes(_ options: PruneOptions, now: Int64) -> SQL {
+        var types: SQL
+        if let seconds = options.olderThanSeconds, !options.recordTypes.isEmpty {
+            // Exactly the types named, with a schema row or not.
+            types = """
+                SELECT t.record_type, s.retention_field, \(now - seconds * 1000)::int8 AS cutoff
+                FROM unnest(\(PGData.textArray(options.recordTypes))::text[]) AS t(record_type)
+                LEFT JOIN schema_record_types s ON s.container = d.container AND s.environment = d.environment AND s.record_type = t.record_type
+                """
+        } else {
+            let cutoff: SQL = options.olderThanSeconds.map { "\(now - $0 * 1000)::int8" } ?? "\(now)::int8 - s.retention_days::int8 * 86400000"
+            types = "SELECT s.record_type, s.retention_field, "
+            types.append(cutoff)
+            types.append("""
+                 AS cutoff FROM schema_record_types s
+                WHERE s.container = d.container AND s.environment = d.environment AND s.retention_days IS NOT NULL
+                """)
+            if !options.recordTypes.isEmpty { types.append(" AND s.record_type = ANY(\(PGData.textArray(options.recordTypes)))") }
+        }
+        return types
+    }
+
+    /// The zone query of the expiry phase: zones with a live record of an expiring type at or past
+    /// its cutoff (`<` for `olderThanSeconds`, as `expiryCondition`). Each type is probed through
+    /// `records_live_by_type`, so records of types without a policy are never read: a condition
+    /// with the schema join evaluated for every live record kept a core busy for minutes on a
+    /// zone of a million records without any policy, every time the scheduled job ran.
+    static func zonesWithExpiredRecordsStatement(_ options: PruneOptions, now: Int64) -> SQL {
+        var sql: SQL = """
+            SELECT z.id, z.zone_name, d.container, d.environment, u.name, u.id, u.record_name, d.id
+            FROM zones z JOIN databases d ON d.id = z.database_id JOIN users u ON u.id = d.owner_user_id
+            WHERE NOT z.deleted
+            """
+        if let container = options.container { sql.append(" AND d.container = \(container)") }
+        // One probe per expiring type through records_live_by_type: LATERAL … LIMIT 1 keeps the
+        // planner from joining all of the zone's records by type, and ORDER BY record_name (the
+        // index's order) from a sequential scan it expects to hit a match early (it guesses a
+        // third of a zone's records of a type are expired; with none, it read them all).
+        sql.append(" AND EXISTS (SELECT 1 FROM (")
+        sql.append(expiringTypes(options, now: now))
+        sql.append(") k, LATERAL (SELECT 1 FROM records r WHERE r.zone_id = z.id AND r.record_type = k.record_type AND NOT r.deleted AND ")
+        sql.append(retentionStart(field: "k.retention_field"))
+        sql.append(options.olderThanSeconds == nil ? " <= " : " < ")
+        sql.append("'epoch'::timestamptz + k.cutoff * interval '1 millisecond' ORDER BY r.record_name LIMIT 1) hit) ORDER BY d.container, u.name, z.zone_name")
+        return sql
+    }
+
+    func zonesWithExpiredRecords(_ options: PruneOptions, now: Int64) async throws -> [PruneZone] {
+        try await zones(Self.zonesWithExpiredRecordsStatement(options, now: now))
+    }
+
+    /// Zones that have rows matching `condition`, with a session to delete through (the
+    /// pruner acts as device `nimbus-prune`, so every device is notified of its deletions).
+    func zonesWithRecords(matching condition: SQL, container: String?, includeDeleted: Bool = false) async throws -> [PruneZone] {
+        var sql: SQL = """
+            SELECT z.id, z.zone_name, d.container, d.environment, u.name, u.id, u.record_name, d.id
+            FROM zones z JOIN databases d ON d.id = z.database_id JOIN users u ON u.id = d.owner_user_id
+            WHERE NOT z.deleted
+            """
+        if let container { sql.append(" AND d.container = \(container)") }
+        sql.append(" AND EXISTS (SELECT 1 FROM records r WHERE r.zone_id = z.id AND ")
+        if !includeDeleted { sql.append("NOT r.deleted AND ") }
+        sql.append("(")
+        sql.append(condition)
+        sql.append(")) ORDER BY d.container, u.name, z.zone_name")
+        return try await zones(sql)
+    }
+
+    /// The zones a zone query (the columns of `zonesWithRecords`) lists, each with its session.
+    private func zones(_ statement: SQL) async throws -> [PruneZone] {
+        try await pool.withConnection { connection in
+            try connection.query(statement) { row in
+                let environment = Environment(rawValue: try row.string(3)) ?? .development
+                return PruneZone(id: try row.int64(0), name: try row.string(1), container: try row.string(2), environment: try row.string(3),
+                                 owner: try row.string(4),
+                                 session: Session(userID: try row.int64(5), userRecordName: try row.string(6), tokenID: "",
+                                                  deviceID: "nimbus-prune", databaseID: try row.int64(7), container: try row.string(2),
+                                                  environment: environment))
+            }
+        }
+    }
+}
