@@ -64,6 +64,9 @@ QUIET_TESTS=(
   # Ten rounds of a write and two overlapping fetches within 60 s (a hang never ends): among 1,163
   # parallel tests on 2 cores a round once took 20 s (alone: 0.4 s).
   'twoOverlappingFetchesBothEndAndTheSecondSeesWhatWasWrittenBeforeIt'
+  # Live delivery's p99 under 1 s from a write's acknowledgement to the other engine's apply: beside
+  # other suites at load 4+ it once measured 1.5-3.6 s (alone: passes).
+  'everyWriteReachesALiveDeviceWithinASecondAndAServerRestartLosesNothing'
 )
 skip_args=()
 for test in "${QUIET_TESTS[@]}"; do skip_args+=(--skip "$test"); done
