@@ -75,7 +75,7 @@ extension Database {
                     guard let key = Database.downloadKey(asset) else { return ("", nil) }
                     do {
                         // An encrypted asset's file is the opened plaintext (`downloadAsset`).
-                        return (key, .success(try await self.downloadAsset(asset)))
+                        return (key, .success(try await self.downloadWaitingOutRateLimits(asset)))
                     } catch let error as NimbusError where asset.isEncrypted
                                 && (error.code == .decryptionFailed || error.code == .encryptionKeyMissing) {
                         // Not a sealed file of its field, or no key: its record is unreadable here.
@@ -96,6 +96,24 @@ extension Database {
                 startNext()
             }
             return (files, unopened)
+        }
+    }
+
+    /// Times a prefetch's download waits out the server's rate limit (THROTTLED, after its
+    /// `retryAfter`, at most 30 s each) before the fetch throws: a first sync of a zone with many
+    /// assets asks for them faster than a device's burst allows, and should slow down, not fail.
+    public static let prefetchRateLimitWaits = 5
+
+    /// `downloadAsset`, waiting out a rate limit up to `prefetchRateLimitWaits` times.
+    private func downloadWaitingOutRateLimits(_ asset: Asset) async throws -> URL {
+        var waits = 0
+        while true {
+            do {
+                return try await downloadAsset(asset)
+            } catch let error as NimbusError where error.code == .requestRateLimited && waits < Database.prefetchRateLimitWaits {
+                waits += 1
+                try await Task.sleep(nanoseconds: UInt64(min(error.retryAfter ?? 1, 30) * 1_000_000_000))
+            }
         }
     }
 
