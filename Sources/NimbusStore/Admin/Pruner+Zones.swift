@@ -45,47 +45,48 @@ extension Pruner {
     /// with the schema join evaluated for every live record kept a core busy for minutes on a
     /// zone of a million records without any policy, every time the scheduled job ran.
     static func zonesWithExpiredRecordsStatement(_ options: PruneOptions, now: Int64) -> SQL {
-        var sql: SQL = """
-            SELECT z.id, z.zone_name, d.container, d.environment, u.name, u.id, u.record_name, d.id
-            FROM zones z JOIN databases d ON d.id = z.database_id JOIN users u ON u.id = d.owner_user_id
-            WHERE NOT z.deleted
-            """
-        if let container = options.container { sql.append(" AND d.container = \(container)") }
         // One probe per expiring type through records_live_by_type: LATERAL … LIMIT 1 keeps the
         // planner from joining all of the zone's records by type, and ORDER BY record_name (the
         // index's order) from a sequential scan it expects to hit a match early (it guesses a
         // third of a zone's records of a type are expired; with none, it read them all).
-        sql.append(" AND EXISTS (SELECT 1 FROM (")
-        sql.append(expiringTypes(options, now: now))
-        sql.append(") k, LATERAL (SELECT 1 FROM records r WHERE r.zone_id = z.id AND r.record_type = k.record_type AND NOT r.deleted AND ")
-        sql.append(retentionStart(field: "k.retention_field"))
-        sql.append(options.olderThanSeconds == nil ? " <= " : " < ")
-        sql.append("'epoch'::timestamptz + k.cutoff * interval '1 millisecond' ORDER BY r.record_name LIMIT 1) hit) ORDER BY d.container, u.name, z.zone_name")
-        return sql
+        var probe: SQL = "SELECT 1 FROM ("
+        probe.append(expiringTypes(options, now: now))
+        probe.append(") k, LATERAL (SELECT 1 FROM records r WHERE r.zone_id = z.id AND r.record_type = k.record_type AND NOT r.deleted AND ")
+        probe.append(retentionStart(field: "k.retention_field"))
+        probe.append(options.olderThanSeconds == nil ? " <= " : " < ")
+        probe.append("'epoch'::timestamptz + k.cutoff * interval '1 millisecond' ORDER BY r.record_name LIMIT 1) hit")
+        return zoneQuery(container: options.container, having: probe)
     }
 
     func zonesWithExpiredRecords(_ options: PruneOptions, now: Int64) async throws -> [PruneZone] {
         try await zones(Self.zonesWithExpiredRecordsStatement(options, now: now))
     }
 
-    /// Zones that have rows matching `condition`, with a session to delete through (the
-    /// pruner acts as device `nimbus-prune`, so every device is notified of its deletions).
-    func zonesWithRecords(matching condition: SQL, container: String?, includeDeleted: Bool = false) async throws -> [PruneZone] {
+    /// Zones that have rows matching `condition` (tombstones included), with a session to delete
+    /// through (the pruner acts as device `nimbus-prune`, so every device is notified of its deletions).
+    func zonesWithRecords(matching condition: SQL, container: String?) async throws -> [PruneZone] {
+        var rows: SQL = "SELECT 1 FROM records r WHERE r.zone_id = z.id AND ("
+        rows.append(condition)
+        rows.append(")")
+        return try await zones(Self.zoneQuery(container: container, having: rows))
+    }
+
+    /// The live zones (of `container` when given) for which `subquery` (over zone `z` and its
+    /// database `d`) finds a row, in the columns `zones` reads.
+    private static func zoneQuery(container: String?, having subquery: SQL) -> SQL {
         var sql: SQL = """
             SELECT z.id, z.zone_name, d.container, d.environment, u.name, u.id, u.record_name, d.id
             FROM zones z JOIN databases d ON d.id = z.database_id JOIN users u ON u.id = d.owner_user_id
             WHERE NOT z.deleted
             """
         if let container { sql.append(" AND d.container = \(container)") }
-        sql.append(" AND EXISTS (SELECT 1 FROM records r WHERE r.zone_id = z.id AND ")
-        if !includeDeleted { sql.append("NOT r.deleted AND ") }
-        sql.append("(")
-        sql.append(condition)
-        sql.append(")) ORDER BY d.container, u.name, z.zone_name")
-        return try await zones(sql)
+        sql.append(" AND EXISTS (")
+        sql.append(subquery)
+        sql.append(") ORDER BY d.container, u.name, z.zone_name")
+        return sql
     }
 
-    /// The zones a zone query (the columns of `zonesWithRecords`) lists, each with its session.
+    /// The zones a `zoneQuery` lists, each with its session.
     private func zones(_ statement: SQL) async throws -> [PruneZone] {
         try await pool.withConnection { connection in
             try connection.query(statement) { row in

@@ -183,7 +183,7 @@ extension Pruner {
         //    that older tokens get CHANGE_TOKEN_EXPIRED instead of a list missing deletions.
         let cutoff = now - options.tombstonesOlderThanSeconds * 1000
         let tombstoneCondition: SQL = "r.deleted AND r.modified_at < 'epoch'::timestamptz + \(cutoff) * interval '1 millisecond'"
-        for zone in try await zonesWithRecords(matching: tombstoneCondition, container: options.container, includeDeleted: true) {
+        for zone in try await zonesWithRecords(matching: tombstoneCondition, container: options.container) {
             while true {
                 let zoneID = zone.id, batchSize = Int64(options.batchSize), dryRun = options.dryRun
                 let removed = try await pool.withTransaction { connection -> [(String, Int)] in
