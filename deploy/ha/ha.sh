@@ -15,7 +15,10 @@
 #
 # Ports (environment; defaults are the shipped files'): HA_ETCD_PORT 2379, HA_ETCD_PEER_PORT 2380,
 # HA_PG1_PORT 5432, HA_PG2_PORT 5433, HA_REST1_PORT 8008, HA_REST2_PORT 8009, HA_PROXY_PORT 5000.
-# HA_SYNCHRONOUS_MODE=false (the negative control's one change): asynchronous replication.
+# HA_SYNCHRONOUS_MODE=false (the negative control's change): asynchronous replication, and a standby
+#   promoted however far behind (maximum_lag_on_failover 1 GiB instead of 1 MiB: 2 s of the checker's
+#   writes held back can pass 1 MiB of WAL, and Patroni then promotes no one: the likely cause of one
+#   run where no standby was promoted within 60 s).
 # Programs: etcd (etcd-server), patroni, patronictl, haproxy, /usr/lib/postgresql/15/bin.
 set -euo pipefail
 
@@ -88,7 +91,8 @@ template() {
     -e "s#/var/lib/nimbus-ha#$DIR#g" -e "s#/var/log/nimbus-ha#$DIR/log#g" \
     "$1" >"$2"
   if [ "${HA_SYNCHRONOUS_MODE:-true}" = false ]; then
-    sed -i -E 's/^([[:space:]]*synchronous_mode:) true/\1 false/' "$2"
+    sed -i -E -e 's/^([[:space:]]*synchronous_mode:) true/\1 false/' \
+      -e 's/^([[:space:]]*maximum_lag_on_failover:) [0-9]+/\1 1073741824/' "$2"
   fi
 }
 
