@@ -70,11 +70,15 @@ extension Database {
         return answer.body
     }
 
-    /// A `records/changes` page decoded and its records opened, off the caller's actor (the
-    /// engine's stays free for enqueues meanwhile). Sealed values are opened by the decoder as it
-    /// meets them (`PageOpening`), not in a second pass.
+    /// A `records/changes` page decoded and its records opened on the decoding thread
+    /// (`BackgroundThread.decoding`, below the requests' threads in priority), off the caller's
+    /// actor (the engine's stays free for enqueues meanwhile). Sealed values are opened by the
+    /// decoder as it meets them (`PageOpening`), not in a second pass.
     func decodeChanges(_ data: Data, zone: ZoneID) async throws -> ZoneChanges {
-        try ChangesPageDecoder.decode(data, zone: zone, opening: PageOpening(container))
+        let container = container
+        return try await BackgroundThread.decoding.run {
+            try ChangesPageDecoder.decode(data, zone: zone, opening: PageOpening(container))
+        }
     }
 
     /// The answer limit of a page of records: `resultsLimit` capped at the server's
