@@ -14,9 +14,14 @@ extension Pruner {
         var session: Session
     }
 
-    /// The record types that can expire, with each one's retention field and cutoff
-    /// (milliseconds since the epoch), for a zone of database `d`: a relation for the zone query.
-    /// `expiryCondition`'s rules, by type instead of by record.
+    /// The one rule of which records expire: the record types that can, each with its retention
+    /// field and cutoff (milliseconds since the epoch), for a zone of database `d` — a relation that
+    /// the zone probe, the per-zone candidate rules and the per-record check all read. A type
+    /// expires under its schema's `retention_days`, or under `olderThanSeconds` when given (the
+    /// types named, with a schema row or not, else the types that have a policy). A record of it is
+    /// expired when its retention start (`retentionStart`: the earlier of `created` and the type's
+    /// retention field, so a future-dated event cannot live forever) is past the cutoff (`expired`);
+    /// a policy imported later applies to records saved before.
     static func expiringTypes(_ options: PruneOptions, now: Int64) -> SQL {
         var types: SQL
         if let seconds = options.olderThanSeconds, !options.recordTypes.isEmpty {
@@ -39,8 +44,8 @@ extension Pruner {
         return types
     }
 
-    /// The zone query of the expiry phase: zones with a live record of an expiring type at or past
-    /// its cutoff (`<` for `olderThanSeconds`, as `expiryCondition`). Each type is probed through
+    /// The zone query of the expiry phase: zones with a live record of an expiring type past its
+    /// cutoff (`expired`). Each type is probed through
     /// `records_live_by_type`, so records of types without a policy are never read: a condition
     /// with the schema join evaluated for every live record kept a core busy for minutes on a
     /// zone of a million records without any policy, every time the scheduled job ran.
@@ -52,10 +57,55 @@ extension Pruner {
         var probe: SQL = "SELECT 1 FROM ("
         probe.append(expiringTypes(options, now: now))
         probe.append(") k, LATERAL (SELECT 1 FROM records r WHERE r.zone_id = z.id AND r.record_type = k.record_type AND NOT r.deleted AND ")
-        probe.append(retentionStart(field: "k.retention_field"))
-        probe.append(options.olderThanSeconds == nil ? " <= " : " < ")
-        probe.append("'epoch'::timestamptz + k.cutoff * interval '1 millisecond' ORDER BY r.record_name LIMIT 1) hit")
+        probe.append(expired(retentionStart(field: "k.retention_field"), cutoff: "k.cutoff", options))
+        probe.append(" ORDER BY r.record_name LIMIT 1) hit")
         return zoneQuery(container: options.container, having: probe)
+    }
+
+    /// Whether a record whose retention start is `start` is expired at `cutoff` (milliseconds since
+    /// the epoch): at or before it under a policy, strictly before it for `olderThanSeconds`.
+    static func expired(_ start: SQL, cutoff: SQL, _ options: PruneOptions) -> SQL {
+        var sql = start
+        sql.append(options.olderThanSeconds == nil ? " <= " : " < ")
+        sql.append("'epoch'::timestamptz + ")
+        sql.append(cutoff)
+        sql.append(" * interval '1 millisecond'")
+        return sql
+    }
+
+    /// Whether live record `r` is expired: `expiringTypes` for that one record, which the locked
+    /// delete re-checks under the zone's lock.
+    static func expiryCondition(_ options: PruneOptions, now: Int64) -> SQL {
+        var condition: SQL = "EXISTS (SELECT 1 FROM zones z JOIN databases d ON d.id = z.database_id CROSS JOIN LATERAL ("
+        condition.append(expiringTypes(options, now: now))
+        condition.append(") k WHERE z.id = r.zone_id AND k.record_type = r.record_type AND ")
+        condition.append(expired(retentionStart(field: "k.retention_field"), cutoff: "k.cutoff", options))
+        condition.append(")")
+        return condition
+    }
+
+    /// One record type's expiry in a zone (a row of `expiringTypes`).
+    struct ExpiryRule: Sendable {
+        var recordType: String
+        /// Milliseconds since the epoch.
+        var cutoff: Int64
+        var retentionField: String?
+
+        /// The retention start of record `r` under this rule.
+        var retentionStart: SQL {
+            retentionField.map { Pruner.retentionStart(field: "\($0)") } ?? "r.created_at"
+        }
+    }
+
+    /// `expiringTypes` of `zone`'s database, in the order of their names: the candidates' rules.
+    func expiryRules(_ zone: PruneZone, options: PruneOptions, now: Int64) async throws -> [ExpiryRule] {
+        var statement: SQL = "SELECT k.record_type, k.retention_field, k.cutoff FROM databases d CROSS JOIN LATERAL ("
+        statement.append(Self.expiringTypes(options, now: now))
+        statement.append(") k WHERE d.id = \(zone.session.databaseID) ORDER BY k.record_type")
+        let rules = statement
+        return try await pool.withConnection { connection in
+            try connection.query(rules) { ExpiryRule(recordType: try $0.string(0), cutoff: try $0.int64(2), retentionField: try $0.optionalString(1)) }
+        }
     }
 
     func zonesWithExpiredRecords(_ options: PruneOptions, now: Int64) async throws -> [PruneZone] {

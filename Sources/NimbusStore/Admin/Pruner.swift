@@ -110,24 +110,12 @@ extension Pruner {
 
         // 1. Expired records, zone by zone, in batches through the normal delete path
         //    (tombstones, DELETE_SELF cascades, delete notifications, NOTIFY).
-        let condition = expiryCondition(options, now: now)
+        let condition = Self.expiryCondition(options, now: now)
         // The rules depend on the zone's container and environment only: read once per pair, not
         // once per zone (10,000 identical statements a run at 10,000 users).
         var rulesBySchema: [String: [ExpiryRule]] = [:]
         for zone in try await zonesWithExpiredRecords(options, now: now) {
             let session = zone.session
-            if options.dryRun {
-                var count: SQL = "SELECT r.record_type, count(*)::int8 FROM records r WHERE r.zone_id = \(zone.id) AND NOT r.deleted AND ("
-                count.append(condition)
-                count.append(") GROUP BY r.record_type")
-                let statement = count
-                for (type, number) in try await pool.withConnection({ try $0.query(statement) { (try $0.string(0), try $0.int(1)) } }) {
-                    let key = "\(zone.container)|\(zone.environment)|\(zone.owner)|\(zone.name)|\(type)"
-                    counts[key, default: PruneCount(container: zone.container, environment: zone.environment, owner: zone.owner,
-                                                    zoneName: zone.name, recordType: type)].records += number
-                }
-                continue
-            }
             // Candidates are found type by type through the live-records index (`records_live_by_type`),
             // with the type's rule written out: a scan of the zone that evaluated the schema join
             // for every live row took minutes once the expired records were gone and only fresh
@@ -140,18 +128,35 @@ extension Pruner {
                 rules = try await expiryRules(zone, options: options, now: now)
                 rulesBySchema[schemaKey] = rules
             }
+            if options.dryRun {
+                for rule in rules {
+                    var count: SQL = """
+                        SELECT count(*)::int8 FROM records r
+                        WHERE r.zone_id = \(zone.id) AND r.record_type = \(rule.recordType) AND NOT r.deleted AND
+                        """
+                    count.append(" ")
+                    count.append(Self.expired(rule.retentionStart, cutoff: "\(rule.cutoff)", options))
+                    let statement = count
+                    let number = try await pool.withConnection { try $0.queryFirst(statement) { try $0.int(0) } } ?? 0
+                    guard number > 0 else { continue }
+                    let key = "\(zone.container)|\(zone.environment)|\(zone.owner)|\(zone.name)|\(rule.recordType)"
+                    counts[key, default: PruneCount(container: zone.container, environment: zone.environment, owner: zone.owner,
+                                                    zoneName: zone.name, recordType: rule.recordType)].records += number
+                }
+                continue
+            }
             for rule in rules {
                 // Batches continue after the last name seen, so no batch rescans what earlier ones
                 // turned into tombstones (linear, not quadratic, in the zone's size).
                 var after = ""
                 while true {
-                    let start: SQL = rule.retentionField.map { Self.retentionStart(field: "\($0)") } ?? "r.created_at"
-                    let select: SQL = """
+                    var select: SQL = """
                         SELECT r.record_name FROM records r
-                        WHERE r.zone_id = \(zone.id) AND r.record_type = \(rule.recordType) AND NOT r.deleted AND r.record_name > \(after)
-                          AND \(start) <= 'epoch'::timestamptz + \(rule.cutoff) * interval '1 millisecond'
-                        ORDER BY r.record_name LIMIT \(Int64(options.batchSize))
+                        WHERE r.zone_id = \(zone.id) AND r.record_type = \(rule.recordType) AND NOT r.deleted AND r.record_name > \(after) AND
                         """
+                    select.append(" ")
+                    select.append(Self.expired(rule.retentionStart, cutoff: "\(rule.cutoff)", options))
+                    select.append(" ORDER BY r.record_name LIMIT \(Int64(options.batchSize))")
                     let statement = select
                     let batch = try await pool.withConnection { try $0.query(statement) { try $0.string(0) } }
                     if batch.isEmpty { break }
@@ -240,63 +245,6 @@ extension Pruner {
         report.counts = counts.values.sorted { ($0.container, $0.owner, $0.zoneName, $0.recordType) < ($1.container, $1.owner, $1.zoneName, $1.recordType) }
         report.seconds = Double(monotonicNanoseconds() - start) / 1e9
         return report
-    }
-
-    /// Which live records are expired. The retention start is the earlier of `created` and the
-    /// type's retention field (a future-dated event cannot live forever); a record is expired
-    /// when that start is older than the type's current policy (so a policy imported later
-    /// applies to records saved before), or than `olderThanSeconds` when given (for the types
-    /// named, else for the types that have a policy).
-    /// One record type's expiry in a zone: records whose retention start is at or before `cutoff`.
-    private struct ExpiryRule: Sendable {
-        var recordType: String
-        /// Milliseconds since the epoch.
-        var cutoff: Int64
-        var retentionField: String?
-    }
-
-    /// The rules `expiryCondition` applies in `zone`, written out per record type from its
-    /// container's schema (candidates only: the delete checks `expiryCondition` itself).
-    private func expiryRules(_ zone: PruneZone, options: PruneOptions, now: Int64) async throws -> [ExpiryRule] {
-        let container = zone.container, environment = zone.environment
-        let schema = try await pool.withConnection { connection in
-            try connection.query("""
-                SELECT record_type, retention_days, retention_field FROM schema_record_types
-                WHERE container = \(container) AND environment = \(environment)
-                """) { (type: try $0.string(0), days: try $0.optionalInt64(1), field: try $0.optionalString(2)) }
-        }
-        let byType = Dictionary(schema.map { ($0.type, $0) }, uniquingKeysWith: { first, _ in first })
-        let types = options.recordTypes.isEmpty ? schema.filter { $0.days != nil }.map(\.type).sorted() : options.recordTypes
-        return types.compactMap { type in
-            let policy = byType[type]
-            if let seconds = options.olderThanSeconds {
-                guard !options.recordTypes.isEmpty || policy?.days != nil else { return nil }
-                return ExpiryRule(recordType: type, cutoff: now - seconds * 1000, retentionField: policy?.field)
-            }
-            guard let days = policy?.days else { return nil }
-            return ExpiryRule(recordType: type, cutoff: now - days * 86_400_000, retentionField: policy?.field)
-        }
-    }
-
-    private func expiryCondition(_ options: PruneOptions, now: Int64) -> SQL {
-        var condition: SQL = """
-            EXISTS (SELECT 1 FROM zones z JOIN databases d ON d.id = z.database_id
-                LEFT JOIN schema_record_types s ON s.container = d.container AND s.environment = d.environment AND s.record_type = r.record_type
-                WHERE z.id = r.zone_id AND
-            """
-        if let seconds = options.olderThanSeconds {
-            if options.recordTypes.isEmpty { condition.append(" s.retention_days IS NOT NULL AND") }
-            condition.append(" \(Self.retentionStart) < 'epoch'::timestamptz + \(now - seconds * 1000) * interval '1 millisecond')")
-        } else {
-            condition.append("""
-                 s.retention_days IS NOT NULL AND \(Self.retentionStart)
-                    <= 'epoch'::timestamptz + (\(now) - s.retention_days::int8 * 86400000) * interval '1 millisecond')
-                """)
-        }
-        if !options.recordTypes.isEmpty {
-            condition.append(" AND r.record_type = ANY(\(PGData.textArray(options.recordTypes)))")
-        }
-        return condition
     }
 
     /// The earlier of `created_at` and the retention field's time (`s` is the type's schema row).
