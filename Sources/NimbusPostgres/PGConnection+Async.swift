@@ -15,8 +15,8 @@ extension PGConnection {
     }
 
     /// Runs a statement and reads its whole result with `body` (as `read`), waiting on `loop`.
-    package func read<T>(_ sql: SQL, on loop: any LoopContext, _ body: (PGRows) throws -> T) async throws -> T {
-        let result = try await execute(sql, on: loop)
+    package func read<T>(_ sql: SQL, on loop: any LoopContext, sortsOff: Bool = false, _ body: (PGRows) throws -> T) async throws -> T {
+        let result = try await execute(sql, on: loop, sortsOff: sortsOff)
         defer { PQclear(result) }
         return try body(PGRows(result: result))
     }
@@ -28,7 +28,11 @@ extension PGConnection {
         return try Self.firstRow(of: result, decode: decode)
     }
 
-    private func execute(_ sql: SQL, on loop: any LoopContext) async throws -> OpaquePointer {
+    private func execute(_ sql: SQL, on loop: any LoopContext, sortsOff wanted: Bool = false) async throws -> OpaquePointer {
+        if let change = sortsChange(off: wanted) {
+            PQclear(try await execute(change, on: loop, sortsOff: sortsOff))
+            sortsOff = wanted
+        }
         let parameters = EncodedParameters(sql.parameters)
         let name = parameters.count == 0 ? nil : try await preparedName(sql, parameters.types, on: loop)
         PQsetnonblocking(handle, 1)
@@ -44,7 +48,7 @@ extension PGConnection {
             return try await finish(on: loop)
         } catch let error as PGError where name != nil && error.sqlState == Self.missingStatement {
             try pooledAway()
-            return try await execute(sql, on: loop)
+            return try await execute(sql, on: loop, sortsOff: wanted)
         }
     }
 

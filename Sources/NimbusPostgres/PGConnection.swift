@@ -20,6 +20,8 @@ package final class PGConnection: @unchecked Sendable {
     /// found on a server connection can only be this connection's statement with the same text.
     private let namePrefix = "nimbus_\(String(UInt32.random(in: .min ... .max), radix: 16))_"
     private var statementsNamed = 0
+    /// Whether this session's planner has its sorts off, left so after a read in index order (`PGConnection+Sorts`).
+    package internal(set) var sortsOff = false
 
     private init(handle: OpaquePointer, naming: StatementNaming) {
         self.handle = handle
@@ -87,8 +89,8 @@ package final class PGConnection: @unchecked Sendable {
 
     /// Runs a statement and reads its whole result with `body` while the result is alive: one
     /// pass over the rows that may carry state from row to row (an answer written as it is read).
-    package func read<T>(_ sql: SQL, _ body: (PGRows) throws -> T) throws -> T {
-        let result = try execute(sql)
+    package func read<T>(_ sql: SQL, sortsOff: Bool = false, _ body: (PGRows) throws -> T) throws -> T {
+        let result = try execute(sql, sortsOff: sortsOff)
         defer { PQclear(result) }
         return try body(PGRows(result: result))
     }
@@ -147,6 +149,7 @@ package final class PGConnection: @unchecked Sendable {
     /// Runs a script of several statements through the simple query protocol. Only for trusted
     /// SQL text shipped with the server (migrations); it takes no parameters.
     package func runScript(_ text: String) throws {
+        try placeSorts(off: false)
         guard let result = PQexec(handle, text) else { throw lostError() }
         defer { PQclear(result) }
         try check(result)
@@ -177,7 +180,8 @@ package final class PGConnection: @unchecked Sendable {
     // MARK: - Execution
 
     /// Sends the statement with binary parameters and asks for binary results.
-    private func execute(_ sql: SQL) throws -> OpaquePointer {
+    private func execute(_ sql: SQL, sortsOff wanted: Bool = false) throws -> OpaquePointer {
+        try placeSorts(off: wanted)
         let parameters = EncodedParameters(sql.parameters)
         let name = parameters.count == 0 ? nil : preparedName(sql, parameters.types)
         let result: OpaquePointer? = parameters.withValues { values in
@@ -192,7 +196,7 @@ package final class PGConnection: @unchecked Sendable {
         } catch let error as PGError where name != nil && error.sqlState == Self.missingStatement {
             PQclear(result)
             try pooledAway()
-            return try execute(sql)
+            return try execute(sql, sortsOff: wanted)
         } catch {
             PQclear(result)
             throw error
@@ -210,6 +214,7 @@ package final class PGConnection: @unchecked Sendable {
     func pooledAway() throws {
         prepared.removeAll()
         naming.turnOff()
+        sortsOff = false  // session settings no longer follow this connection
         guard !isInTransaction else {
             throw PGError(.connectionLost, "the database connection goes through a transaction pooler; named prepared statements "
                           + "are off from now on (pass --database-pooler transaction to start that way)")

@@ -1,9 +1,11 @@
 import NimbusSupport
 
 extension PGPool {
-    /// `read` with the planner's sorts off for this one statement (`SET enable_sort = off` before
-    /// it and `RESET enable_sort` after, on the same connection), so that an `ORDER BY … LIMIT n`
-    /// which an index provides reads n rows in the index's order whatever the row estimates.
+    /// `read` with the planner's sorts off for this one statement, so that an `ORDER BY … LIMIT n`
+    /// which an index provides reads n rows in the index's order whatever the row estimates. The
+    /// session keeps the setting until a statement that wants sorts runs on the connection
+    /// (`PGConnection+Sorts`); in a transaction or behind a transaction pooler it is set before the
+    /// statement and reset after it.
     ///
     /// Why (issue #28, item 8): a page of `records/changes` is the first n rows of
     /// `records_by_change` after a sequence. Its prepared statement's generic plan cannot see the
@@ -16,6 +18,7 @@ extension PGPool {
                                                _ body: @escaping @Sendable (PGRows) throws -> T) async throws -> T {
         if let loop = execution.currentLoop {
             return try await withConnection(on: loop) { connection in
+                if connection.keepsSessionSettings { return try await connection.read(sql, on: loop, sortsOff: true, body) }
                 _ = try await connection.query("SET enable_sort = off", on: loop) { _ in () }
                 let value: T
                 do {
@@ -29,6 +32,7 @@ extension PGPool {
             }
         }
         return try await withConnection(on: execution) { connection in
+            if connection.keepsSessionSettings { return try connection.read(sql, sortsOff: true, body) }
             _ = try connection.run("SET enable_sort = off")
             let value: T
             do {
