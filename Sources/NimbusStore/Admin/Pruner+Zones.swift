@@ -56,8 +56,8 @@ extension Pruner {
         // third of a zone's records of a type are expired; with none, it read them all).
         var probe: SQL = "SELECT 1 FROM ("
         probe.append(expiringTypes(options, now: now))
-        probe.append(") k, LATERAL (SELECT 1 FROM records r WHERE r.zone_id = z.id AND r.record_type = k.record_type AND NOT r.deleted AND ")
-        probe.append(expired(retentionStart(field: "k.retention_field"), cutoff: "k.cutoff", options))
+        probe.append(") k, LATERAL (SELECT 1 FROM records r WHERE r.zone_id = z.id AND NOT r.deleted AND ")
+        probe.append(expiredUnderItsType(options))
         probe.append(" ORDER BY r.record_name LIMIT 1) hit")
         return zoneQuery(container: options.container, having: probe)
     }
@@ -73,13 +73,20 @@ extension Pruner {
         return sql
     }
 
+    /// Whether record `r` is of expiring type `k` (a row of `expiringTypes`) and past its cutoff.
+    private static func expiredUnderItsType(_ options: PruneOptions) -> SQL {
+        var sql: SQL = "r.record_type = k.record_type AND "
+        sql.append(expired(retentionStart(field: "k.retention_field"), cutoff: "k.cutoff", options))
+        return sql
+    }
+
     /// Whether live record `r` is expired: `expiringTypes` for that one record, which the locked
     /// delete re-checks under the zone's lock.
     static func expiryCondition(_ options: PruneOptions, now: Int64) -> SQL {
         var condition: SQL = "EXISTS (SELECT 1 FROM zones z JOIN databases d ON d.id = z.database_id CROSS JOIN LATERAL ("
         condition.append(expiringTypes(options, now: now))
-        condition.append(") k WHERE z.id = r.zone_id AND k.record_type = r.record_type AND ")
-        condition.append(expired(retentionStart(field: "k.retention_field"), cutoff: "k.cutoff", options))
+        condition.append(") k WHERE z.id = r.zone_id AND ")
+        condition.append(expiredUnderItsType(options))
         condition.append(")")
         return condition
     }
@@ -91,9 +98,12 @@ extension Pruner {
         var cutoff: Int64
         var retentionField: String?
 
-        /// The retention start of record `r` under this rule.
-        var retentionStart: SQL {
-            retentionField.map { Pruner.retentionStart(field: "\($0)") } ?? "r.created_at"
+        /// The live records `r` of zone `zoneID` this rule finds expired (through `records_live_by_type`).
+        func expiredRecords(inZone zoneID: Int64, _ options: PruneOptions) -> SQL {
+            let start: SQL = retentionField.map { Pruner.retentionStart(field: "\($0)") } ?? "r.created_at"
+            var sql: SQL = "r.zone_id = \(zoneID) AND r.record_type = \(recordType) AND NOT r.deleted AND "
+            sql.append(Pruner.expired(start, cutoff: "\(cutoff)", options))
+            return sql
         }
     }
 

@@ -130,12 +130,8 @@ extension Pruner {
             }
             if options.dryRun {
                 for rule in rules {
-                    var count: SQL = """
-                        SELECT count(*)::int8 FROM records r
-                        WHERE r.zone_id = \(zone.id) AND r.record_type = \(rule.recordType) AND NOT r.deleted AND
-                        """
-                    count.append(" ")
-                    count.append(Self.expired(rule.retentionStart, cutoff: "\(rule.cutoff)", options))
+                    var count: SQL = "SELECT count(*)::int8 FROM records r WHERE "
+                    count.append(rule.expiredRecords(inZone: zone.id, options))
                     let statement = count
                     let number = try await pool.withConnection { try $0.queryFirst(statement) { try $0.int(0) } } ?? 0
                     guard number > 0 else { continue }
@@ -150,13 +146,9 @@ extension Pruner {
                 // turned into tombstones (linear, not quadratic, in the zone's size).
                 var after = ""
                 while true {
-                    var select: SQL = """
-                        SELECT r.record_name FROM records r
-                        WHERE r.zone_id = \(zone.id) AND r.record_type = \(rule.recordType) AND NOT r.deleted AND r.record_name > \(after) AND
-                        """
-                    select.append(" ")
-                    select.append(Self.expired(rule.retentionStart, cutoff: "\(rule.cutoff)", options))
-                    select.append(" ORDER BY r.record_name LIMIT \(Int64(options.batchSize))")
+                    var select: SQL = "SELECT r.record_name FROM records r WHERE "
+                    select.append(rule.expiredRecords(inZone: zone.id, options))
+                    select.append(" AND r.record_name > \(after) ORDER BY r.record_name LIMIT \(Int64(options.batchSize))")
                     let statement = select
                     let batch = try await pool.withConnection { try $0.query(statement) { try $0.string(0) } }
                     if batch.isEmpty { break }
