@@ -112,7 +112,7 @@ extension Database {
                 return try await downloadAsset(asset)
             } catch let error as NimbusError where error.code == .requestRateLimited && waits < Database.prefetchRateLimitWaits {
                 waits += 1
-                try await Task.sleep(nanoseconds: UInt64(min(error.retryAfter ?? 1, 30) * 1_000_000_000))
+                try await error.waitOutRetryAfter(otherwise: 1)
             }
         }
     }

@@ -122,7 +122,7 @@ extension Database {
                 return try await upload(body, to: uploadURL)
             } catch let error as NimbusError where error.isRetryable && attempt < Database.uploadAttempts {
                 attempt += 1
-                if let retryAfter = error.retryAfter { try await Task.sleep(nanoseconds: UInt64(min(retryAfter, 30) * 1e9)) }
+                try await error.waitOutRetryAfter(otherwise: 0)
                 uploadURL = try await uploadURLs(for: [(record, field)], zone: zone)[0]
             }
         }

@@ -64,6 +64,13 @@ public struct NimbusError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Waits as long as the server asked (`retryAfter`, else `otherwise`), at most 30 s, before
+    /// a request of the caller's own is sent again (an upload's resend, a prefetch's download).
+    func waitOutRetryAfter(otherwise: TimeInterval) async throws {
+        let seconds = min(retryAfter ?? otherwise, 30)
+        if seconds > 0 { try await Task.sleep(nanoseconds: UInt64(seconds * 1e9)) }
+    }
+
     /// True when the error is about one change's own input (its asset file, its size, a field
     /// the server refuses), not the request: that change fails, the rest of its batch is sent.
     public var isChangeFailure: Bool {
