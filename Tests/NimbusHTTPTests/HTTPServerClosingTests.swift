@@ -62,7 +62,7 @@ import NimbusSupport
             try client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(try client.readResponse().status == 200)
             #expect(client.isClosedByServer())
-            close(client.descriptor)
+            client.close()
             let closedAfter = secondsUntil(httpServer, hasConnections: 0, limit: 2)
             #expect(closedAfter != nil, "the client's close ends the linger long before its 30 s")
         }

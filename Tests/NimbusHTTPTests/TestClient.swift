@@ -39,7 +39,17 @@ final class TestClient {
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    deinit { close(descriptor) }
+    private var closed = false
+
+    /// Closes the socket now (once: `deinit` then leaves it alone, so a descriptor number another
+    /// test's socket has taken meanwhile is never closed under it).
+    func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(descriptor)
+    }
+
+    deinit { close() }
 
     func send(_ text: String) throws {
         try send(Array(text.utf8))
